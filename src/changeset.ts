@@ -1,0 +1,41 @@
+/**
+ * The typed filesystem operations every source turns into. Sources build these
+ * without touching the disk; src/stage/apply-changes.ts applies them through the
+ * safe-fs layer, in order.
+ */
+export type Content =
+  | { kind: 'bytes'; data: Uint8Array }
+  /** Streamed content (archives): opened when applied, never held whole in memory. */
+  | { kind: 'stream'; size?: number; open: () => AsyncIterable<Uint8Array> };
+
+export interface Owner {
+  uid?: number;
+  gid?: number;
+}
+
+export type ChangeOp =
+  | ({ op: 'write'; path: string; content: Content; mode?: number; mtime?: number; overwrite?: boolean; append?: boolean } & Owner)
+  | ({ op: 'mkdir'; path: string; mode?: number; mtime?: number } & Owner)
+  | ({ op: 'symlink'; path: string; target: string; overwrite?: boolean } & Owner)
+  | { op: 'hardlink'; path: string; target: string; overwrite?: boolean }
+  | { op: 'remove'; path: string; recursive?: boolean; missingOk?: boolean }
+  /** Removes every child of a directory, keeping it (an OCI opaque whiteout). */
+  | { op: 'clear'; path: string }
+  | ({ op: 'setattr'; path: string; mode?: number; mtime?: number } & Owner);
+
+export interface ChangeSet {
+  /** A few words for status and logs ("update spec web.json: 3 files"). */
+  description: string;
+  /** A label the source suggests (the spec's own label). */
+  label?: string;
+  /** Operations in the order they are applied; async for streamed archives. */
+  ops: Iterable<ChangeOp> | AsyncIterable<ChangeOp>;
+  /** Number of operations when known (for progress). */
+  count?: number;
+  /** Called after the ops are applied, e.g. to enable units. Writes only through the given root. */
+  finish?: (root: import('./fs/root-fs.js').RootFs) => Promise<void>;
+}
+
+export function bytes(data: string | Uint8Array): Content {
+  return { kind: 'bytes', data: typeof data === 'string' ? Buffer.from(data, 'utf8') : data };
+}

@@ -1,0 +1,38 @@
+import type { Context } from '../context.js';
+import { exists } from '../fs/durable.js';
+import { randomSuffix } from '../util/random.js';
+import type { Transition } from '../state/model.js';
+import type { BaseState } from '../state/schema.js';
+import { saveState } from '../state/store.js';
+
+/**
+ * Makes a transition durable. When `current` changes, the swap is three steps, each
+ * one atomic rename: (1) the state with an intent naming the next state, (2) the
+ * `current` symlink (the commit point), (3) the next state. A crash between them is
+ * resolved by looking at the symlink (see effectiveState). Dropped deployments are
+ * removed only after the new state is durable; a crash leaves them as leftovers that
+ * recovery removes.
+ */
+export function applyTransition(ctx: Context, from: BaseState, t: Transition, op: string): BaseState {
+  const { layout, dfs } = ctx;
+  if (t.next.current !== from.current) {
+    saveState(layout, dfs, { ...from, intent: { op, next: t.next } });
+    dfs.replaceSymlink(layout.currentLink, layout.linkTarget(t.next.current));
+  }
+  saveState(layout, dfs, { ...t.next, intent: null });
+  removeDeployments(ctx, t.drop);
+  return t.next;
+}
+
+/** Moves deployment directories to trash (atomic), then deletes them. */
+export function removeDeployments(ctx: Context, ids: readonly string[]): void {
+  const { layout, dfs } = ctx;
+  for (const id of ids) {
+    const dir = layout.deployment(id);
+    if (!exists(dir)) continue;
+    dfs.mkdir(layout.trashDir);
+    const trash = `${layout.trashDir}/${id}-${randomSuffix()}`;
+    dfs.rename(dir, trash);
+    dfs.removeTree(trash);
+  }
+}

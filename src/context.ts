@@ -1,0 +1,30 @@
+import { DurableFs } from './fs/durable.js';
+import { noFaults, type FaultHook } from './fs/faults.js';
+import { Layout } from './state/layout.js';
+
+/** What an operation needs, passed in (no hidden globals): where, how to write, the clock, reporting. */
+export interface Context {
+  layout: Layout;
+  dfs: DurableFs;
+  faults: FaultHook;
+  now: () => Date;
+  /** Non-fatal notes for the user (recovered state, skipped entries). */
+  warn: (message: string) => void;
+}
+
+export interface ContextOptions {
+  faults?: FaultHook;
+  now?: () => Date;
+  onWarning?: (message: string) => void;
+}
+
+export function makeContext(sysroot: string, o: ContextOptions = {}): Context {
+  const faults = o.faults ?? noFaults;
+  return {
+    layout: new Layout(sysroot),
+    dfs: new DurableFs(faults),
+    faults,
+    now: o.now ?? (() => new Date()),
+    warn: o.onWarning ?? (() => {}),
+  };
+}

@@ -1,0 +1,111 @@
+/**
+ * One error class for the whole library, with a stable `code`. Callers branch on
+ * `code`, never on the message. The CLI maps codes to exit codes (see `exitCodeFor`).
+ */
+export type ErrorCode =
+  | 'BUSY' // another writer holds the sysroot lock
+  | 'USAGE' // a bad option or argument from the caller
+  | 'NOT_A_SYSROOT' // the directory holds no sysroot
+  | 'SYSROOT_EXISTS' // init over an existing sysroot
+  | 'STATE_CORRUPT' // a state file cannot be parsed and no good copy exists
+  | 'SPEC_INVALID' // a source document is malformed (issues list every bad field)
+  | 'SOURCE_UNSUPPORTED' // a source kind or field stagedroot does not handle
+  | 'SOURCE_CORRUPT' // truncated or corrupt archive / bad hash / bad data URL
+  | 'PATH_ESCAPE' // a path or link target leaves the root
+  | 'UNSAFE_ENTRY' // devices, FIFOs, absurd depth, bombs
+  | 'APPLY_FAILED' // an operation could not be applied to the tree (ENOTDIR, EEXIST, ...)
+  | 'VALIDATION_FAILED' // a validator reported an error-severity issue
+  | 'NO_SPACE' // not enough free space (figures in the message)
+  | 'NOT_FOUND' // a deployment id that does not exist
+  | 'NOTHING_STAGED'
+  | 'NO_ROLLBACK'
+  | 'INVALID_TRANSITION' // the lifecycle does not allow this operation now
+  | 'FINALIZE_FAILED'
+  | 'TOOL_MISSING' // an external tool (systemctl, sync) is not installed
+  | 'IO'; // any other filesystem error
+
+/** Codes that mean "the update was rejected; nothing changed but the failure record" (exit 3). */
+export const REJECTION_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'SPEC_INVALID',
+  'SOURCE_UNSUPPORTED',
+  'SOURCE_CORRUPT',
+  'PATH_ESCAPE',
+  'UNSAFE_ENTRY',
+  'APPLY_FAILED',
+  'VALIDATION_FAILED',
+]);
+
+/** A problem found in an input or a tree, in the shape zod uses: code, path, message. */
+export interface Issue {
+  code: string;
+  /** Where: a field path in a document ("files[2].mode") or a path in a tree ("etc/foo"). */
+  path: string;
+  message: string;
+  severity: 'error' | 'warning';
+}
+
+export interface ErrorDetails {
+  /** The path inside the root (or the field path) the error is about. */
+  path?: string;
+  /** The path on the host the error is about, after resolution. */
+  resolvedPath?: string;
+  option?: string;
+  value?: unknown;
+  /** A list of issues (spec fields, validator results). */
+  issues?: Issue[];
+  /** The errno code of an underlying filesystem error (ENOTDIR, ENOSPC, ...). */
+  errno?: string;
+  cause?: unknown;
+}
+
+export class StagedrootError extends Error {
+  readonly code: ErrorCode;
+  readonly path?: string;
+  readonly resolvedPath?: string;
+  readonly option?: string;
+  readonly value?: unknown;
+  readonly issues: Issue[];
+  readonly errno?: string;
+
+  constructor(code: ErrorCode, message: string, details: ErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = 'StagedrootError';
+    this.code = code;
+    this.path = details.path;
+    this.resolvedPath = details.resolvedPath;
+    this.option = details.option;
+    this.value = details.value;
+    this.issues = details.issues ?? [];
+    this.errno = details.errno;
+  }
+
+  /** True when the update was rejected (exit 3): nothing changed but the failure record. */
+  get isRejection(): boolean {
+    return REJECTION_CODES.has(this.code);
+  }
+
+  toJSON(): Record<string, unknown> {
+    return {
+      code: this.code,
+      message: this.message,
+      ...(this.path === undefined ? {} : { path: this.path }),
+      ...(this.errno === undefined ? {} : { errno: this.errno }),
+      ...(this.issues.length ? { issues: this.issues } : {}),
+    };
+  }
+}
+
+export function isStagedrootError(err: unknown, code?: ErrorCode): err is StagedrootError {
+  return err instanceof StagedrootError && (code === undefined || err.code === code);
+}
+
+/** The errno code of a Node system error, if any. */
+export function errnoOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^E[A-Z0-9]+$/.test(code) ? code : undefined;
+}
+
+/** Formats issues for people, one per line (a pure function, like zod's formatter). */
+export function formatIssues(issues: readonly Issue[]): string {
+  return issues.map((i) => `  ${i.severity === 'warning' ? 'warning' : 'error'} ${i.code} at ${i.path || '(root)'}: ${i.message}`).join('\n');
+}

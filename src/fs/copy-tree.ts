@@ -1,0 +1,161 @@
+import * as fs from 'node:fs';
+import { StagedrootError, errnoOf } from '../errors.js';
+import { noFaults, type FaultHook } from './faults.js';
+import { hashFile } from './hash.js';
+import { ManifestReader, ManifestWriter, entryFromStat } from './manifest.js';
+import { isUnder } from './paths.js';
+import { ioError } from './root-fs.js';
+import { walkTree } from './walk.js';
+
+export type CopyMode = 'reflink' | 'copy';
+
+export interface CopyPolicy {
+  /** Tree prefixes whose regular files are hardlinked (immutable content), e.g. ["usr"]. */
+  hardlinkPrefixes: string[];
+  /** How the rest is copied: reflink where the filesystem supports it (else copy), or plain copy. */
+  mode: CopyMode;
+}
+
+export interface CopyProgress {
+  done: number;
+  total: number | null;
+  bytes: number;
+}
+
+export interface CopyTreeOptions {
+  src: string;
+  dst: string;
+  policy: CopyPolicy;
+  /** The source tree's manifest: hashes of unchanged files are reused from it. */
+  srcManifest?: string;
+  /** Where to write the new tree's manifest. */
+  manifestOut: string;
+  faults?: FaultHook;
+  /** Expected entry count (for progress); null when unknown. */
+  total?: number | null;
+  onProgress?: (p: CopyProgress) => void;
+  /** Entries that cannot be recreated (sockets, devices) are skipped and reported here. */
+  onSkip?: (rel: string, why: string) => void;
+}
+
+export interface CopyResult {
+  entries: number;
+  bytes: number;
+  hardlinked: number;
+  copied: number;
+  hashed: number;
+}
+
+const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
+
+/**
+ * Builds a new deployment tree from an existing one in a single walk, writing its
+ * manifest on the way. Files under the hardlink prefixes share their inode with the
+ * source (their hash is reused from the source manifest when size and mtime match);
+ * the rest is reflinked or copied, so the new tree can be changed freely.
+ */
+export function copyTree(o: CopyTreeOptions): CopyResult {
+  const faults = o.faults ?? noFaults;
+  const prev = o.srcManifest ? new ManifestReader(o.srcManifest) : null;
+  const out = new ManifestWriter(o.manifestOut);
+  const cloneFlag = o.policy.mode === 'reflink' ? fs.constants.COPYFILE_FICLONE : 0;
+  const inodes = new Map<string, string>(); // dev:ino -> dst host path, for hardlinks inside copied parts
+  const res: CopyResult = { entries: 0, bytes: 0, hardlinked: 0, copied: 0, hashed: 0 };
+  const total = o.total ?? null;
+  let nextReport = 0;
+
+  const linkOrCopy = (rel: string, src: string, dst: string, st: fs.Stats): void => {
+    const hardlink = o.policy.hardlinkPrefixes.some((p) => isUnder(rel, p));
+    if (hardlink) {
+      try {
+        fs.linkSync(src, dst);
+        faults.afterMutation('link', dst);
+        res.hardlinked += 1;
+        return;
+      } catch (err) {
+        const e = errnoOf(err);
+        // As ostree does: fall back to a copy when the link count or device forbids a link.
+        if (e !== 'EMLINK' && e !== 'EXDEV' && e !== 'EPERM') throw ioError(err, rel, dst);
+      }
+    } else if (st.nlink > 1) {
+      const key = `${st.dev}:${st.ino}`;
+      const first = inodes.get(key);
+      if (first !== undefined) {
+        fs.linkSync(first, dst);
+        faults.afterMutation('link', dst);
+        return;
+      }
+      inodes.set(key, dst);
+    }
+    fs.copyFileSync(src, dst, cloneFlag);
+    faults.afterMutation('copy', dst);
+    if (canChown) fs.chownSync(dst, st.uid, st.gid);
+    fs.chmodSync(dst, st.mode & 0o7777);
+    fs.utimesSync(dst, st.atime, st.mtime);
+    res.copied += 1;
+  };
+
+  try {
+    walkTree(o.src, {
+      enter(rel, host, st) {
+        const dst = o.dst + '/' + rel;
+        let extra: { h?: string; l?: string } = {};
+        try {
+          if (st.isDirectory()) {
+            fs.mkdirSync(dst, { mode: 0o700 });
+            faults.afterMutation('mkdir', dst);
+          } else if (st.isFile()) {
+            linkOrCopy(rel, host, dst, st);
+            const old = prev?.seek(rel);
+            const mt = Math.trunc(st.mtimeMs);
+            if (old && old.t === 'f' && old.s === st.size && old.mt === mt && old.h !== undefined) {
+              extra = { h: old.h };
+            } else {
+              extra = { h: hashFile(host) };
+              res.hashed += 1;
+            }
+            res.bytes += st.size;
+          } else if (st.isSymbolicLink()) {
+            const target = fs.readlinkSync(host);
+            fs.symlinkSync(target, dst);
+            faults.afterMutation('symlink', dst);
+            if (canChown) fs.lchownSync(dst, st.uid, st.gid);
+            extra = { l: target };
+          } else {
+            o.onSkip?.(rel, 'not a file, directory or symlink (device, FIFO or socket)');
+            return;
+          }
+        } catch (err) {
+          if (err instanceof StagedrootError) throw err;
+          throw ioError(err, rel, dst);
+        }
+        if (!st.isDirectory()) out.write(entryFromStat(rel, st, extra));
+        else out.write(entryFromStat(rel, st, {}));
+        res.entries += 1;
+        if (o.onProgress && res.entries >= nextReport) {
+          o.onProgress({ done: res.entries, total, bytes: res.bytes });
+          nextReport = res.entries + 1000;
+        }
+      },
+      leave(rel, _host, st) {
+        // Directory attributes last: their mode may forbid writing children, and
+        // creating children changes their mtime.
+        const dst = o.dst + '/' + rel;
+        try {
+          if (canChown) fs.chownSync(dst, st.uid, st.gid);
+          fs.chmodSync(dst, st.mode & 0o7777);
+          fs.utimesSync(dst, st.atime, st.mtime);
+        } catch (err) {
+          throw ioError(err, rel, dst);
+        }
+      },
+    });
+    const rootSt = fs.lstatSync(o.src);
+    fs.chmodSync(o.dst, rootSt.mode & 0o7777);
+  } finally {
+    prev?.close();
+    out.close(false);
+  }
+  o.onProgress?.({ done: res.entries, total: total ?? res.entries, bytes: res.bytes });
+  return res;
+}

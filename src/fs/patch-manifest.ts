@@ -1,0 +1,60 @@
+import * as fs from 'node:fs';
+import { hashFile } from './hash.js';
+import { ManifestReader, ManifestWriter, entryFromStat, type ManifestEntry } from './manifest.js';
+import { comparePaths } from './paths.js';
+import type { TouchEvent } from './root-fs.js';
+
+/**
+ * Rewrites a manifest after a change set was applied to its tree, in one streaming pass:
+ * entries of removed subtrees and of touched paths are dropped, touched paths that
+ * still exist are re-read from the tree (and re-hashed). Cost is O(manifest lines) of
+ * string work plus O(changes) of disk work; the tree itself is not walked again.
+ * Returns the touched paths that exist afterwards (the update's delta).
+ */
+export function patchManifest(tree: string, before: string, after: string, events: readonly TouchEvent[]): { delta: string[]; entries: number } {
+  const removed = new Set<string>();
+  const dirty = new Set<string>();
+  for (const ev of events) {
+    if (ev.path === '') continue;
+    dirty.add(ev.path);
+    if (ev.kind === 'remove') removed.add(ev.path);
+  }
+  const fresh: ManifestEntry[] = [];
+  for (const rel of dirty) {
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(tree + '/' + rel);
+    } catch {
+      continue; // touched, then removed
+    }
+    const extra = st.isFile() ? { h: hashFile(tree + '/' + rel) } : st.isSymbolicLink() ? { l: fs.readlinkSync(tree + '/' + rel) } : {};
+    fresh.push(entryFromStat(rel, st, extra));
+  }
+  fresh.sort((a, b) => comparePaths(a.p, b.p));
+
+  const underRemoved = (p: string): boolean => {
+    if (removed.size === 0) return false;
+    for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) {
+      if (removed.has(p.slice(0, i))) return true;
+    }
+    return removed.has(p);
+  };
+
+  const r = new ManifestReader(before);
+  const w = new ManifestWriter(after);
+  let k = 0;
+  let entries = 0;
+  try {
+    for (let e = r.next(); e !== null; e = r.next()) {
+      while (k < fresh.length && comparePaths(fresh[k]!.p, e.p) < 0) w.write(fresh[k++]!);
+      if (dirty.has(e.p) || underRemoved(e.p)) continue;
+      w.write(e);
+    }
+    while (k < fresh.length) w.write(fresh[k++]!);
+    entries = w.count;
+  } finally {
+    r.close();
+    w.close(false);
+  }
+  return { delta: fresh.map((e) => e.p), entries };
+}

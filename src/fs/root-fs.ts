@@ -1,0 +1,449 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { StagedrootError, errnoOf } from '../errors.js';
+import { noFaults, type FaultHook } from './faults.js';
+import { splitSourcePath, MAX_PATH_DEPTH } from './paths.js';
+
+/** What happened to a tree path, for incremental manifest updates. */
+export interface TouchEvent {
+  kind: 'touch' | 'remove';
+  /** Real tree-relative path (after resolving symlinks inside the root). */
+  path: string;
+}
+
+export interface RootFsOptions {
+  faults?: FaultHook;
+  /** Reports every entry created, replaced or removed (real tree-relative paths). */
+  onTouch?: (event: TouchEvent) => void;
+  /**
+   * 'each': fsync every written file and its directory (the default).
+   * 'deferred': the caller makes the whole tree durable with one syncfs at the end
+   * (a staging tree is private and discarded whole after a crash, so a torn write in
+   * it is never seen; ostree PR #49 measured 6m41s → 10.6s for the same trade).
+   */
+  durability?: 'each' | 'deferred';
+}
+
+export interface FileAttrs {
+  mode?: number;
+  uid?: number;
+  gid?: number;
+  /** Modification time, seconds since the epoch. */
+  mtime?: number;
+}
+
+export interface Resolved {
+  /** Host path of the entry (its parent is a real directory inside the root). */
+  hostPath: string;
+  /** Real tree-relative path ("" is the root). */
+  rel: string;
+  /** lstat of the entry, or null when it does not exist. */
+  stat: fs.Stats | null;
+}
+
+const MAX_SYMLINK_HOPS = 40;
+const O_NOFOLLOW = fs.constants.O_NOFOLLOW;
+const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
+
+/**
+ * The one place that writes inside a root tree. Paths are resolved with chroot
+ * semantics: symlinks in the tree are followed relative to the tree's own root (an
+ * absolute `etc -> /etc` means the tree's `etc`), `..` stops at the root, and the final
+ * component is opened with O_NOFOLLOW. Every write is temp + rename, so an inode shared
+ * with another deployment (a hardlink) is replaced, never modified.
+ */
+export class RootFs {
+  readonly root: string;
+  private readonly faults: FaultHook;
+  private readonly onTouch: (event: TouchEvent) => void;
+  private readonly durable: boolean;
+
+  constructor(root: string, options: RootFsOptions = {}) {
+    this.root = path.resolve(root);
+    this.faults = options.faults ?? noFaults;
+    this.onTouch = options.onTouch ?? (() => {});
+    this.durable = (options.durability ?? 'each') === 'each';
+  }
+
+  // ---------------------------------------------------------------- resolution
+
+  /**
+   * Resolves a tree path. Intermediate symlinks are always followed inside the root;
+   * the last one only with `followLast`. With `createParents`, missing intermediate
+   * directories are created (mode 0755) one component at a time.
+   */
+  resolve(p: string, opts: { followLast?: boolean; createParents?: boolean; dirMode?: number } = {}): Resolved {
+    const original = p;
+    const queue = splitSourcePath(p);
+    if (queue.length > MAX_PATH_DEPTH) {
+      throw new StagedrootError('UNSAFE_ENTRY', `The path ${original} is ${queue.length} components deep (limit ${MAX_PATH_DEPTH})`, { path: original });
+    }
+    const stack: string[] = [];
+    let hops = 0;
+    while (queue.length > 0) {
+      const c = queue.shift()!;
+      if (c === '..') {
+        stack.pop(); // chroot: ".." at the root stays at the root
+        continue;
+      }
+      const isLast = queue.length === 0;
+      const host = this.hostOf([...stack, c]);
+      let st: fs.Stats | null = null;
+      try {
+        st = fs.lstatSync(host);
+      } catch (err) {
+        if (errnoOf(err) !== 'ENOENT') throw ioError(err, original, host);
+      }
+      if (st === null) {
+        if (isLast) return this.checked({ hostPath: host, rel: [...stack, c].join('/'), stat: null });
+        if (!opts.createParents) {
+          throw new StagedrootError('APPLY_FAILED', `Cannot resolve ${original}: ${[...stack, c].join('/')} does not exist`, { path: original, resolvedPath: host, errno: 'ENOENT' });
+        }
+        this.mkdirRaw(host, opts.dirMode ?? 0o755);
+        this.onTouch({ kind: 'touch', path: [...stack, c].join('/') });
+        stack.push(c);
+        continue;
+      }
+      if (st.isSymbolicLink() && (!isLast || opts.followLast)) {
+        if (++hops > MAX_SYMLINK_HOPS) {
+          throw new StagedrootError('APPLY_FAILED', `Too many levels of symbolic links resolving ${original}`, { path: original, errno: 'ELOOP' });
+        }
+        const target = fs.readlinkSync(host);
+        if (target.startsWith('/')) stack.length = 0;
+        const tparts = target.split('/').filter((x) => x !== '' && x !== '.');
+        queue.unshift(...tparts);
+        continue;
+      }
+      if (isLast) return this.checked({ hostPath: host, rel: [...stack, c].join('/'), stat: st });
+      if (!st.isDirectory()) {
+        const at = [...stack, c].join('/');
+        throw new StagedrootError('APPLY_FAILED', `Cannot create ${original}: its parent path ${at} is not a directory (ENOTDIR)`, { path: original, resolvedPath: host, errno: 'ENOTDIR' });
+      }
+      stack.push(c);
+    }
+    // Only reachable when every component was ".." or a symlink to the root.
+    return this.checked({ hostPath: this.root, rel: '', stat: fs.lstatSync(this.root) });
+  }
+
+  /** Host path of a list of real components. */
+  private hostOf(parts: string[]): string {
+    return parts.length === 0 ? this.root : this.root + '/' + parts.join('/');
+  }
+
+  /** Defence in depth: whatever resolution did, the result must be inside the root. */
+  private checked(r: Resolved): Resolved {
+    if (r.hostPath !== this.root && !r.hostPath.startsWith(this.root + '/')) {
+      throw new StagedrootError('PATH_ESCAPE', `Path ${r.rel} resolves outside the root`, { path: r.rel, resolvedPath: r.hostPath });
+    }
+    return r;
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  lstat(p: string): fs.Stats | null {
+    return this.resolve(p).stat;
+  }
+
+  /** Reads a file, following symlinks inside the root; null when absent. */
+  readFile(p: string): Buffer | null {
+    const r = this.resolve(p, { followLast: true });
+    if (r.stat === null) return null;
+    if (!r.stat.isFile()) {
+      throw new StagedrootError('APPLY_FAILED', `${p} is not a regular file`, { path: p, resolvedPath: r.hostPath });
+    }
+    const fd = fs.openSync(r.hostPath, fs.constants.O_RDONLY | O_NOFOLLOW);
+    try {
+      return fs.readFileSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  /** Writes a whole file atomically (temp + rename). `overwrite: false` refuses an existing path. */
+  writeFile(p: string, data: Uint8Array, attrs: FileAttrs & { overwrite?: boolean } = {}): void {
+    const { dir, name, target } = this.prepareCreate(p, attrs.overwrite);
+    const tmp = this.tmpName(dir);
+    const fd = this.openTmp(tmp, p);
+    try {
+      let off = 0;
+      while (off < data.length) off += fs.writeSync(fd, data, off, data.length - off);
+      this.finishFd(fd, attrs, 0o644, p);
+    } catch (err) {
+      fs.closeSync(fd);
+      safeUnlink(tmp);
+      throw ioError(err, p, tmp);
+    }
+    fs.closeSync(fd);
+    this.commitTmp(tmp, dir, name, target, p);
+  }
+
+  /** Writes a file from a stream of chunks, atomically, without holding it in memory. */
+  async writeFileFromStream(p: string, chunks: AsyncIterable<Uint8Array>, attrs: FileAttrs & { overwrite?: boolean } = {}): Promise<number> {
+    const { dir, name, target } = this.prepareCreate(p, attrs.overwrite);
+    const tmp = this.tmpName(dir);
+    const fd = this.openTmp(tmp, p);
+    let size = 0;
+    try {
+      for await (const chunk of chunks) {
+        let off = 0;
+        while (off < chunk.length) off += fs.writeSync(fd, chunk, off, chunk.length - off);
+        size += chunk.length;
+      }
+      this.finishFd(fd, attrs, 0o644, p);
+    } catch (err) {
+      fs.closeSync(fd);
+      safeUnlink(tmp);
+      if (err instanceof StagedrootError) throw err;
+      throw ioError(err, p, tmp);
+    }
+    fs.closeSync(fd);
+    this.commitTmp(tmp, dir, name, target, p);
+    return size;
+  }
+
+  /** Appends to a file by writing old + new content to a new inode (a shared inode stays intact). */
+  appendFile(p: string, data: Uint8Array, attrs: FileAttrs = {}): void {
+    const r = this.resolve(p, { followLast: true, createParents: true });
+    let old: Buffer = Buffer.alloc(0);
+    let keep: FileAttrs = {};
+    if (r.stat !== null) {
+      if (!r.stat.isFile()) {
+        throw new StagedrootError('APPLY_FAILED', `Cannot append to ${p}: it is not a regular file`, { path: p, resolvedPath: r.hostPath });
+      }
+      const fd = fs.openSync(r.hostPath, fs.constants.O_RDONLY | O_NOFOLLOW);
+      try { old = fs.readFileSync(fd); } finally { fs.closeSync(fd); }
+      keep = { mode: r.stat.mode & 0o7777, uid: r.stat.uid, gid: r.stat.gid };
+    }
+    this.writeFile(r.rel, Buffer.concat([old, data]), { ...keep, ...attrs });
+  }
+
+  /** Creates a directory (and missing parents). An existing directory takes the new attributes. */
+  mkdir(p: string, attrs: FileAttrs = {}): void {
+    const r = this.resolve(p, { createParents: true, followLast: true });
+    const mode = attrs.mode ?? 0o755;
+    if (r.stat === null) {
+      this.mkdirRaw(r.hostPath, mode);
+      this.applyAttrs(r.hostPath, { ...attrs, mode }, p);
+      this.onTouch({ kind: 'touch', path: r.rel });
+      return;
+    }
+    if (!r.stat.isDirectory()) {
+      throw new StagedrootError('APPLY_FAILED', `Cannot create directory ${p}: ${r.rel} exists and is not a directory (EEXIST)`, { path: p, resolvedPath: r.hostPath, errno: 'EEXIST' });
+    }
+    if (attrs.mode !== undefined || attrs.uid !== undefined || attrs.gid !== undefined || attrs.mtime !== undefined) {
+      this.applyAttrs(r.hostPath, attrs, p);
+      this.onTouch({ kind: 'touch', path: r.rel });
+    }
+  }
+
+  /** Creates or replaces a symbolic link. The target is stored as given (resolved inside the root when followed). */
+  symlink(p: string, target: string, attrs: { uid?: number; gid?: number; overwrite?: boolean } = {}): void {
+    const { dir, name, target: existing } = this.prepareCreate(p, attrs.overwrite);
+    const tmp = this.tmpName(dir);
+    try {
+      fs.symlinkSync(target, tmp);
+    } catch (err) {
+      throw ioError(err, p, tmp);
+    }
+    this.mutated('symlink', tmp);
+    if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) {
+      fs.lchownSync(tmp, attrs.uid ?? -1, attrs.gid ?? -1);
+    }
+    this.commitTmp(tmp, dir, name, existing, p);
+  }
+
+  /** Creates a hard link at `p` to the existing entry `existing` (both inside the root). */
+  link(p: string, existing: string, attrs: { overwrite?: boolean } = {}): void {
+    const src = this.resolve(existing);
+    if (src.stat === null) {
+      throw new StagedrootError('APPLY_FAILED', `Cannot link ${p} to ${existing}: it does not exist`, { path: p, resolvedPath: src.hostPath, errno: 'ENOENT' });
+    }
+    if (src.stat.isDirectory()) {
+      throw new StagedrootError('APPLY_FAILED', `Cannot hard link ${p} to the directory ${existing}`, { path: p, resolvedPath: src.hostPath, errno: 'EPERM' });
+    }
+    const { dir, name, target } = this.prepareCreate(p, attrs.overwrite);
+    if (target.stat !== null && target.stat.ino === src.stat.ino && target.stat.dev === src.stat.dev) return;
+    const tmp = this.tmpName(dir);
+    try {
+      fs.linkSync(src.hostPath, tmp);
+    } catch (err) {
+      throw ioError(err, p, tmp);
+    }
+    this.mutated('link', tmp);
+    this.commitTmp(tmp, dir, name, target, p);
+  }
+
+  /** Removes an entry (not following a final symlink). A directory needs `recursive`. */
+  remove(p: string, opts: { recursive?: boolean; missingOk?: boolean } = {}): boolean {
+    const r = this.resolve(p);
+    if (r.stat === null) {
+      if (opts.missingOk) return false;
+      throw new StagedrootError('APPLY_FAILED', `Cannot remove ${p}: it does not exist`, { path: p, resolvedPath: r.hostPath, errno: 'ENOENT' });
+    }
+    if (r.rel === '') throw new StagedrootError('PATH_ESCAPE', `Refusing to remove the root itself (${p})`, { path: p });
+    try {
+      if (r.stat.isDirectory()) {
+        if (!opts.recursive && fs.readdirSync(r.hostPath).length > 0) {
+          throw new StagedrootError('APPLY_FAILED', `Cannot remove ${p}: the directory is not empty`, { path: p, resolvedPath: r.hostPath, errno: 'ENOTEMPTY' });
+        }
+        fs.rmSync(r.hostPath, { recursive: true, force: true });
+      } else {
+        fs.unlinkSync(r.hostPath);
+      }
+    } catch (err) {
+      if (err instanceof StagedrootError) throw err;
+      throw ioError(err, p, r.hostPath);
+    }
+    this.mutated('remove', r.hostPath);
+    if (this.durable) fsyncDir(path.dirname(r.hostPath));
+    this.onTouch({ kind: 'remove', path: r.rel });
+    return true;
+  }
+
+  /** Removes every child of a directory, keeping the directory (an OCI opaque marker). */
+  clearDirectory(p: string): void {
+    const r = this.resolve(p, { followLast: true });
+    if (r.stat === null || !r.stat.isDirectory()) return;
+    for (const name of fs.readdirSync(r.hostPath)) this.remove(r.rel === '' ? name : `${r.rel}/${name}`, { recursive: true });
+  }
+
+  /**
+   * Changes mode/owner/mtime of an existing entry. A regular file whose inode is shared
+   * (nlink > 1, e.g. hardlinked with another deployment) is first replaced by a private
+   * copy, so the other deployment never changes.
+   */
+  setAttrs(p: string, attrs: FileAttrs): void {
+    const r = this.resolve(p);
+    if (r.stat === null) {
+      throw new StagedrootError('APPLY_FAILED', `Cannot change attributes of ${p}: it does not exist`, { path: p, resolvedPath: r.hostPath, errno: 'ENOENT' });
+    }
+    if (r.stat.isSymbolicLink()) {
+      if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) {
+        fs.lchownSync(r.hostPath, attrs.uid ?? -1, attrs.gid ?? -1);
+        this.mutated('lchown', r.hostPath);
+      }
+      this.onTouch({ kind: 'touch', path: r.rel });
+      return;
+    }
+    if (r.stat.isFile() && r.stat.nlink > 1) {
+      const dir = path.dirname(r.hostPath);
+      const tmp = this.tmpName(dir);
+      fs.copyFileSync(r.hostPath, tmp);
+      this.mutated('copy', tmp);
+      const keep = { mode: r.stat.mode & 0o7777, uid: r.stat.uid, gid: r.stat.gid, mtime: r.stat.mtimeMs / 1000 };
+      this.applyAttrs(tmp, { ...keep, ...attrs }, p);
+      this.commitTmp(tmp, dir, path.basename(r.hostPath), r, p);
+      return;
+    }
+    this.applyAttrs(r.hostPath, attrs, p);
+    this.onTouch({ kind: 'touch', path: r.rel });
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  /** Resolves the parent (creating it), checks the final entry, returns where to create. */
+  private prepareCreate(p: string, overwrite: boolean | undefined): { dir: string; name: string; target: Resolved } {
+    const target = this.resolve(p, { createParents: true });
+    if (target.rel === '') throw new StagedrootError('PATH_ESCAPE', `${p} names the root itself`, { path: p });
+    if (target.stat !== null) {
+      if (overwrite === false) {
+        throw new StagedrootError('APPLY_FAILED', `${p} already exists and overwrite is false (EEXIST)`, { path: p, resolvedPath: target.hostPath, errno: 'EEXIST' });
+      }
+      if (target.stat.isDirectory()) {
+        throw new StagedrootError('APPLY_FAILED', `Cannot replace ${p}: ${target.rel} is a directory (EISDIR)`, { path: p, resolvedPath: target.hostPath, errno: 'EISDIR' });
+      }
+    }
+    return { dir: path.dirname(target.hostPath), name: path.basename(target.hostPath), target };
+  }
+
+  private tmpName(dir: string): string {
+    return path.join(dir, `.stagedroot-tmp-${process.pid}-${randomBytes(6).toString('hex')}`);
+  }
+
+  private openTmp(tmp: string, p: string): number {
+    try {
+      const fd = fs.openSync(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | O_NOFOLLOW, 0o600);
+      this.mutated('create', tmp);
+      return fd;
+    } catch (err) {
+      throw ioError(err, p, tmp);
+    }
+  }
+
+  private finishFd(fd: number, attrs: FileAttrs, defaultMode: number, p: string): void {
+    fs.fchmodSync(fd, attrs.mode ?? defaultMode);
+    if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) fs.fchownSync(fd, attrs.uid ?? -1, attrs.gid ?? -1);
+    if (attrs.mtime !== undefined) fs.futimesSync(fd, attrs.mtime, attrs.mtime);
+    if (this.durable) fs.fsyncSync(fd);
+    void p;
+  }
+
+  private commitTmp(tmp: string, dir: string, name: string, target: Resolved, p: string): void {
+    const dest = path.join(dir, name);
+    try {
+      fs.renameSync(tmp, dest);
+    } catch (err) {
+      safeUnlink(tmp);
+      throw ioError(err, p, dest);
+    }
+    this.mutated('rename', dest);
+    if (this.durable) fsyncDir(dir);
+    this.onTouch({ kind: 'touch', path: target.rel });
+  }
+
+  private mkdirRaw(host: string, mode: number): void {
+    try {
+      fs.mkdirSync(host, { mode });
+    } catch (err) {
+      throw ioError(err, path.relative(this.root, host), host);
+    }
+    this.mutated('mkdir', host);
+  }
+
+  private applyAttrs(host: string, attrs: FileAttrs, p: string): void {
+    try {
+      if (attrs.mode !== undefined) fs.chmodSync(host, attrs.mode);
+      if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) fs.lchownSync(host, attrs.uid ?? -1, attrs.gid ?? -1);
+      if (attrs.mtime !== undefined) fs.utimesSync(host, attrs.mtime, attrs.mtime);
+    } catch (err) {
+      throw ioError(err, p, host);
+    }
+    this.mutated('setattr', host);
+  }
+
+  private mutated(op: string, host: string): void {
+    this.faults.afterMutation(op, host);
+  }
+}
+
+export function fsyncDir(dir: string): void {
+  const fd = fs.openSync(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function safeUnlink(p: string): void {
+  try {
+    fs.unlinkSync(p);
+  } catch {
+    // already gone
+  }
+}
+
+/** Wraps a Node filesystem error, naming the tree path and the host path. */
+export function ioError(err: unknown, p: string, host: string): StagedrootError {
+  if (err instanceof StagedrootError) return err;
+  const errno = errnoOf(err);
+  const msg = (err as Error)?.message ?? String(err);
+  if (errno === 'ENOSPC' || errno === 'EDQUOT') {
+    return new StagedrootError('NO_SPACE', `No space left writing ${p} (${errno})`, { path: p, resolvedPath: host, errno, cause: err });
+  }
+  const code = errno === 'ENOTDIR' || errno === 'EEXIST' || errno === 'EISDIR' || errno === 'EACCES' || errno === 'EPERM' || errno === 'EROFS' || errno === 'ELOOP' || errno === 'ENOENT' || errno === 'EMLINK' ? 'APPLY_FAILED' : 'IO';
+  return new StagedrootError(code, `Cannot write ${p}: ${msg}`, { path: p, resolvedPath: host, errno, cause: err });
+}

@@ -1,0 +1,53 @@
+import { StagedrootError } from '../errors.js';
+import { readBytes, readHead, statPath } from '../fs/durable.js';
+import type { Source } from './source.js';
+import { specSource } from './spec.js';
+
+/** Spec and config documents larger than this are refused (a JSON bomb is not an update). */
+export const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
+
+export type SourceKind = 'spec' | 'ignition' | 'tar' | 'directory';
+
+/** Decides what a path holds from its content, not its name. */
+export function detectKind(p: string): SourceKind {
+  const st = statPath(p);
+  if (st === null) throw new StagedrootError('USAGE', `The source ${p} does not exist`, { value: p });
+  if (st.isDirectory()) return 'directory';
+  const head = readHead(p, 512);
+  if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b) return 'tar'; // gzip
+  if (head.length >= 4 && head.readUInt32LE(0) === 0xfd2fb528) return 'tar'; // zstd
+  if (head.length >= 262 && head.subarray(257, 262).toString('latin1') === 'ustar') return 'tar';
+  const text = head.toString('utf8').trimStart();
+  if (text.startsWith('{')) {
+    return /"ignition"\s*:/.test(readBytes(p, MAX_DOCUMENT_BYTES)!.toString('utf8')) ? 'ignition' : 'spec';
+  }
+  throw new StagedrootError('SOURCE_UNSUPPORTED', `Cannot tell what ${p} is: not a JSON update spec, an Ignition config, a tar archive or a directory`, { path: p });
+}
+
+/** A source for a path, its kind detected from the content. */
+export function sourceFromPath(p: string): Source {
+  const kind = detectKind(p);
+  switch (kind) {
+    case 'spec':
+      return specFileSource(p);
+    default:
+      throw new StagedrootError('SOURCE_UNSUPPORTED', `${p} is a ${kind} source, which this build of stagedroot cannot apply yet`, { path: p });
+  }
+}
+
+export function specFileSource(p: string): Source {
+  return {
+    kind: 'spec',
+    describe: `spec ${p}`,
+    async plan(base) {
+      const text = readBytes(p, MAX_DOCUMENT_BYTES)!.toString('utf8');
+      let doc: unknown;
+      try {
+        doc = JSON.parse(text);
+      } catch (err) {
+        throw new StagedrootError('SPEC_INVALID', `${p} is not valid JSON: ${(err as Error).message}`, { path: p, issues: [{ code: 'SPEC_INVALID', path: '', message: (err as Error).message, severity: 'error' }] });
+      }
+      return specSource(doc, `spec ${p}`).plan(base);
+    },
+  };
+}

@@ -1,0 +1,74 @@
+import type { ChangeOp, ChangeSet } from '../changeset.js';
+import { StagedrootError } from '../errors.js';
+import type { RootFs } from '../fs/root-fs.js';
+
+export interface ApplyProgress {
+  done: number;
+  total: number | null;
+  bytes: number;
+}
+
+/** Applies one operation through the safe-fs layer. */
+export async function applyOp(root: RootFs, op: ChangeOp): Promise<number> {
+  switch (op.op) {
+    case 'write': {
+      const attrs = { mode: op.mode, uid: op.uid, gid: op.gid, mtime: op.mtime, overwrite: op.overwrite };
+      if (op.append) {
+        const data = op.content.kind === 'bytes' ? op.content.data : await collect(op.content.open());
+        root.appendFile(op.path, data, attrs);
+        return data.length;
+      }
+      if (op.content.kind === 'bytes') {
+        root.writeFile(op.path, op.content.data, attrs);
+        return op.content.data.length;
+      }
+      return root.writeFileFromStream(op.path, op.content.open(), attrs);
+    }
+    case 'mkdir':
+      root.mkdir(op.path, { mode: op.mode, uid: op.uid, gid: op.gid, mtime: op.mtime });
+      return 0;
+    case 'symlink':
+      root.symlink(op.path, op.target, { uid: op.uid, gid: op.gid, overwrite: op.overwrite });
+      return 0;
+    case 'hardlink':
+      root.link(op.path, op.target, { overwrite: op.overwrite });
+      return 0;
+    case 'remove':
+      root.remove(op.path, { recursive: op.recursive, missingOk: op.missingOk });
+      return 0;
+    case 'clear':
+      root.clearDirectory(op.path);
+      return 0;
+    case 'setattr':
+      root.setAttrs(op.path, { mode: op.mode, uid: op.uid, gid: op.gid, mtime: op.mtime });
+      return 0;
+  }
+}
+
+async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const parts: Uint8Array[] = [];
+  for await (const c of chunks) parts.push(c);
+  return Buffer.concat(parts);
+}
+
+/** Applies a change set in order; an error names the operation and its path. */
+export async function applyChanges(root: RootFs, cs: ChangeSet, onProgress?: (p: ApplyProgress) => void): Promise<{ ops: number; bytes: number }> {
+  let done = 0;
+  let bytes = 0;
+  for await (const op of cs.ops as AsyncIterable<ChangeOp>) {
+    try {
+      bytes += await applyOp(root, op);
+    } catch (err) {
+      if (err instanceof StagedrootError) {
+        if (err.path === undefined) (err as { path?: string }).path = op.path;
+        throw err;
+      }
+      throw new StagedrootError('APPLY_FAILED', `Cannot apply ${op.op} ${op.path}: ${(err as Error).message}`, { path: op.path, cause: err });
+    }
+    done += 1;
+    if (onProgress && (done % 100 === 0)) onProgress({ done, total: cs.count ?? null, bytes });
+  }
+  if (cs.finish) await cs.finish(root);
+  onProgress?.({ done, total: cs.count ?? done, bytes });
+  return { ops: done, bytes };
+}

@@ -1,0 +1,61 @@
+import * as path from 'node:path';
+
+/**
+ * Where things live in a sysroot:
+ *
+ *   state.json, state.json.bak   the state (and the last good copy of it)
+ *   current -> deploy/ID/tree    the pointer the next boot follows
+ *   deploy/ID/tree               a deployment's root tree
+ *   deploy/ID/manifest.ndjson    its manifest;  deploy/ID/delta.json: paths its update changed
+ *   work/ID/                     a stage in progress (removed by recovery after a crash)
+ *   trash/                       deployments being removed
+ *   lock/                        the writer lock
+ */
+export class Layout {
+  readonly root: string;
+  constructor(sysroot: string) {
+    this.root = path.resolve(sysroot);
+  }
+  get stateFile(): string {
+    return path.join(this.root, 'state.json');
+  }
+  get stateBackup(): string {
+    return path.join(this.root, 'state.json.bak');
+  }
+  get currentLink(): string {
+    return path.join(this.root, 'current');
+  }
+  get deployDir(): string {
+    return path.join(this.root, 'deploy');
+  }
+  get workDir(): string {
+    return path.join(this.root, 'work');
+  }
+  get trashDir(): string {
+    return path.join(this.root, 'trash');
+  }
+  deployment(id: string): string {
+    return path.join(this.deployDir, id);
+  }
+  tree(id: string): string {
+    return path.join(this.deployDir, id, 'tree');
+  }
+  manifest(id: string): string {
+    return path.join(this.deployDir, id, 'manifest.ndjson');
+  }
+  delta(id: string): string {
+    return path.join(this.deployDir, id, 'delta.json');
+  }
+  work(id: string): string {
+    return path.join(this.workDir, id);
+  }
+  /** The symlink target (relative, so the sysroot can be moved) for a deployment. */
+  linkTarget(id: string): string {
+    return `deploy/${id}/tree`;
+  }
+  /** The deployment id a `current` symlink target names, or null. */
+  idFromLink(target: string | null): string | null {
+    const m = target === null ? null : /^deploy\/(\d{4,})\/tree$/.exec(target);
+    return m ? m[1]! : null;
+  }
+}

@@ -1,0 +1,202 @@
+import { StagedrootError } from '../errors.js';
+import type { BaseState, DeploymentRecord, Failure, State } from './schema.js';
+
+/**
+ * The lifecycle as pure data: each transition takes a state and returns the next one
+ * plus the deployments that became unreferenced. No disk access here; the callers in
+ * src/stage, src/commit, src/boot and src/rollback write the result with one atomic swap.
+ */
+export interface Transition {
+  next: BaseState;
+  /** Deployments no longer referenced, to be removed after the new state is durable. */
+  drop: string[];
+}
+
+export function withoutIntent(s: State): BaseState {
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars
+  const { intent, ...base } = s;
+  return base;
+}
+
+/**
+ * The state in effect, given where the `current` symlink points. A pointer swap in
+ * progress (`intent`) has happened when the symlink already points at its target.
+ */
+export function effectiveState(s: State, linkId: string | null): BaseState {
+  if (s.intent && linkId === s.intent.next.current) return s.intent.next;
+  return withoutIntent(s);
+}
+
+export function find(s: BaseState, id: string | null): DeploymentRecord | undefined {
+  return id === null ? undefined : s.deployments.find((d) => d.id === id);
+}
+
+export function mustFind(s: BaseState, id: string): DeploymentRecord {
+  const d = find(s, id);
+  if (!d) throw new StagedrootError('NOT_FOUND', `No deployment ${id} (known: ${s.deployments.map((x) => x.id).join(', ') || 'none'})`, { value: id });
+  return d;
+}
+
+function replace(s: BaseState, rec: DeploymentRecord): BaseState {
+  return { ...s, deployments: s.deployments.map((d) => (d.id === rec.id ? rec : d)) };
+}
+
+function dropIds(s: BaseState, ids: string[]): BaseState {
+  const gone = new Set(ids);
+  return { ...s, deployments: s.deployments.filter((d) => !gone.has(d.id)) };
+}
+
+/** The newest good, ready deployment not in `exclude`. */
+export function lastGood(s: BaseState, exclude: Iterable<string | null>): string | null {
+  const ex = new Set(exclude);
+  const good = s.deployments.filter((d) => d.good && d.status === 'ready' && !ex.has(d.id));
+  good.sort((a, b) => Number(b.id) - Number(a.id));
+  return good[0]?.id ?? null;
+}
+
+export function nextId(knownIds: Iterable<string>): string {
+  let max = 0;
+  for (const id of knownIds) if (/^\d+$/.test(id)) max = Math.max(max, Number(id));
+  return String(max + 1).padStart(4, '0');
+}
+
+/** A successful stage: the new deployment is staged; a previously staged or failed one is superseded. */
+export function stageSucceeded(s: BaseState, rec: DeploymentRecord): Transition {
+  const drop = s.deployments.filter((d) => d.id === s.staged || d.status === 'failed').map((d) => d.id);
+  const next = dropIds({ ...s, staged: rec.id, lastFailure: null }, drop);
+  return { next: { ...next, deployments: [...next.deployments, rec] }, drop };
+}
+
+/** A failed stage: recorded (its tree kept when `rec` is given); what was staged stays staged. */
+export function stageFailed(s: BaseState, failure: Failure, rec: DeploymentRecord | null): Transition {
+  const drop = s.deployments.filter((d) => d.status === 'failed').map((d) => d.id);
+  const next = dropIds({ ...s, lastFailure: failure }, drop);
+  return { next: rec ? { ...next, deployments: [...next.deployments, rec] } : next, drop };
+}
+
+/** Finalize: the staged deployment becomes current; the old current becomes rollback if it was good. */
+export function finalizeTransition(s: BaseState): Transition {
+  if (s.staged === null) throw new StagedrootError('NOTHING_STAGED', 'Nothing is staged');
+  const staged = mustFind(s, s.staged);
+  const oldCurrent = mustFind(s, s.current);
+  const rollback = oldCurrent.good && oldCurrent.status === 'ready' && oldCurrent.id !== staged.id ? oldCurrent.id : s.rollback;
+  let next: BaseState = { ...s, current: staged.id, staged: null, rollback };
+  next = replace(next, { ...staged, triesLeft: staged.good ? null : s.bootTries });
+  // A deployment finalized earlier but never booted is superseded: it was never good.
+  const drop = !oldCurrent.good && oldCurrent.id !== s.booted && oldCurrent.id !== rollback && !oldCurrent.pinned ? [oldCurrent.id] : [];
+  return { next: dropIds(next, drop), drop };
+}
+
+/** A finalize that failed: recorded durably, the staged deployment marked failed and unstaged. */
+export function finalizeFailed(s: BaseState, failure: Failure): Transition {
+  const staged = s.staged === null ? undefined : find(s, s.staged);
+  let next: BaseState = { ...s, staged: null, lastFailure: failure, finalizeFailure: { ...failure, reported: false } };
+  if (staged) next = replace(next, { ...staged, status: 'failed', failure });
+  return { next, drop: [] };
+}
+
+export type BootEvent =
+  | { kind: 'booted'; id: string; triesLeft: number | null }
+  | { kind: 'fell-back'; from: string; to: string; reason: string };
+
+/**
+ * Early boot, playing the bootloader's part too: the current deployment is booted and
+ * one of its tries is used; a deployment with no tries left is skipped and the last
+ * good one booted instead, the skipped one recorded as failed.
+ */
+export function bootTransition(s: BaseState, at: string): Transition & { event: BootEvent; finalizeFailure: Failure | null } {
+  const ff = s.finalizeFailure && !s.finalizeFailure.reported ? s.finalizeFailure : null;
+  const base: BaseState = ff ? { ...s, finalizeFailure: { ...s.finalizeFailure!, reported: true } } : s;
+  const cur = mustFind(base, base.current);
+  if (cur.good) {
+    return { next: { ...base, booted: cur.id }, drop: [], event: { kind: 'booted', id: cur.id, triesLeft: null }, finalizeFailure: ff };
+  }
+  const tries = cur.triesLeft ?? base.bootTries;
+  if (tries > 0) {
+    const next = replace({ ...base, booted: cur.id }, { ...cur, triesLeft: tries - 1 });
+    return { next, drop: [], event: { kind: 'booted', id: cur.id, triesLeft: tries - 1 }, finalizeFailure: ff };
+  }
+  const to = base.rollback !== null && find(base, base.rollback)?.good ? base.rollback : lastGood(base, [cur.id]);
+  if (to === null) {
+    // Nothing to fall back to: boot it anyway rather than leave the machine without a root.
+    return { next: { ...base, booted: cur.id }, drop: [], event: { kind: 'booted', id: cur.id, triesLeft: 0 }, finalizeFailure: ff };
+  }
+  const reason = `deployment ${cur.id} used all ${base.bootTries} boot tries without being marked good`;
+  const failure: Failure = { id: cur.id, label: cur.label, phase: 'boot', reason, at };
+  let next: BaseState = { ...base, current: to, booted: to, lastFailure: failure };
+  next = replace(next, { ...cur, status: 'failed', triesLeft: 0, failure });
+  next = { ...next, rollback: lastGood(next, [to]) };
+  return { next, drop: [], event: { kind: 'fell-back', from: cur.id, to, reason }, finalizeFailure: ff };
+}
+
+/** Health checks passed: the booted deployment is good. */
+export function markGoodTransition(s: BaseState): Transition {
+  if (s.booted === null) throw new StagedrootError('INVALID_TRANSITION', 'Nothing has been booted yet: run `stagedroot boot` first');
+  const b = mustFind(s, s.booted);
+  return { next: replace(s, { ...b, good: true, triesLeft: null, status: 'ready', failure: null }), drop: [] };
+}
+
+/** Health checks failed: the booted deployment is bad; current goes back to the last good one. */
+export function markBadTransition(s: BaseState, failure: Failure): Transition {
+  if (s.booted === null) throw new StagedrootError('INVALID_TRANSITION', 'Nothing has been booted yet: run `stagedroot boot` first');
+  const b = mustFind(s, s.booted);
+  const to = s.rollback !== null && s.rollback !== b.id && find(s, s.rollback)?.good ? s.rollback : lastGood(s, [b.id]);
+  if (to === null) {
+    throw new StagedrootError('NO_ROLLBACK', `Deployment ${b.id} is bad but there is no good deployment to go back to`, { value: b.id });
+  }
+  let next: BaseState = { ...s, lastFailure: failure };
+  next = replace(next, { ...b, good: false, status: 'failed', triesLeft: 0, failure });
+  // The booted deployment stays booted until the reboot; current points at the good one.
+  const current = s.current === b.id || !find(next, s.current)?.good ? to : s.current;
+  next = { ...next, current, rollback: lastGood(next, [current]) };
+  return { next, drop: [] };
+}
+
+/** Manual rollback: the rollback deployment becomes current; the old current becomes rollback if good. */
+export function rollbackTransition(s: BaseState, opts: { discardStaged?: boolean } = {}): Transition {
+  if (s.rollback === null) throw new StagedrootError('NO_ROLLBACK', 'There is no rollback deployment');
+  if (s.staged !== null && !opts.discardStaged) {
+    throw new StagedrootError(
+      'INVALID_TRANSITION',
+      `Deployment ${s.staged} is staged and would be finalized over the rollback at the next shutdown; discard it first (or pass --discard-staged)`,
+      { value: s.staged },
+    );
+  }
+  const drop = s.staged !== null ? [s.staged] : [];
+  const old = mustFind(s, s.current);
+  const target = s.rollback;
+  let next: BaseState = dropIds({ ...s, staged: null, current: target }, drop);
+  next = { ...next, rollback: old.good && old.status === 'ready' ? old.id : lastGood(next, [target]) };
+  return { next, drop };
+}
+
+export function discardTransition(s: BaseState): Transition {
+  if (s.staged === null) throw new StagedrootError('NOTHING_STAGED', 'Nothing is staged');
+  return { next: dropIds({ ...s, staged: null }, [s.staged]), drop: [s.staged] };
+}
+
+/** Protected deployments are never pruned. */
+export function protectedIds(s: BaseState): Set<string> {
+  const ids = [s.current, s.booted, s.staged, s.rollback, s.lastFailure?.id ?? null];
+  const set = new Set(ids.filter((x): x is string => x !== null));
+  for (const d of s.deployments) if (d.pinned) set.add(d.id);
+  return set;
+}
+
+/** Keeps the `keep` newest deployments plus every protected one. */
+export function pruneTransition(s: BaseState, keep: number): Transition {
+  const prot = protectedIds(s);
+  const newestFirst = [...s.deployments].sort((a, b) => Number(b.id) - Number(a.id));
+  const kept = new Set(newestFirst.slice(0, keep).map((d) => d.id));
+  const drop = newestFirst.filter((d) => !prot.has(d.id) && !kept.has(d.id)).map((d) => d.id);
+  return { next: dropIds(s, drop), drop };
+}
+
+export function setPinned(s: BaseState, id: string, pinned: boolean): Transition {
+  return { next: replace(s, { ...mustFind(s, id), pinned }), drop: [] };
+}
+
+export function setLocked(s: BaseState, locked: boolean): Transition {
+  if (s.staged === null) throw new StagedrootError('NOTHING_STAGED', 'Nothing is staged');
+  return { next: replace(s, { ...mustFind(s, s.staged), locked }), drop: [] };
+}

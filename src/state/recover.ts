@@ -1,0 +1,86 @@
+import type { Context } from '../context.js';
+import { StagedrootError } from '../errors.js';
+import { exists, isDirectory, listDir, readLink } from '../fs/durable.js';
+import { cleanLockLeftovers } from '../fs/lock.js';
+import { removeDeployments } from '../commit/apply-transition.js';
+import { effectiveState } from './model.js';
+import type { BaseState } from './schema.js';
+import { loadState, saveState } from './store.js';
+
+export interface RecoveryReport {
+  state: BaseState;
+  /** What recovery did, in words (empty when the sysroot was consistent). */
+  actions: string[];
+}
+
+/**
+ * Brings a sysroot back to a consistent state after a crash at any point. Called with
+ * the writer lock held. Resolves a pointer swap in progress by looking at the `current`
+ * symlink, re-points a missing or wrong symlink, restores a corrupt state.json from its
+ * copy (moving the broken file aside), and removes leftovers of interrupted work.
+ */
+export function recover(ctx: Context): RecoveryReport {
+  const { layout, dfs } = ctx;
+  const actions: string[] = [];
+  const loaded = loadState(layout);
+  if (loaded.recoveredFrom) {
+    if (exists(layout.stateFile)) {
+      const aside = `${layout.stateFile}.broken-${ctx.now().toISOString().replace(/[:.]/g, '-')}`;
+      dfs.rename(layout.stateFile, aside);
+      actions.push(`state.json was unreadable (${loaded.brokenReason}); moved it to ${aside} and restored the last good copy`);
+    } else {
+      actions.push(`state.json was missing; restored the last good copy`);
+    }
+  }
+  const raw = loaded.state;
+  const linkId = layout.idFromLink(readLink(layout.currentLink));
+  let state = effectiveState(raw, linkId);
+  let dirty = raw.intent !== null || loaded.recoveredFrom !== undefined;
+  if (raw.intent !== null) {
+    actions.push(linkId === raw.intent.next.current ? `completed the interrupted ${raw.intent.op}` : `rolled back the interrupted ${raw.intent.op} (the pointer had not moved)`);
+  }
+
+  // Records whose tree is gone cannot be used: drop them (never the current one).
+  const missing = state.deployments.filter((d) => !isDirectory(layout.tree(d.id)));
+  for (const d of missing) {
+    if (d.id === state.current) {
+      throw new StagedrootError('STATE_CORRUPT', `The current deployment ${d.id} has no tree at ${layout.tree(d.id)}`, { path: layout.tree(d.id) });
+    }
+    actions.push(`dropped deployment ${d.id}: its tree is missing`);
+  }
+  if (missing.length > 0) {
+    const gone = new Set(missing.map((d) => d.id));
+    const clear = (id: string | null): string | null => (id !== null && gone.has(id) ? null : id);
+    state = { ...state, staged: clear(state.staged), booted: clear(state.booted), rollback: clear(state.rollback), deployments: state.deployments.filter((d) => !gone.has(d.id)) };
+    dirty = true;
+  }
+  if (dirty) saveState(layout, dfs, { ...state, intent: null });
+
+  if (linkId !== state.current) {
+    dfs.replaceSymlink(layout.currentLink, layout.linkTarget(state.current));
+    actions.push(`pointed current at deployment ${state.current}`);
+  }
+
+  // Leftovers: unfinished stages, half-removed deployments, unknown deployment dirs, temp files.
+  const known = new Set(state.deployments.map((d) => d.id));
+  const strays = listDir(layout.deployDir).filter((n) => !known.has(n));
+  if (strays.length > 0) {
+    removeDeployments(ctx, strays);
+    actions.push(`removed unrecorded deployment dirs: ${strays.join(', ')}`);
+  }
+  for (const dir of [layout.workDir, layout.trashDir]) {
+    const names = listDir(dir);
+    if (names.length === 0) continue;
+    for (const n of names) dfs.removeTree(`${dir}/${n}`);
+    actions.push(`removed leftovers in ${dir.slice(layout.root.length + 1)}/: ${names.join(', ')}`);
+  }
+  for (const n of listDir(layout.root)) {
+    if (/^\.(state\.json(\.bak)?\.tmp|current\.new)-/.test(n)) {
+      dfs.unlink(`${layout.root}/${n}`);
+      actions.push(`removed temp file ${n}`);
+    }
+  }
+  cleanLockLeftovers(layout.root);
+  for (const a of actions) ctx.warn(`recovery: ${a}`);
+  return { state, actions };
+}

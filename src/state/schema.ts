@@ -1,0 +1,96 @@
+import { z } from 'zod';
+
+/** Zod schemas of everything stagedroot writes and reads back in a sysroot. */
+
+export const deploymentIdSchema = z.string().regex(/^\d{4,}$/, 'a deployment id is four or more digits');
+
+export const issueSchema = z
+  .object({
+    code: z.string(),
+    path: z.string(),
+    message: z.string(),
+    severity: z.enum(['error', 'warning']),
+  })
+  .strict();
+
+export const phaseSchema = z.enum(['apply', 'validate', 'finalize', 'boot', 'health']);
+export type Phase = z.infer<typeof phaseSchema>;
+
+export const failureSchema = z
+  .object({
+    id: deploymentIdSchema,
+    label: z.string(),
+    phase: phaseSchema,
+    reason: z.string(),
+    at: z.string(),
+    code: z.string().optional(),
+    path: z.string().optional(),
+    issues: z.array(issueSchema).optional(),
+    /** Output captured from a command validator or health check (bounded). */
+    output: z.string().optional(),
+  })
+  .strict();
+export type Failure = z.infer<typeof failureSchema>;
+
+export const deploymentRecordSchema = z
+  .object({
+    id: deploymentIdSchema,
+    label: z.string(),
+    createdAt: z.string(),
+    /** The deployment this one was built from. */
+    parent: deploymentIdSchema.nullable(),
+    /** ready: complete and valid; failed: kept for diagnosis, never booted by stagedroot. */
+    status: z.enum(['ready', 'failed']),
+    /** Booted and marked good at least once. */
+    good: z.boolean(),
+    /** Boot tries left while under assessment (null when not being assessed). */
+    triesLeft: z.number().int().min(0).nullable(),
+    pinned: z.boolean(),
+    /** Finalization lock: finalize leaves a locked staged deployment in place. */
+    locked: z.boolean().default(false),
+    entries: z.number().int().min(0),
+    bytes: z.number().min(0),
+    /** sha256 of the manifest file, checked before finalize trusts it. */
+    manifestSha256: z.string().nullable(),
+    source: z.string().optional(),
+    failure: failureSchema.nullable(),
+  })
+  .strict();
+export type DeploymentRecord = z.infer<typeof deploymentRecordSchema>;
+
+const pointerFields = {
+  /** What the `current` symlink points to (the symlink is authoritative; recovery reconciles). */
+  current: deploymentIdSchema,
+  booted: deploymentIdSchema.nullable(),
+  staged: deploymentIdSchema.nullable(),
+  rollback: deploymentIdSchema.nullable(),
+};
+
+export const baseStateSchema = z
+  .object({
+    version: z.literal(1),
+    ...pointerFields,
+    lastFailure: failureSchema.nullable(),
+    /** A finalize that failed, surfaced by the next boot (like ostree's finalize-failure stamp). */
+    finalizeFailure: failureSchema.extend({ reported: z.boolean() }).strict().nullable(),
+    /** Boot tries a newly finalized deployment starts with. */
+    bootTries: z.number().int().min(1).max(100),
+    deployments: z.array(deploymentRecordSchema),
+  })
+  .strict();
+
+export const stateSchema = baseStateSchema
+  .extend({
+    /**
+     * A pointer swap in progress: `next` is the state after the `current` symlink points
+     * at `next.current`. Whoever reads the state resolves it by looking at the symlink.
+     */
+    intent: z
+      .object({ op: z.string(), next: baseStateSchema })
+      .strict()
+      .nullable(),
+  })
+  .strict();
+
+export type BaseState = z.infer<typeof baseStateSchema>;
+export type State = z.infer<typeof stateSchema>;

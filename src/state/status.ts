@@ -1,0 +1,79 @@
+import type { Layout } from './layout.js';
+import type { BaseState, Failure } from './schema.js';
+
+export interface DeploymentStatus {
+  id: string;
+  label: string;
+  /** Absolute path of the deployment's tree. */
+  path: string;
+  createdAt: string;
+  parent: string | null;
+  status: 'ready' | 'failed';
+  failed: boolean;
+  good: boolean;
+  triesLeft: number | null;
+  pinned: boolean;
+  locked: boolean;
+  booted: boolean;
+  current: boolean;
+  staged: boolean;
+  rollback: boolean;
+  entries: number;
+  source?: string;
+  failure: Failure | null;
+}
+
+export interface Status {
+  sysroot: string;
+  booted: string | null;
+  current: string;
+  staged: string | null;
+  rollback: string | null;
+  /** True when the next boot changes what runs (current differs from booted). */
+  pendingReboot: boolean;
+  /** The staged deployment is held by a finalization lock. */
+  finalizationLocked: boolean;
+  lastFailure: Failure | null;
+  finalizeFailure: (Failure & { reported: boolean }) | null;
+  bootTries: number;
+  deployments: DeploymentStatus[];
+}
+
+/** The status object (`status --json`), a pure view of the state. */
+export function statusView(s: BaseState, layout: Layout): Status {
+  const staged = s.staged === null ? undefined : s.deployments.find((d) => d.id === s.staged);
+  return {
+    sysroot: layout.root,
+    booted: s.booted,
+    current: s.current,
+    staged: s.staged,
+    rollback: s.rollback,
+    pendingReboot: s.booted !== s.current,
+    finalizationLocked: staged?.locked ?? false,
+    lastFailure: s.lastFailure,
+    finalizeFailure: s.finalizeFailure,
+    bootTries: s.bootTries,
+    deployments: [...s.deployments]
+      .sort((a, b) => Number(b.id) - Number(a.id))
+      .map((d) => ({
+        id: d.id,
+        label: d.label,
+        path: layout.tree(d.id),
+        createdAt: d.createdAt,
+        parent: d.parent,
+        status: d.status,
+        failed: d.status === 'failed',
+        good: d.good,
+        triesLeft: d.triesLeft,
+        pinned: d.pinned,
+        locked: d.locked,
+        booted: d.id === s.booted,
+        current: d.id === s.current,
+        staged: d.id === s.staged,
+        rollback: d.id === s.rollback,
+        entries: d.entries,
+        ...(d.source === undefined ? {} : { source: d.source }),
+        failure: d.failure,
+      })),
+  };
+}

@@ -1,0 +1,57 @@
+import { StagedrootError } from '../errors.js';
+import { exists, readText, type DurableFs } from '../fs/durable.js';
+import type { Layout } from './layout.js';
+import { stateSchema, type State } from './schema.js';
+
+export interface LoadedState {
+  state: State;
+  /** Set when state.json was unreadable and the last good copy was used. */
+  recoveredFrom?: string;
+  brokenReason?: string;
+}
+
+function parse(text: string, file: string): { ok: true; state: State } | { ok: false; reason: string } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    return { ok: false, reason: `${file} is not valid JSON (${(err as Error).message})` };
+  }
+  const r = stateSchema.safeParse(raw);
+  if (!r.success) {
+    return { ok: false, reason: `${file} does not match the state schema: ${r.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}` };
+  }
+  return { ok: true, state: r.data };
+}
+
+/**
+ * Reads the state. A corrupt state.json is never silently reset: the last good copy
+ * (state.json.bak) is used and the caller told so; with no good copy, STATE_CORRUPT
+ * names the file.
+ */
+export function loadState(layout: Layout): LoadedState {
+  const main = readText(layout.stateFile);
+  if (main === null && !exists(layout.stateBackup)) {
+    throw new StagedrootError('NOT_A_SYSROOT', `${layout.root} is not a stagedroot sysroot (no state.json); create one with \`stagedroot init\``, { path: layout.root });
+  }
+  if (main !== null) {
+    const r = parse(main, layout.stateFile);
+    if (r.ok) return { state: r.state };
+    const bak = readText(layout.stateBackup);
+    const b = bak === null ? null : parse(bak, layout.stateBackup);
+    if (b?.ok) return { state: b.state, recoveredFrom: layout.stateBackup, brokenReason: r.reason };
+    throw new StagedrootError('STATE_CORRUPT', `The state file is corrupt and there is no good copy: ${r.reason}${b && !b.ok ? `; ${b.reason}` : ''}`, { path: layout.stateFile });
+  }
+  const bak = readText(layout.stateBackup)!;
+  const b = parse(bak, layout.stateBackup);
+  if (b.ok) return { state: b.state, recoveredFrom: layout.stateBackup, brokenReason: `${layout.stateFile} is missing` };
+  throw new StagedrootError('STATE_CORRUPT', `state.json is missing and the copy is corrupt: ${b.reason}`, { path: layout.stateBackup });
+}
+
+/** Writes the state: state.json by one atomic rename (the commit point), then the copy. */
+export function saveState(layout: Layout, dfs: DurableFs, state: State): void {
+  const checked = stateSchema.parse(state);
+  const text = JSON.stringify(checked, null, 2) + '\n';
+  dfs.writeFileAtomic(layout.stateFile, text);
+  dfs.writeFileAtomic(layout.stateBackup, text);
+}

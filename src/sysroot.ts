@@ -1,0 +1,179 @@
+import { makeContext, type Context, type ContextOptions } from './context.js';
+import { StagedrootError } from './errors.js';
+import { boot, markGood, type BootResult } from './boot/boot.js';
+import { finalize, type FinalizeOptions, type FinalizeResult } from './commit/finalize.js';
+import { applyTransition } from './commit/apply-transition.js';
+import { diffManifests, type PathChange } from './fs/diff-manifests.js';
+import { readLink } from './fs/durable.js';
+import { acquireLock } from './fs/lock.js';
+import { verifyTree, type Drift } from './fs/verify-tree.js';
+import { discardStaged, prune } from './gc/prune.js';
+import { markBad, rollback } from './rollback/rollback.js';
+import { effectiveState, mustFind, setLocked, setPinned } from './state/model.js';
+import { recover, type RecoveryReport } from './state/recover.js';
+import type { BaseState, Phase } from './state/schema.js';
+import { statusView, type Status } from './state/status.js';
+import { loadState } from './state/store.js';
+import { sourceFromPath } from './sources/detect.js';
+import { specSource } from './sources/spec.js';
+import type { Source } from './sources/source.js';
+import { initSysroot, type InitOptions } from './stage/init.js';
+import { stage, type StageOptions, type StageResult } from './stage/stage.js';
+
+export interface SysrootOptions extends ContextOptions {
+  /** Seconds a writer waits for another writer's lock (0: fail at once with BUSY). */
+  waitSeconds?: number;
+}
+
+/** What `stage` accepts: a Source, a path (kind detected from content), or a spec object. */
+export type StageInput = Source | string | { [key: string]: unknown };
+
+function toSource(input: StageInput): Source {
+  if (typeof input === 'string') return sourceFromPath(input);
+  if (typeof (input as Source).plan === 'function' && typeof (input as Source).kind === 'string') return input as Source;
+  return specSource(input);
+}
+
+/**
+ * A sysroot: the deployments and their state. Writers take an inter-process lock and
+ * run crash recovery first; readers (`status`, `diff`, `verify`) never take the lock and
+ * never write.
+ */
+export class Sysroot {
+  readonly ctx: Context;
+  private readonly waitSeconds: number;
+  /** What recovery did when this handle was opened (empty when nothing was needed or the lock was busy). */
+  readonly recovery: RecoveryReport['actions'];
+
+  private constructor(ctx: Context, waitSeconds: number, recovery: string[]) {
+    this.ctx = ctx;
+    this.waitSeconds = waitSeconds;
+    this.recovery = recovery;
+  }
+
+  get path(): string {
+    return this.ctx.layout.root;
+  }
+
+  /** Creates a sysroot with a first deployment (empty, from a directory, or from a source) that is current, booted and good. */
+  static async init(dir: string, o: InitOptions & SysrootOptions = {}): Promise<Sysroot> {
+    const ctx = makeContext(dir, o);
+    ctx.dfs.mkdir(ctx.layout.root);
+    const lock = await acquireLock(ctx.layout.root, { waitSeconds: o.waitSeconds, operation: 'init', faults: ctx.faults });
+    try {
+      await initSysroot(ctx, o);
+    } finally {
+      lock.release();
+    }
+    return new Sysroot(ctx, o.waitSeconds ?? 0, []);
+  }
+
+  /**
+   * Opens a sysroot and recovers it from any interrupted operation. When another writer
+   * holds the lock, recovery is left to it and the handle still reads consistently.
+   */
+  static async open(dir: string, o: SysrootOptions = {}): Promise<Sysroot> {
+    const ctx = makeContext(dir, o);
+    loadState(ctx.layout); // NOT_A_SYSROOT / STATE_CORRUPT early, with the file named
+    let actions: string[] = [];
+    try {
+      const lock = await acquireLock(ctx.layout.root, { waitSeconds: 0, operation: 'open', faults: ctx.faults });
+      try {
+        actions = recover(ctx).actions;
+      } finally {
+        lock.release();
+      }
+    } catch (err) {
+      if (!(err instanceof StagedrootError && err.code === 'BUSY')) throw err;
+    }
+    return new Sysroot(ctx, o.waitSeconds ?? 0, actions);
+  }
+
+  /** The state in effect now (a pointer swap in progress is resolved by the symlink). Never writes. */
+  state(): BaseState {
+    const { layout } = this.ctx;
+    const loaded = loadState(layout);
+    if (loaded.recoveredFrom) this.ctx.warn(`state.json is unreadable (${loaded.brokenReason}); showing the last good copy`);
+    return effectiveState(loaded.state, layout.idFromLink(readLink(layout.currentLink)));
+  }
+
+  status(): Status {
+    return statusView(this.state(), this.ctx.layout);
+  }
+
+  private async write<T>(operation: string, fn: (s: BaseState) => Promise<T> | T): Promise<T> {
+    const lock = await acquireLock(this.ctx.layout.root, { waitSeconds: this.waitSeconds, operation, faults: this.ctx.faults });
+    try {
+      const { state } = recover(this.ctx);
+      return await fn(state);
+    } finally {
+      lock.release();
+    }
+  }
+
+  /** Stages an update. Rejections throw a StagedrootError whose `isRejection` is true (exit 3). */
+  stage(input: StageInput, o: StageOptions = {}): Promise<StageResult> {
+    const source = toSource(input);
+    return this.write('stage', (s) => stage(this.ctx, s, source, o));
+  }
+
+  finalize(o: FinalizeOptions = {}): Promise<FinalizeResult> {
+    return this.write('finalize', (s) => finalize(this.ctx, s, o).result);
+  }
+
+  boot(): Promise<BootResult> {
+    return this.write('boot', (s) => boot(this.ctx, s).result);
+  }
+
+  markGood(): Promise<Status> {
+    return this.write('mark-good', (s) => statusView(markGood(this.ctx, s), this.ctx.layout));
+  }
+
+  markBad(reason = 'marked bad', o: { phase?: Phase; output?: string } = {}): Promise<Status> {
+    return this.write('mark-bad', (s) => statusView(markBad(this.ctx, s, reason, o.phase ?? 'health', o.output), this.ctx.layout));
+  }
+
+  rollback(o: { discardStaged?: boolean } = {}): Promise<Status> {
+    return this.write('rollback', (s) => statusView(rollback(this.ctx, s, o), this.ctx.layout));
+  }
+
+  discardStaged(): Promise<{ removed: string }> {
+    return this.write('discard', (s) => ({ removed: discardStaged(this.ctx, s).removed }));
+  }
+
+  prune(o: { keep?: number } = {}): Promise<{ removed: string[] }> {
+    const keep = o.keep ?? 3;
+    if (!Number.isInteger(keep) || keep < 0) throw new StagedrootError('USAGE', `Expected --keep to be a non-negative integer, got ${String(o.keep)}`, { option: 'keep', value: o.keep });
+    return this.write('prune', (s) => ({ removed: prune(this.ctx, s, keep).removed }));
+  }
+
+  pin(id: string, pinned = true): Promise<Status> {
+    return this.write('pin', (s) => statusView(applyTransition(this.ctx, s, setPinned(s, id, pinned), 'pin'), this.ctx.layout));
+  }
+
+  /** Finalization lock on the staged deployment (finalize leaves it until unlocked). */
+  setFinalizationLock(locked: boolean): Promise<Status> {
+    return this.write(locked ? 'lock' : 'unlock', (s) => statusView(applyTransition(this.ctx, s, setLocked(s, locked), locked ? 'lock' : 'unlock'), this.ctx.layout));
+  }
+
+  /** Changed paths between two deployments, by manifest. */
+  diff(a: string, b: string): PathChange[] {
+    const s = this.state();
+    mustFind(s, a);
+    mustFind(s, b);
+    return diffManifests(this.ctx.layout.manifest(a), this.ctx.layout.manifest(b));
+  }
+
+  /** A deployment's tree (default: booted) against its manifest. */
+  verify(id?: string, o: { onProgress?: (done: number) => void } = {}): { id: string; drift: Drift[] } {
+    const s = this.state();
+    const which = id ?? s.booted ?? s.current;
+    mustFind(s, which);
+    return { id: which, drift: verifyTree(this.ctx.layout.tree(which), this.ctx.layout.manifest(which), o) };
+  }
+
+  /** Host path of a deployment's tree. */
+  treePath(id: string): string {
+    return this.ctx.layout.tree(id);
+  }
+}

@@ -1,0 +1,5 @@
+import { randomBytes } from 'node:crypto';
+
+export function randomSuffix(): string {
+  return randomBytes(4).toString('hex');
+}

@@ -1,0 +1,25 @@
+import type { Issue } from '../errors.js';
+
+export interface ValidationContext {
+  /** Host path of the staged tree (read it; do not write it). */
+  tree: string;
+  id: string;
+  label: string;
+  /** Host path of the staged tree's manifest. */
+  manifest: string;
+  /** Tree paths the update changed. */
+  delta: readonly string[];
+  /** Abort long-running validators when the stage is abandoned. */
+  signal?: AbortSignal;
+}
+
+export type ValidatorFn = (ctx: ValidationContext) => Issue[] | Promise<Issue[]>;
+
+/** A validator: a function, or a named one (its name is shown with its issues). */
+export type Validator = ValidatorFn | { name: string; run: ValidatorFn };
+
+export interface ValidationResult {
+  issues: Issue[];
+  /** Output captured from command validators (bounded). */
+  output?: string;
+}
