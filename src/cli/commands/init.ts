@@ -1,0 +1,34 @@
+import type { Command } from 'commander';
+import { statPath } from '../../fs/durable.js';
+import { Sysroot } from '../../sysroot.js';
+import { sourceFromPath } from '../../sources/detect.js';
+import { action, common, nonNegativeInt, sysrootDir, waitSeconds, type CliEnv, type CommonOptions } from '../common.js';
+import { printJson } from '../io.js';
+
+export function initCommand(program: Command, env: CliEnv): void {
+  common(program.command('init'))
+    .description('create a sysroot with a first deployment (empty, or from a directory or source) that is current, booted and good')
+    .option('--from <source>', 'a directory to copy, or an update source to apply over an empty tree')
+    .option('--label <label>', 'a label for the first deployment')
+    .option('--boot-tries <n>', 'boot tries a new deployment gets before automatic rollback (default 3)')
+    .action(
+      action(env, async (o: CommonOptions & { from?: string; label?: string; bootTries?: string }) => {
+        const isDir = o.from !== undefined && statSafe(o.from);
+        const s = await Sysroot.init(sysrootDir(env, o), {
+          fromDirectory: isDir ? o.from : undefined,
+          source: o.from !== undefined && !isDir ? sourceFromPath(o.from) : undefined,
+          label: o.label,
+          bootTries: nonNegativeInt('boot-tries', o.bootTries),
+          waitSeconds: waitSeconds(o),
+          faults: env.faults,
+        });
+        const st = s.status();
+        if (o.json) printJson(env.io, st);
+        else env.io.out(`initialized ${st.sysroot} with deployment ${st.current} (${st.deployments[0]?.label})\n`);
+      }),
+    );
+}
+
+function statSafe(p: string): boolean {
+  return statPath(p)?.isDirectory() ?? false;
+}

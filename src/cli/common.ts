@@ -1,0 +1,69 @@
+import { Command, Option } from 'commander';
+import { StagedrootError } from '../errors.js';
+import type { FaultHook } from '../fs/faults.js';
+import { Sysroot } from '../sysroot.js';
+import { reportError, type Io } from './io.js';
+
+export interface CliEnv {
+  io: Io;
+  faults?: FaultHook;
+  /** Set by a command: the process exit code. */
+  exitCode: number;
+}
+
+export interface CommonOptions {
+  sysroot?: string;
+  wait?: string;
+  json?: boolean;
+}
+
+/** Adds the options every verb takes. */
+export function common(cmd: Command, o: { json?: boolean } = {}): Command {
+  cmd.option('--sysroot <dir>', 'the sysroot directory (default: $STAGEDROOT_SYSROOT)');
+  cmd.option('--wait <seconds>', 'wait this long for another writer instead of failing with exit 4');
+  if (o.json !== false) cmd.option('--json', 'print machine-readable JSON');
+  return cmd;
+}
+
+export function sysrootDir(env: CliEnv, o: CommonOptions): string {
+  const dir = o.sysroot ?? env.io.env.STAGEDROOT_SYSROOT;
+  if (!dir) throw new StagedrootError('USAGE', 'No sysroot given: pass --sysroot DIR or set STAGEDROOT_SYSROOT', { option: 'sysroot' });
+  return dir;
+}
+
+export function waitSeconds(o: CommonOptions): number {
+  if (o.wait === undefined) return 0;
+  const n = Number(o.wait);
+  if (!Number.isFinite(n) || n < 0) throw new StagedrootError('USAGE', `Expected --wait to be a non-negative number of seconds, got ${JSON.stringify(o.wait)}`, { option: 'wait', value: o.wait });
+  return n;
+}
+
+export function nonNegativeInt(name: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(v)) throw new StagedrootError('USAGE', `Expected --${name} to be a non-negative integer, got ${JSON.stringify(v)}`, { option: name, value: v });
+  return Number(v);
+}
+
+/** Opens the sysroot the options name (recovery runs), printing recovery notes to stderr. */
+export async function openSysroot(env: CliEnv, o: CommonOptions): Promise<Sysroot> {
+  return Sysroot.open(sysrootDir(env, o), {
+    waitSeconds: waitSeconds(o),
+    faults: env.faults,
+    onWarning: (m) => env.io.err(`stagedroot: warning: ${m}\n`),
+  });
+}
+
+/** Wraps a verb's action: errors become messages and exit codes. */
+export function action<A extends unknown[]>(env: CliEnv, fn: (...args: A) => Promise<number | void>) {
+  return async (...args: A): Promise<void> => {
+    const opts = args.find((a) => a instanceof Command) as Command | undefined;
+    const json = Boolean(opts?.opts().json);
+    try {
+      env.exitCode = (await fn(...args)) ?? 0;
+    } catch (err) {
+      env.exitCode = reportError(env.io, err, json);
+    }
+  };
+}
+
+export { Option };

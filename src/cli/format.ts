@@ -1,0 +1,37 @@
+import type { PathChange } from '../fs/diff-manifests.js';
+import type { Drift } from '../fs/verify-tree.js';
+import type { Status } from '../state/status.js';
+
+/** Human-readable views of results (pure functions; the CLI prints them). */
+export function formatStatus(s: Status): string {
+  const lines: string[] = [`sysroot ${s.sysroot}`];
+  const flags = (d: Status['deployments'][number]): string =>
+    [d.booted && 'booted', d.current && 'current', d.staged && 'staged', d.rollback && 'rollback', d.pinned && 'pinned', d.locked && 'locked', d.failed && 'FAILED', d.good && 'good', d.triesLeft !== null && `tries-left=${d.triesLeft}`]
+      .filter(Boolean)
+      .join(' ');
+  for (const d of s.deployments) {
+    const mark = d.current ? '*' : d.staged ? '+' : ' ';
+    lines.push(`${mark} ${d.id}  ${d.label.padEnd(20)} ${flags(d)}`);
+    if (d.failure) lines.push(`        failed in ${d.failure.phase}: ${d.failure.reason.split('\n')[0]}`);
+  }
+  if (s.pendingReboot) lines.push(`pending reboot: the next boot runs ${s.current} (booted: ${s.booted ?? 'none'})`);
+  if (s.finalizationLocked) lines.push(`finalization locked: ${s.staged} stays staged until \`stagedroot unlock\``);
+  if (s.lastFailure) {
+    const f = s.lastFailure;
+    lines.push(`last failure: ${f.id} (${f.label}) in ${f.phase} at ${f.at}:`);
+    lines.push(...f.reason.split('\n').map((l) => `  ${l}`));
+  }
+  if (s.finalizeFailure && !s.finalizeFailure.reported) lines.push(`finalize failed for ${s.finalizeFailure.id}: ${s.finalizeFailure.reason}`);
+  return lines.join('\n') + '\n';
+}
+
+export function formatDiff(changes: PathChange[]): string {
+  const sign = { added: 'A', removed: 'D', modified: 'M' } as const;
+  return changes.map((c) => `${sign[c.change]} ${c.path}${c.what ? ` (${c.what.join(', ')})` : ''}`).join('\n') + (changes.length ? '\n' : '');
+}
+
+export function formatDrift(id: string, drift: Drift[]): string {
+  if (drift.length === 0) return `deployment ${id} matches its manifest\n`;
+  const lines = drift.map((d) => `${d.kind.padEnd(8)} ${d.path}${d.expected !== undefined || d.actual !== undefined ? `  expected ${d.expected ?? '-'}, found ${d.actual ?? '-'}` : ''}`);
+  return `deployment ${id} has drifted (${drift.length} difference${drift.length === 1 ? '' : 's'}):\n${lines.join('\n')}\n`;
+}

@@ -1,0 +1,38 @@
+import { StagedrootError, formatIssues } from '../errors.js';
+import { exitCodeFor } from '../exit-codes.js';
+
+/** Where the CLI prints: injectable so tests can run the program in-process. */
+export interface Io {
+  out: (text: string) => void;
+  err: (text: string) => void;
+  /** True when stderr is a terminal (progress bars are drawn only then). */
+  errIsTty: boolean;
+  env: NodeJS.ProcessEnv;
+}
+
+export const processIo: Io = {
+  out: (t) => process.stdout.write(t),
+  err: (t) => process.stderr.write(t),
+  errIsTty: Boolean(process.stderr.isTTY),
+  env: process.env,
+};
+
+export function printJson(io: Io, value: unknown): void {
+  io.out(JSON.stringify(value, null, 2) + '\n');
+}
+
+/** Prints an error for people (stderr) and, with --json, as an object (stdout); returns the exit code. */
+export function reportError(io: Io, err: unknown, json: boolean): number {
+  const code = exitCodeFor(err);
+  if (err instanceof StagedrootError) {
+    io.err(`stagedroot: ${err.code}: ${err.message}\n`);
+    if (err.issues.length > 0 && !err.message.includes(err.issues[0]!.message)) io.err(formatIssues(err.issues) + '\n');
+    if (err.code === 'BUSY') io.err('(exit 4: another writer holds the sysroot lock)\n');
+    else if (code === 3) io.err('(exit 3: the update was rejected; the booted deployment is untouched)\n');
+    if (json) printJson(io, { ok: false, exitCode: code, error: err.toJSON() });
+  } else {
+    io.err(`stagedroot: ${(err as Error)?.stack ?? String(err)}\n`);
+    if (json) printJson(io, { ok: false, exitCode: code, error: { code: 'INTERNAL', message: String((err as Error)?.message ?? err) } });
+  }
+  return code;
+}
