@@ -1,0 +1,27 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { runCli } from '../../src/cli/program.js';
+import type { Io } from '../../src/cli/io.js';
+
+export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+
+export interface CliResult {
+  code: number;
+  out: string;
+  err: string;
+}
+
+/** Runs the CLI in this process (fast), capturing its output. */
+export async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  let out = '';
+  let err = '';
+  const io: Io = { out: (t) => void (out += t), err: (t) => void (err += t), errIsTty: false, env };
+  const code = await runCli(args, io);
+  return { code, out, err };
+}
+
+/** Runs the built CLI as a real process (`npm test` builds dist/ first). */
+export function cliProcess(args: string[], env: NodeJS.ProcessEnv = {}): CliResult {
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+  return { code: r.status ?? -1, out: r.stdout, err: r.stderr };
+}
