@@ -23,6 +23,11 @@ import { stage, type StageOptions, type StageResult } from './stage/stage.js';
 export interface SysrootOptions extends ContextOptions {
   /** Seconds a writer waits for another writer's lock (0: fail at once with BUSY). */
   waitSeconds?: number;
+  /**
+   * Open for reading only: no recovery, no lock, nothing written (works on a read-only
+   * sysroot). Reads still resolve an interrupted swap consistently; writers recover.
+   */
+  readOnly?: boolean;
 }
 
 /** What `stage` accepts: a Source, a path (kind detected from content), or a spec object. */
@@ -76,6 +81,7 @@ export class Sysroot {
     const ctx = makeContext(dir, o);
     loadState(ctx.layout); // NOT_A_SYSROOT / STATE_CORRUPT early, with the file named
     let actions: string[] = [];
+    if (o.readOnly) return new Sysroot(ctx, o.waitSeconds ?? 0, actions);
     try {
       const lock = await acquireLock(ctx.layout.root, { waitSeconds: 0, operation: 'open', faults: ctx.faults });
       try {

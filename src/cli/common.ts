@@ -45,8 +45,9 @@ export function nonNegativeInt(name: string, v: string | undefined): number | un
 }
 
 /** Opens the sysroot the options name (recovery runs), printing recovery notes to stderr. */
-export async function openSysroot(env: CliEnv, o: CommonOptions): Promise<Sysroot> {
+export async function openSysroot(env: CliEnv, o: CommonOptions, mode: { readOnly?: boolean } = {}): Promise<Sysroot> {
   return Sysroot.open(sysrootDir(env, o), {
+    readOnly: mode.readOnly,
     waitSeconds: waitSeconds(o),
     faults: env.faults,
     onWarning: (m) => env.io.err(`stagedroot: warning: ${m}\n`),

@@ -174,3 +174,24 @@ describe('stagedroot CLI', () => {
     expect(cliProcess(['--version']).out.trim()).toMatch(/^\d+\.\d+\.\d+$/);
   });
 });
+
+describe('read-only verbs', () => {
+  it('status, diff and verify work on a read-only sysroot and write nothing', async () => {
+    await initFromTree();
+    const spec = write('s.json', { files: [{ path: '/etc/x', contents: 'x' }] });
+    expect((await cli(['stage', spec, '--sysroot', sysroot])).code).toBe(0);
+    const snapshot = (): string[] => fs.readdirSync(sysroot).sort();
+    const before = snapshot();
+    const mtime = fs.statSync(sysroot).mtimeMs;
+    fs.chmodSync(sysroot, 0o555);
+    try {
+      expect((await cli(['status', '--json', '--sysroot', sysroot])).code).toBe(0);
+      expect((await cli(['diff', '0001', '0002', '--sysroot', sysroot])).code).toBe(0);
+      expect((await cli(['verify', '0002', '--sysroot', sysroot])).code).toBe(0);
+    } finally {
+      fs.chmodSync(sysroot, 0o755);
+    }
+    expect(snapshot()).toEqual(before);
+    expect(fs.statSync(sysroot).mtimeMs).toBe(mtime);
+  });
+});

@@ -8,7 +8,7 @@ export function statusCommand(program: Command, env: CliEnv): void {
     .description('show the deployments and what is booted, current, staged and rollback')
     .action(
       action(env, async (o: CommonOptions) => {
-        const s = await openSysroot(env, o);
+        const s = await openSysroot(env, o, { readOnly: true });
         const st = s.status();
         if (o.json) printJson(env.io, st);
         else env.io.out(formatStatus(st));

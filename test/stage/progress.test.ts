@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { tempSysroot } from '../../src/testing/index.js';
+import type { StageProgress } from '../../src/stage/stage.js';
+import { progressBar } from '../../src/cli/progress.js';
+
+describe('stage progress', () => {
+  it('reports entries done of total and bytes, phase by phase', async () => {
+    const tree: Record<string, string> = {};
+    for (let i = 0; i < 2500; i++) tree[`usr/share/doc/f${i}`] = 'x'.repeat(i % 50);
+    const t = await tempSysroot({ tree });
+    try {
+      const events: StageProgress[] = [];
+      await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'hello' }] }, { onProgress: (p) => events.push({ ...p }) });
+      const copy = events.filter((e) => e.phase === 'copy');
+      expect(copy.length).toBeGreaterThanOrEqual(3);
+      const last = copy.at(-1)!;
+      expect(last.total).toBe(last.done);
+      // 2500 files plus the usr, usr/share, usr/share/doc directories.
+      expect(last.done).toBe(2503);
+      const expectedBytes = Array.from({ length: 2500 }, (_, i) => i % 50).reduce((a, b) => a + b, 0);
+      expect(last.bytes).toBe(expectedBytes);
+      for (let i = 1; i < copy.length; i++) expect(copy[i]!.done).toBeGreaterThanOrEqual(copy[i - 1]!.done);
+      const phases = [...new Set(events.map((e) => e.phase))];
+      expect(phases).toEqual(['plan', 'copy', 'apply', 'manifest', 'validate', 'sync', 'commit']);
+      expect(events.find((e) => e.phase === 'apply' && e.done === 1)?.bytes).toBe(5);
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('draws a bar only on a terminal', () => {
+    let drawn = '';
+    const tty = progressBar({ out: () => {}, err: (t) => void (drawn += t), errIsTty: true, env: {} });
+    tty.update({ phase: 'copy', done: 50, total: 100, bytes: 2_000_000 });
+    tty.done();
+    expect(drawn).toContain('[###############...............] copy     50/100 2.0 MB');
+    let quiet = '';
+    const pipe = progressBar({ out: () => {}, err: (t) => void (quiet += t), errIsTty: false, env: {} });
+    pipe.update({ phase: 'copy', done: 50, total: 100, bytes: 1 });
+    pipe.done();
+    expect(quiet).toBe('');
+  });
+});
