@@ -19,6 +19,7 @@ import { specSource } from './sources/spec.js';
 import type { Source } from './sources/source.js';
 import { initSysroot, type InitOptions } from './stage/init.js';
 import { stage, type StageOptions, type StageResult } from './stage/stage.js';
+import type { BuiltinOptions } from './validate/builtins.js';
 
 export interface SysrootOptions extends ContextOptions {
   /** Seconds a writer waits for another writer's lock (0: fail at once with BUSY). */
@@ -28,6 +29,8 @@ export interface SysrootOptions extends ContextOptions {
    * sysroot). Reads still resolve an interrupted swap consistently; writers recover.
    */
   readOnly?: boolean;
+  /** Built-in validators for every stage through this handle (a stage's own `builtins` win key by key). */
+  builtins?: BuiltinOptions;
 }
 
 /** What `stage` accepts: a Source, a path (kind detected from content), or a spec object. */
@@ -50,7 +53,10 @@ export class Sysroot {
   /** What recovery did when this handle was opened (empty when nothing was needed or the lock was busy). */
   readonly recovery: RecoveryReport['actions'];
 
-  private constructor(ctx: Context, waitSeconds: number, recovery: string[]) {
+  private readonly builtins: BuiltinOptions;
+
+  private constructor(ctx: Context, waitSeconds: number, recovery: string[], builtins: BuiltinOptions = {}) {
+    this.builtins = builtins;
     this.ctx = ctx;
     this.waitSeconds = waitSeconds;
     this.recovery = recovery;
@@ -70,7 +76,7 @@ export class Sysroot {
     } finally {
       lock.release();
     }
-    return new Sysroot(ctx, o.waitSeconds ?? 0, []);
+    return new Sysroot(ctx, o.waitSeconds ?? 0, [], o.builtins);
   }
 
   /**
@@ -81,7 +87,7 @@ export class Sysroot {
     const ctx = makeContext(dir, o);
     loadState(ctx.layout); // NOT_A_SYSROOT / STATE_CORRUPT early, with the file named
     let actions: string[] = [];
-    if (o.readOnly) return new Sysroot(ctx, o.waitSeconds ?? 0, actions);
+    if (o.readOnly) return new Sysroot(ctx, o.waitSeconds ?? 0, actions, o.builtins);
     try {
       const lock = await acquireLock(ctx.layout.root, { waitSeconds: 0, operation: 'open', faults: ctx.faults });
       try {
@@ -92,7 +98,7 @@ export class Sysroot {
     } catch (err) {
       if (!(err instanceof StagedrootError && err.code === 'BUSY')) throw err;
     }
-    return new Sysroot(ctx, o.waitSeconds ?? 0, actions);
+    return new Sysroot(ctx, o.waitSeconds ?? 0, actions, o.builtins);
   }
 
   /** The state in effect now (a pointer swap in progress is resolved by the symlink). Never writes. */
@@ -120,7 +126,7 @@ export class Sysroot {
   /** Stages an update. Rejections throw a StagedrootError whose `isRejection` is true (exit 3). */
   stage(input: StageInput, o: StageOptions = {}): Promise<StageResult> {
     const source = toSource(input);
-    return this.write('stage', (s) => stage(this.ctx, s, source, o));
+    return this.write('stage', (s) => stage(this.ctx, s, source, { ...o, builtins: { ...this.builtins, ...o.builtins } }));
   }
 
   finalize(o: FinalizeOptions = {}): Promise<FinalizeResult> {

@@ -8,8 +8,11 @@ import { applyTransition } from '../commit/apply-transition.js';
 import { mustFind, nextId, stageFailed, stageSucceeded } from '../state/model.js';
 import type { BaseState, DeploymentRecord, Failure, Phase } from '../state/schema.js';
 import type { Source } from '../sources/source.js';
-import { runValidators } from '../validate/run-validators.js';
+import { resolveBuiltins, type BuiltinOptions } from '../validate/builtins.js';
+import type { CommandValidator } from '../validate/command-validators.js';
+import { checkFreeSpace, estimateBytes } from '../validate/free-space.js';
 import type { Validator } from '../validate/types.js';
+import { validateTree } from '../validate/validate-tree.js';
 import { applyChanges } from './apply-changes.js';
 
 export interface StageProgress {
@@ -22,6 +25,10 @@ export interface StageProgress {
 export interface StageOptions {
   label?: string;
   validators?: readonly Validator[];
+  /** Built-in checks (each on by default; `false` switches one off). */
+  builtins?: BuiltinOptions;
+  /** Executables that judge the staged tree (STAGEDROOT_TREE); output kept in the failure record. */
+  commands?: readonly (CommandValidator | string)[];
   /** How the new tree is built from the booted one (default: hardlink usr/, reflink the rest). */
   copyPolicy?: Partial<CopyPolicy>;
   onProgress?: (p: StageProgress) => void;
@@ -62,6 +69,8 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
   const progress = opts.onProgress ?? (() => {});
   let phase: Phase = 'apply';
   let treeBuilt = false;
+  let output: string | undefined;
+  const builtins = resolveBuiltins(opts.builtins); // bad options: USAGE, before anything is recorded
 
   const fail = (err: StagedrootError, keepTree: boolean): never => {
     const failure: Failure = {
@@ -73,6 +82,7 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
       code: err.code,
       ...(err.path === undefined ? {} : { path: err.path }),
       ...(err.issues.length ? { issues: err.issues } : {}),
+      ...(output === undefined ? {} : { output }),
     };
     let rec: DeploymentRecord | null = null;
     if (keepTree && treeBuilt) {
@@ -89,11 +99,16 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     progress({ phase: 'plan', done: 0, total: null, bytes: 0 });
     const cs = await source.plan({ root: layout.tree(baseId), readFile: (p) => new RootFs(layout.tree(baseId)).readFile(p) });
     label = opts.label ?? cs.label ?? label;
+    const policy = { ...DEFAULT_COPY_POLICY, ...opts.copyPolicy };
+    if (builtins.freeSpace) {
+      phase = 'validate'; // the preflight is a built-in check, run before the tree is built
+      checkFreeSpace(layout.root, estimateBytes(layout.manifest(baseId), policy.hardlinkPrefixes, cs), builtins.freeSpace);
+      phase = 'apply';
+    }
 
     dfs.mkdir(layout.workDir);
     dfs.mkdir(work);
     dfs.mkdir(tree);
-    const policy = { ...DEFAULT_COPY_POLICY, ...opts.copyPolicy };
     const copied = copyTree({
       src: layout.tree(baseId),
       dst: tree,
@@ -118,7 +133,9 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
 
     phase = 'validate';
     progress({ phase: 'validate', done: 0, total: opts.validators?.length ?? 0, bytes: 0 });
-    const result = await runValidators(opts.validators ?? [], { tree, id, label, manifest: `${work}/manifest.ndjson`, delta, signal: opts.signal });
+    const vctx = { tree, id, label, manifest: `${work}/manifest.ndjson`, delta, baseTree: layout.tree(baseId), signal: opts.signal };
+    const result = await validateTree(vctx, { builtins, commands: opts.commands, validators: opts.validators });
+    output = result.output;
     const errors = result.issues.filter((i) => i.severity === 'error');
     if (errors.length > 0) {
       throw new StagedrootError('VALIDATION_FAILED', `Validation rejected deployment ${id} (${label}) with ${errors.length} error${errors.length === 1 ? '' : 's'}:\n${formatIssues(errors)}`, { issues: result.issues, path: errors[0]!.path });

@@ -9,6 +9,8 @@ export interface ValidationContext {
   manifest: string;
   /** Tree paths the update changed. */
   delta: readonly string[];
+  /** Host path of the tree the update was built from (the booted one), to tell new problems from old ones. */
+  baseTree?: string;
   /** Abort long-running validators when the stage is abandoned. */
   signal?: AbortSignal;
 }

@@ -1,0 +1,55 @@
+import * as path from 'node:path';
+import { StagedrootError, type Issue } from '../errors.js';
+import { boundText } from '../util/bounded-output.js';
+import { checkTimeout, describeOutcome, parseCommand, runCommand } from '../util/run-command.js';
+import type { ValidationContext } from './types.js';
+
+export const DEFAULT_VALIDATOR_TIMEOUT_MS = 60_000;
+
+/**
+ * An executable that judges the staged tree: exit 0 accepts it, anything else (or a
+ * timeout) rejects it. It gets the tree in STAGEDROOT_TREE (plus STAGEDROOT_ID,
+ * STAGEDROOT_LABEL, STAGEDROOT_MANIFEST and STAGEDROOT_DELTA, a JSON list of the
+ * changed paths) and must not write into it. Its output is kept, bounded, in the
+ * failure record.
+ */
+export interface CommandValidator {
+  /** "path/to/check --flag" (split like a shell would, but no shell runs) or [file, ...args]. */
+  command: string | readonly string[];
+  name?: string;
+  /** Default 60 s; the command and its children are killed when it runs out. */
+  timeoutMs?: number;
+}
+
+export interface CommandValidationResult {
+  issues: Issue[];
+  /** The output of the commands that failed, bounded. */
+  output?: string;
+}
+
+export async function runCommandValidators(list: readonly (CommandValidator | string)[], ctx: ValidationContext): Promise<CommandValidationResult> {
+  const issues: Issue[] = [];
+  const outputs: string[] = [];
+  const env = {
+    STAGEDROOT_TREE: ctx.tree,
+    STAGEDROOT_ID: ctx.id,
+    STAGEDROOT_LABEL: ctx.label,
+    STAGEDROOT_MANIFEST: ctx.manifest,
+    STAGEDROOT_DELTA: path.join(path.dirname(ctx.manifest), 'delta.json'),
+  };
+  for (const item of list) {
+    const v = typeof item === 'string' ? { command: item } : item;
+    const cmd = parseCommand(v.command, 'validator command');
+    const timeoutMs = checkTimeout(v.timeoutMs ?? DEFAULT_VALIDATOR_TIMEOUT_MS, 'validator timeoutMs');
+    const name = v.name ?? cmd.display;
+    const r = await runCommand(cmd, { timeoutMs, env, signal: ctx.signal });
+    if (r.notRunnable) {
+      throw new StagedrootError('TOOL_MISSING', `The validator ${name} cannot be run: ${r.notRunnable}`, { value: cmd.file });
+    }
+    if (r.ok) continue;
+    const last = r.output.trim().split('\n').filter(Boolean).pop();
+    issues.push({ code: r.timedOut ? 'VALIDATOR_TIMEOUT' : 'VALIDATOR_FAILED', path: '', message: `validator ${name} ${describeOutcome(r, timeoutMs)}${last ? `: ${last}` : ''}`, severity: 'error' });
+    outputs.push(`--- validator ${name} (${describeOutcome(r, timeoutMs)}) ---\n${r.output}`);
+  }
+  return outputs.length ? { issues, output: boundText(outputs.join('\n')) } : { issues };
+}

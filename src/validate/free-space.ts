@@ -1,0 +1,75 @@
+import type { ChangeSet } from '../changeset.js';
+import { StagedrootError } from '../errors.js';
+import { freeSpace, statPath } from '../fs/durable.js';
+import { readManifest } from '../fs/manifest.js';
+import { isUnder } from '../fs/paths.js';
+
+export interface FreeSpaceOptions {
+  /** Bytes that must stay free after the stage (like ostree's min-free-space-size; default 0). */
+  reserveBytes?: number;
+}
+
+export interface SpaceEstimate {
+  /** Regular-file bytes of the base tree outside the hardlinked prefixes (copied or reflinked). */
+  copyBytes: number;
+  /** Bytes of new content in the change set; null when it cannot be known up front (streamed). */
+  changeBytes: number | null;
+  /** The new manifest (about the size of the base one). */
+  manifestBytes: number;
+  needed: number;
+}
+
+/**
+ * What building the new tree will take, before anything is written: one pass over the
+ * base manifest (no tree walk) plus the sizes of the change set's contents when it is
+ * a list held in memory. Conservative on reflink filesystems, where copies share blocks.
+ */
+export function estimateBytes(baseManifest: string, hardlinkPrefixes: readonly string[], cs: ChangeSet): SpaceEstimate {
+  let copyBytes = 0;
+  for (const e of readManifest(baseManifest)) {
+    if (e.t === 'f' && e.s !== undefined && !hardlinkPrefixes.some((p) => isUnder(e.p, p))) copyBytes += e.s;
+  }
+  let changeBytes: number | null = null;
+  if (Array.isArray(cs.ops)) {
+    changeBytes = 0;
+    for (const op of cs.ops as readonly import('../changeset.js').ChangeOp[]) {
+      if (op.op !== 'write') continue;
+      if (op.content.kind === 'bytes') changeBytes += op.content.data.length;
+      else if (op.content.size !== undefined) changeBytes += op.content.size;
+    }
+  }
+  const manifestBytes = statPath(baseManifest)?.size ?? 0;
+  return { copyBytes, changeBytes, manifestBytes, needed: copyBytes + (changeBytes ?? 0) + manifestBytes };
+}
+
+/** Bytes for people: "1.5 GiB (1610612736 bytes)". */
+export function formatBytes(n: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];
+  let v = n;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i += 1;
+  }
+  return i === 0 ? `${n} bytes` : `${v.toFixed(1)} ${units[i]} (${n} bytes)`;
+}
+
+/**
+ * The free-space preflight (statfs on the sysroot's filesystem), run before the tree is
+ * built: rejects early with NO_SPACE, naming bytes needed and bytes free, instead of
+ * failing with ENOSPC halfway through a copy.
+ */
+export function checkFreeSpace(sysrootDir: string, est: SpaceEstimate, o: FreeSpaceOptions = {}): { free: number; needed: number } {
+  const reserve = o.reserveBytes ?? 0;
+  const { free } = freeSpace(sysrootDir);
+  const needed = est.needed + reserve;
+  if (needed > free) {
+    const parts = [`${formatBytes(est.copyBytes)} copied from the booted tree`, est.changeBytes === null ? 'new content of unknown size (streamed)' : `${formatBytes(est.changeBytes)} of new content`, `${formatBytes(est.manifestBytes)} of manifest`];
+    if (reserve > 0) parts.push(`${formatBytes(reserve)} reserved`);
+    throw new StagedrootError('NO_SPACE', `Not enough free space to stage: ${formatBytes(needed)} needed (${parts.join(' + ')}), ${formatBytes(free)} free on the filesystem of ${sysrootDir}`, {
+      value: { needed, free },
+      issues: [{ code: 'NO_SPACE', path: '', message: `needed ${needed} bytes, free ${free} bytes`, severity: 'error' }],
+    });
+  }
+  return { free, needed };
+}
