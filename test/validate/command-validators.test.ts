@@ -1,0 +1,64 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
+import { StagedrootError } from '../../src/errors.js';
+import { OUTPUT_LIMIT } from '../../src/util/bounded-output.js';
+
+let t: TempSysroot | undefined;
+afterEach(() => t?.cleanup());
+
+const UPDATE = { files: [{ path: '/etc/app.conf', contents: 'port = 80\n' }] };
+
+async function failure(p: Promise<unknown>): Promise<StagedrootError> {
+  const err = await p.then(() => null, (e: unknown) => e);
+  expect(err).toBeInstanceOf(StagedrootError);
+  return err as StagedrootError;
+}
+
+describe('command validators', () => {
+  it('run with the staged tree in STAGEDROOT_TREE (and the delta); exit 0 accepts', async () => {
+    t = await tempSysroot({ tree: {} });
+    const seen = path.join(t.scratch, 'seen');
+    const script = `cat "$STAGEDROOT_TREE/etc/app.conf" > ${seen}; cat "$STAGEDROOT_DELTA" >> ${seen}; echo "$STAGEDROOT_LABEL" >> ${seen}`;
+    const r = await t.sysroot.stage({ label: 'v2', ...UPDATE }, { commands: [{ command: ['sh', '-c', script] }] });
+    expect(fs.readFileSync(seen, 'utf8')).toBe('port = 80\n["etc","etc/app.conf"]\nv2\n');
+    expect(t.sysroot.status().staged).toBe(r.id);
+  });
+
+  it('a non-zero exit rejects the update; its output is kept in the failure record', async () => {
+    t = await tempSysroot({ tree: {} });
+    const err = await failure(t.sysroot.stage(UPDATE, { commands: [{ name: 'port-check', command: ['sh', '-c', 'echo checking ports; echo "port 80 is privileged" >&2; exit 7'] }] }));
+    expect(err.code).toBe('VALIDATION_FAILED');
+    expect(err.issues).toEqual([{ code: 'VALIDATOR_FAILED', path: '', message: 'validator port-check exited 7: port 80 is privileged', severity: 'error' }]);
+    const f = t.sysroot.status().lastFailure!;
+    expect(f.phase).toBe('validate');
+    expect(f.output).toBe('--- validator port-check (exited 7) ---\nchecking ports\nport 80 is privileged\n');
+  });
+
+  it('bounds the captured output (first and last halves kept)', async () => {
+    t = await tempSysroot({ tree: {} });
+    const script = 'echo FIRST; head -c 1000000 /dev/zero | tr "\\0" x; echo; echo LAST; exit 1';
+    await failure(t.sysroot.stage(UPDATE, { commands: [{ command: ['sh', '-c', script] }] }));
+    const out = t.sysroot.status().lastFailure!.output!;
+    expect(out.length).toBeLessThan(OUTPUT_LIMIT + 200);
+    expect(out).toContain('FIRST');
+    expect(out).toContain('LAST');
+    expect(out).toMatch(/\[\.\.\. \d+ bytes of output dropped \.\.\.\]/);
+  });
+
+  it('a validator that runs out of time is killed with its children and rejects the update', async () => {
+    t = await tempSysroot({ tree: {} });
+    const started = Date.now();
+    const err = await failure(t.sysroot.stage(UPDATE, { commands: [{ command: ['sh', '-c', 'echo waiting; sleep 30; echo never'], timeoutMs: 300 }] }));
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(err.issues[0]).toMatchObject({ code: 'VALIDATOR_TIMEOUT', message: expect.stringContaining('timed out after 0.3s: waiting') });
+  });
+
+  it('a validator that cannot be run is TOOL_MISSING (the machine, not the update)', async () => {
+    t = await tempSysroot({ tree: {} });
+    const err = await failure(t.sysroot.stage(UPDATE, { commands: ['/nonexistent/check --strict'] }));
+    expect(err.code).toBe('TOOL_MISSING');
+    expect(err.message).toContain('/nonexistent/check');
+  });
+});
