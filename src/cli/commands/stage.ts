@@ -1,7 +1,40 @@
 import type { Command } from 'commander';
-import { action, common, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
+import { StagedrootError } from '../../errors.js';
+import type { BuiltinOptions } from '../../validate/builtins.js';
+import { DEFAULT_SETUID_ALLOW_LIST } from '../../validate/unsafe-modes.js';
+import { action, common, nonNegativeInt, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson } from '../io.js';
 import { progressBar } from '../progress.js';
+
+interface StageCliOptions extends CommonOptions {
+  label?: string;
+  lock?: boolean;
+  copy?: boolean;
+  verifyUnits: boolean;
+  checkLinks: boolean;
+  checkModes: boolean;
+  checkSpace: boolean;
+  checkRequired: boolean;
+  require: string[];
+  allowSetuid: string[];
+  minFree?: string;
+  validator: string[];
+  validatorTimeout?: string;
+}
+
+const collect = (v: string, all: string[]): string[] => [...all, v];
+
+/** The built-in validator flags as library options. */
+function builtinsFrom(o: StageCliOptions): BuiltinOptions {
+  const minFree = nonNegativeInt('min-free', o.minFree);
+  return {
+    systemdVerify: o.verifyUnits,
+    wantsLinks: o.checkLinks,
+    unsafeModes: o.checkModes && (o.allowSetuid.length ? { setuidAllowList: [...DEFAULT_SETUID_ALLOW_LIST, ...o.allowSetuid] } : true),
+    requiredPaths: o.checkRequired && (o.require.length ? o.require : true),
+    freeSpace: o.checkSpace && (minFree !== undefined ? { reserveBytes: minFree } : true),
+  };
+}
 
 export function stageCommand(program: Command, env: CliEnv): void {
   common(program.command('stage'))
@@ -10,18 +43,37 @@ export function stageCommand(program: Command, env: CliEnv): void {
     .option('--label <label>', 'a label for the new deployment')
     .option('--lock', 'finalization lock: stage now, but finalize leaves it in place until `unlock`')
     .option('--copy', 'copy the non-usr/ part of the tree instead of reflinking it')
+    .option('--no-verify-units', 'skip `systemd-analyze verify` of the units and drop-ins the update changes')
+    .option('--no-check-links', 'skip the check for dangling *.wants/*.requires links')
+    .option('--no-check-modes', 'skip the check for world-writable files under etc/ and set-uid files')
+    .option('--no-check-space', 'skip the free-space preflight')
+    .option('--no-check-required', 'skip the required-paths check')
+    .option('--require <path>', 'a path the staged tree must have (repeatable; replaces the default etc/os-release rule)', collect, [])
+    .option('--allow-setuid <path>', 'allow set-uid/set-gid files at or below this tree path, besides the defaults (repeatable)', collect, [])
+    .option('--min-free <bytes>', 'bytes that must stay free after the stage')
+    .option('--validator <command>', 'an executable that judges the staged tree ($STAGEDROOT_TREE); non-zero exit rejects (repeatable)', collect, [])
+    .option('--validator-timeout <seconds>', 'time limit of each --validator (default 60)')
     .action(
-      action(env, async (source: string, o: CommonOptions & { label?: string; lock?: boolean; copy?: boolean }) => {
+      action(env, async (source: string, o: StageCliOptions) => {
+        const builtins = builtinsFrom(o);
+        const timeout = nonNegativeInt('validator-timeout', o.validatorTimeout);
+        const commands = o.validator.map((command) => ({ command, ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }) }));
         const s = await openSysroot(env, o);
         const bar = progressBar(env.io);
         try {
-          const r = await s.stage(source, { label: o.label, lock: o.lock, onProgress: bar.update, copyPolicy: o.copy ? { mode: 'copy' } : undefined });
+          const r = await s.stage(source, { label: o.label, lock: o.lock, onProgress: bar.update, copyPolicy: o.copy ? { mode: 'copy' } : undefined, builtins, commands });
           bar.done();
           if (o.json) printJson(env.io, { ok: true, ...r });
           else {
             env.io.out(`staged deployment ${r.id} (${r.label}): ${r.delta.length} path${r.delta.length === 1 ? '' : 's'} changed; it becomes current at the next reboot\n`);
             for (const w of r.warnings) env.io.err(`stagedroot: warning: ${w.code} at ${w.path}: ${w.message}\n`);
           }
+        } catch (err) {
+          bar.done();
+          // A command validator's output is in the failure record; show it with the error.
+          const output = err instanceof StagedrootError && err.code === 'VALIDATION_FAILED' ? s.status().lastFailure?.output : undefined;
+          if (output && !o.json) env.io.err(output.endsWith('\n') ? output : output + '\n');
+          throw err;
         } finally {
           bar.done();
         }

@@ -1,0 +1,161 @@
+import * as path from 'node:path';
+import { StagedrootError } from '../errors.js';
+import { isDirectory, listDir, statPath } from '../fs/durable.js';
+import type { Sysroot } from '../sysroot.js';
+import type { Status } from '../state/status.js';
+import { boundText } from '../util/bounded-output.js';
+import { checkTimeout, describeOutcome, parseCommand, runCommand, type CommandSpec } from '../util/run-command.js';
+
+/**
+ * Health checks, as greenboot has them: `required` checks must pass for the booted
+ * deployment to be marked good; `wanted` checks may fail (the failure is recorded, the
+ * verdict is not changed). A check is a command, or every executable in a directory
+ * (`required.d/`, `wanted.d/`, run in name order). Each runs with a timeout, its
+ * output captured and bounded.
+ */
+export type HealthKind = 'required' | 'wanted';
+
+export interface HealthCheck {
+  /** "cmd --flag" (split like a shell would, but no shell runs) or [file, ...args]. */
+  command: string | readonly string[];
+  name?: string;
+  timeoutMs?: number;
+}
+
+export interface HealthOptions {
+  required?: readonly (HealthCheck | string)[];
+  wanted?: readonly (HealthCheck | string)[];
+  /** Directories of executables that must pass (a missing directory is an error: a typo must not pass silently). */
+  requiredDirs?: readonly string[];
+  /** Directories of executables that may fail. */
+  wantedDirs?: readonly string[];
+  /** Directories whose absence means "no checks" (the built-in defaults of the CLI). */
+  optionalDirs?: { required?: readonly string[]; wanted?: readonly string[] };
+  /** Per check, unless the check sets its own (default 5 minutes, as greenboot's unit allows). */
+  timeoutMs?: number;
+  /** Extra environment for the checks. */
+  env?: Record<string, string>;
+  signal?: AbortSignal;
+  /** Called as each check finishes (the CLI prints progress with it). */
+  onResult?: (r: CheckResult) => void;
+}
+
+export interface CheckResult {
+  name: string;
+  kind: HealthKind;
+  ok: boolean;
+  /** "exited 0", "exited 1", "timed out after 5s", "not found (ENOENT)". */
+  outcome: string;
+  exitCode: number | null;
+  timedOut: boolean;
+  durationMs: number;
+  /** Combined stdout and stderr, bounded. */
+  output: string;
+}
+
+export interface HealthReport {
+  /** Every required check passed. */
+  ok: boolean;
+  results: CheckResult[];
+  failedRequired: CheckResult[];
+  failedWanted: CheckResult[];
+}
+
+export const DEFAULT_HEALTH_TIMEOUT_MS = 300_000;
+
+interface Planned {
+  kind: HealthKind;
+  name: string;
+  cmd: CommandSpec;
+  timeoutMs: number;
+}
+
+/** Executables in a directory, in name order (non-executable files and subdirectories are not checks). */
+function dirChecks(dir: string, kind: HealthKind, mustExist: boolean, timeoutMs: number): Planned[] {
+  if (!isDirectory(dir)) {
+    if (!mustExist) return [];
+    throw new StagedrootError('USAGE', `The ${kind} health check directory ${dir} does not exist`, { option: `${kind}-dir`, value: dir });
+  }
+  const out: Planned[] = [];
+  for (const name of listDir(dir)) {
+    const file = path.join(dir, name);
+    const st = statPath(file);
+    if (!st || !st.isFile() || (st.mode & 0o111) === 0) continue;
+    out.push({ kind, name: path.join(path.basename(dir), name), cmd: { file, args: [], display: file }, timeoutMs });
+  }
+  return out;
+}
+
+function plan(o: HealthOptions): Planned[] {
+  const timeout = checkTimeout(o.timeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS, 'health timeoutMs');
+  const cmds = (kind: HealthKind, list: readonly (HealthCheck | string)[] = []): Planned[] =>
+    list.map((c) => {
+      const check = typeof c === 'string' ? { command: c } : c;
+      const cmd = parseCommand(check.command, `${kind} check`);
+      return { kind, name: check.name ?? cmd.display, cmd, timeoutMs: checkTimeout(check.timeoutMs ?? timeout, `${kind} check timeoutMs`) };
+    });
+  return [
+    ...cmds('required', o.required),
+    ...(o.requiredDirs ?? []).flatMap((d) => dirChecks(d, 'required', true, timeout)),
+    ...(o.optionalDirs?.required ?? []).flatMap((d) => dirChecks(d, 'required', false, timeout)),
+    ...cmds('wanted', o.wanted),
+    ...(o.wantedDirs ?? []).flatMap((d) => dirChecks(d, 'wanted', true, timeout)),
+    ...(o.optionalDirs?.wanted ?? []).flatMap((d) => dirChecks(d, 'wanted', false, timeout)),
+  ];
+}
+
+/** Runs every check (all of them: the report lists every failure) and reports; changes nothing. */
+export async function runHealthChecks(o: HealthOptions): Promise<HealthReport> {
+  const results: CheckResult[] = [];
+  for (const p of plan(o)) {
+    const r = await runCommand(p.cmd, { timeoutMs: p.timeoutMs, env: o.env, signal: o.signal });
+    const res: CheckResult = { name: p.name, kind: p.kind, ok: r.ok, outcome: describeOutcome(r, p.timeoutMs), exitCode: r.exitCode, timedOut: r.timedOut, durationMs: r.durationMs, output: r.output };
+    results.push(res);
+    o.onResult?.(res);
+  }
+  const failedRequired = results.filter((r) => r.kind === 'required' && !r.ok);
+  return { ok: failedRequired.length === 0, results, failedRequired, failedWanted: results.filter((r) => r.kind === 'wanted' && !r.ok) };
+}
+
+export interface AssessResult {
+  report: HealthReport;
+  /**
+   * marked-good: every required check passed. marked-bad: a required check failed on a
+   * deployment under assessment; current now points back at the last good deployment
+   * (it runs at the next boot). failed-on-good: a required check failed on a deployment
+   * already marked good; as greenboot does, nothing is rolled back (the update is not
+   * the suspect), the failure is reported.
+   */
+  action: 'marked-good' | 'marked-bad' | 'failed-on-good';
+  status: Status;
+}
+
+/** The output of the failed checks, for the failure record (bounded). */
+function failureOutput(failed: readonly CheckResult[]): string {
+  return boundText(failed.map((r) => `--- ${r.kind} check ${r.name} (${r.outcome}) ---\n${r.output}`).join('\n'));
+}
+
+/**
+ * Boot assessment: runs the checks against the booted deployment (without holding the
+ * writer lock: checks may take minutes), then marks it good, or marks it bad with phase
+ * `health` (the checks' output kept in lastFailure.output) so the next boot runs the
+ * last good deployment.
+ */
+export async function assessHealth(sysroot: Sysroot, o: HealthOptions = {}): Promise<AssessResult> {
+  const before = sysroot.status();
+  if (before.booted === null) throw new StagedrootError('INVALID_TRANSITION', 'Nothing has been booted yet: run `stagedroot boot` first');
+  const booted = before.deployments.find((d) => d.id === before.booted)!;
+  if (booted.failed) {
+    // Marked bad on this boot already: a later pass must not bless it again.
+    throw new StagedrootError('INVALID_TRANSITION', `Deployment ${booted.id} was marked bad on this boot (${booted.failure?.reason ?? 'no reason'}); deployment ${before.current} runs at the next boot`, { value: booted.id });
+  }
+  const report = await runHealthChecks({
+    ...o,
+    env: { STAGEDROOT_SYSROOT: sysroot.path, STAGEDROOT_DEPLOYMENT: booted.id, STAGEDROOT_LABEL: booted.label, STAGEDROOT_TREE: booted.path, ...o.env },
+  });
+  if (report.ok) return { report, action: 'marked-good', status: await sysroot.markGood() };
+  if (booted.good) return { report, action: 'failed-on-good', status: sysroot.status() };
+  const names = report.failedRequired.map((r) => `${r.name} (${r.outcome})`).join(', ');
+  const reason = `required health check${report.failedRequired.length === 1 ? '' : 's'} failed: ${names}`;
+  return { report, action: 'marked-bad', status: await sysroot.markBad(reason, { phase: 'health', output: failureOutput(report.failedRequired) }) };
+}
