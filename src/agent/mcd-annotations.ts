@@ -10,12 +10,13 @@ export const MCD_ANNOTATION = {
 
 export type McdState = 'Done' | 'Working' | 'Degraded';
 
-export interface McdAnnotations {
+/** A type alias (not an interface) so that it fits a Kubernetes client's `Record<string, string>`. */
+export type McdAnnotations = {
   'machineconfiguration.openshift.io/currentConfig': string;
   'machineconfiguration.openshift.io/desiredConfig': string;
   'machineconfiguration.openshift.io/state': McdState;
   'machineconfiguration.openshift.io/reason': string;
-}
+};
 
 export interface McdOptions {
   /** The rendered config a deployment holds (default: its label, which the agent sets to the config name when staging). */
