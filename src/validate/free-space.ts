@@ -1,8 +1,7 @@
 import type { ChangeSet } from '../changeset.js';
 import { StagedrootError } from '../errors.js';
 import { freeSpace, statPath } from '../fs/durable.js';
-import { readManifest } from '../fs/manifest.js';
-import { isUnder } from '../fs/paths.js';
+import { sumFileSizes } from '../fs/manifest-sizes.js';
 
 export interface FreeSpaceOptions {
   /** Bytes that must stay free after the stage (like ostree's min-free-space-size; default 0). */
@@ -25,10 +24,7 @@ export interface SpaceEstimate {
  * a list held in memory. Conservative on reflink filesystems, where copies share blocks.
  */
 export function estimateBytes(baseManifest: string, hardlinkPrefixes: readonly string[], cs: ChangeSet): SpaceEstimate {
-  let copyBytes = 0;
-  for (const e of readManifest(baseManifest)) {
-    if (e.t === 'f' && e.s !== undefined && !hardlinkPrefixes.some((p) => isUnder(e.p, p))) copyBytes += e.s;
-  }
+  const copyBytes = sumFileSizes(baseManifest, hardlinkPrefixes);
   let changeBytes: number | null = null;
   if (Array.isArray(cs.ops)) {
     changeBytes = 0;
