@@ -9,7 +9,7 @@ import { mustFind, nextId, stageFailed, stageSucceeded } from '../state/model.js
 import type { BaseState, DeploymentRecord, Failure, Phase } from '../state/schema.js';
 import type { Source } from '../sources/source.js';
 import { resolveBuiltins, type BuiltinOptions } from '../validate/builtins.js';
-import type { CommandValidator } from '../validate/command-validators.js';
+import { planCommandValidators, type CommandValidator } from '../validate/command-validators.js';
 import { checkFreeSpace, estimateBytes } from '../validate/free-space.js';
 import type { Validator } from '../validate/types.js';
 import { validateTree } from '../validate/validate-tree.js';
@@ -71,6 +71,7 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
   let treeBuilt = false;
   let output: string | undefined;
   const builtins = resolveBuiltins(opts.builtins); // bad options: USAGE, before anything is recorded
+  planCommandValidators(opts.commands ?? []);
 
   const fail = (err: StagedrootError, keepTree: boolean): never => {
     const failure: Failure = {

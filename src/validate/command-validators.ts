@@ -27,6 +27,21 @@ export interface CommandValidationResult {
   output?: string;
 }
 
+interface Planned {
+  name: string;
+  cmd: ReturnType<typeof parseCommand>;
+  timeoutMs: number;
+}
+
+/** Checks the configured validators once, up front (USAGE names the bad option before anything is built). */
+export function planCommandValidators(list: readonly (CommandValidator | string)[]): Planned[] {
+  return list.map((item) => {
+    const v = typeof item === 'string' ? { command: item } : item;
+    const cmd = parseCommand(v.command, 'validator command');
+    return { name: v.name ?? cmd.display, cmd, timeoutMs: checkTimeout(v.timeoutMs ?? DEFAULT_VALIDATOR_TIMEOUT_MS, 'validator timeoutMs') };
+  });
+}
+
 export async function runCommandValidators(list: readonly (CommandValidator | string)[], ctx: ValidationContext): Promise<CommandValidationResult> {
   const issues: Issue[] = [];
   const outputs: string[] = [];
@@ -37,11 +52,7 @@ export async function runCommandValidators(list: readonly (CommandValidator | st
     STAGEDROOT_MANIFEST: ctx.manifest,
     STAGEDROOT_DELTA: path.join(path.dirname(ctx.manifest), 'delta.json'),
   };
-  for (const item of list) {
-    const v = typeof item === 'string' ? { command: item } : item;
-    const cmd = parseCommand(v.command, 'validator command');
-    const timeoutMs = checkTimeout(v.timeoutMs ?? DEFAULT_VALIDATOR_TIMEOUT_MS, 'validator timeoutMs');
-    const name = v.name ?? cmd.display;
+  for (const { name, cmd, timeoutMs } of planCommandValidators(list)) {
     const r = await runCommand(cmd, { timeoutMs, env, signal: ctx.signal });
     if (r.notRunnable) {
       throw new StagedrootError('TOOL_MISSING', `The validator ${name} cannot be run: ${r.notRunnable}`, { value: cmd.file });

@@ -62,3 +62,14 @@ describe('command validators', () => {
     expect(err.message).toContain('/nonexistent/check');
   });
 });
+
+describe('command validator options', () => {
+  it('are checked before anything is built or recorded (USAGE naming the option)', async () => {
+    t = await tempSysroot({ tree: {} });
+    const err = await failure(t.sysroot.stage(UPDATE, { commands: [{ command: 'true', timeoutMs: -1 }] }));
+    expect(err).toMatchObject({ code: 'USAGE', option: 'validator timeoutMs' });
+    expect(err.message).toBe('Expected the `validator timeoutMs` option to be a positive integer of milliseconds, got `-1`');
+    expect(t.sysroot.status().lastFailure).toBeNull();
+    expect((await failure(t.sysroot.stage(UPDATE, { commands: ['  '] }))).code).toBe('USAGE');
+  });
+});

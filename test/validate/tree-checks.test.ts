@@ -139,5 +139,8 @@ describe('required paths', () => {
     await wide.stage({ files: [{ path: '/etc/a', contents: 'x' }] }, { builtins: { requiredPaths: false } });
     const err = await t.sysroot.stage({ files: [{ path: '/etc/a', contents: 'x' }] }, { builtins: { requiredPaths: ['../x'] } }).catch((e: StagedrootError) => e);
     expect(err).toMatchObject({ code: 'USAGE', option: 'builtins.requiredPaths' });
+    expect(t.sysroot.status().lastFailure).toBeNull(); // a bad option is the caller's, not the update's: nothing recorded
+    const unknown = await t.sysroot.stage({ files: [] }, { builtins: { systemdVerfy: false } as never }).catch((e: StagedrootError) => e);
+    expect(unknown).toMatchObject({ code: 'USAGE', message: expect.stringContaining('Unknown built-in validator `builtins.systemdVerfy`') });
   });
 });
