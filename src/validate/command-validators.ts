@@ -9,8 +9,8 @@ export const DEFAULT_VALIDATOR_TIMEOUT_MS = 60_000;
 /**
  * An executable that judges the staged tree: exit 0 accepts it, anything else (or a
  * timeout) rejects it. It gets the tree in STAGEDROOT_TREE (plus STAGEDROOT_ID,
- * STAGEDROOT_LABEL, STAGEDROOT_MANIFEST and STAGEDROOT_DELTA, a JSON list of the
- * changed paths) and must not write into it. Its output is kept, bounded, in the
+ * STAGEDROOT_LABEL, STAGEDROOT_MANIFEST and STAGEDROOT_DELTA, the update's delta.json
+ * naming the paths it changed) and must not write into it. Its output is kept, bounded, in the
  * failure record.
  */
 export interface CommandValidator {

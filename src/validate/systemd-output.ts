@@ -17,6 +17,11 @@ import type { Issue } from '../errors.js';
  *                       when /usr/bin (the command's DIRECTORY) does not exist in the tree:
  *                       the tree does not ship that part of the OS. When the directory
  *                       exists but the command does not, the unit would fail at start: kept.
+ *   service-not-in-tree "<x>.socket: service x.service not loaded, socket cannot be started."
+ *                       when the tree has no usr/lib/systemd/system at all: it ships no OS
+ *                       units, so a socket for an OS-provided service cannot find it here.
+ *                       When the tree ships OS units and the service is not among them
+ *                       (nor in etc/), the socket would fail at start: kept.
  *   man-page            "Command 'man foo(8)' failed": man pages are not part of a root tree.
  *   stub-unit           a unit-level line about a stub unit, made up so that a drop-in whose
  *                       unit the tree does not ship can be parsed (its own lines are kept).
@@ -29,7 +34,7 @@ import type { Issue } from '../errors.js';
  * setting", "failed to load properly", unknown lines — is an error: an unknown message is
  * never silently dropped.
  */
-export type NoiseRule = 'missing-dependency' | 'command-not-in-tree' | 'man-page' | 'stub-unit';
+export type NoiseRule = 'missing-dependency' | 'command-not-in-tree' | 'service-not-in-tree' | 'man-page' | 'stub-unit';
 
 export interface OutputContext {
   /** Tree-relative path of a host path printed by systemd (null when not in the tree). */
@@ -38,6 +43,8 @@ export interface OutputContext {
   unitPathOf(unit: string): string;
   /** Does this absolute command path's directory exist inside the tree? */
   commandDirInTree(command: string): boolean;
+  /** Does the tree ship OS units (a usr/lib/systemd/system directory)? */
+  osUnitsInTree: boolean;
   /** Units that are stubs (their unit-level lines are noise). */
   stubUnits: ReadonlySet<string>;
 }
@@ -54,6 +61,7 @@ const UNIT_SENTENCE = new RegExp(`^Unit (${UNIT_NAME}) (.*)$`);
 const MISSING_DEP = new RegExp(`^Failed to create ${UNIT_NAME}/[a-z-]+: Unit ${UNIT_NAME} not found\\.?$`);
 const NOT_EXECUTABLE = /^Command (\/\S+) is not executable: No such file or directory$/;
 const MAN_PAGE = /^Command 'man .*' failed/;
+const SERVICE_NOT_LOADED = /^service \S+ not loaded, socket cannot be started\.$/;
 const ADVISORY = /(Proceeding anyway\.|this is not safe!)$/;
 
 export function classifySystemdOutput(output: string, ctx: OutputContext): ClassifiedOutput {
@@ -97,6 +105,7 @@ function noiseRule(unit: string | null, message: string, ctx: OutputContext): No
   if (unit !== null && ctx.stubUnits.has(unit)) return 'stub-unit';
   if (MISSING_DEP.test(message)) return 'missing-dependency';
   if (MAN_PAGE.test(message)) return 'man-page';
+  if (SERVICE_NOT_LOADED.test(message) && !ctx.osUnitsInTree) return 'service-not-in-tree';
   const ne = NOT_EXECUTABLE.exec(message);
   if (ne && !ctx.commandDirInTree(ne[1]!)) return 'command-not-in-tree';
   return null;

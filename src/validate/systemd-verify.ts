@@ -91,6 +91,13 @@ export async function verifySystemdUnits(ctx: ValidationContext, o: SystemdVerif
       return false;
     }
   };
+  const osUnitsInTree = ((): boolean => {
+    try {
+      return root.resolve('usr/lib/systemd/system', { followLast: true }).stat?.isDirectory() === true;
+    } catch {
+      return false;
+    }
+  })();
   const unitPathOf = (base: string, names: Map<string, string>) => (unit: string): string => names.get(unit) ?? names.get(unit.replace(/@[^.]+\./, '@.')) ?? base;
 
   if (files.length > 0) {
@@ -100,6 +107,7 @@ export async function verifySystemdUnits(ctx: ValidationContext, o: SystemdVerif
       treePathOf: (h) => (h.startsWith(ctx.tree + '/') ? h.slice(ctx.tree.length + 1) : null),
       unitPathOf: unitPathOf('', names),
       commandDirInTree,
+      osUnitsInTree,
       stubUnits: new Set(),
     });
     issues.push(...c.issues);
@@ -126,6 +134,7 @@ export async function verifySystemdUnits(ctx: ValidationContext, o: SystemdVerif
         treePathOf: (h) => (h.startsWith(scratch.path + '/') ? h.slice(scratch.path.length + 1) : null),
         unitPathOf: unitPathOf('', names),
         commandDirInTree,
+        osUnitsInTree,
         stubUnits: new Set(orphanDropins),
       });
       issues.push(...c.issues);

@@ -6,6 +6,7 @@ const ctx = (o: Partial<OutputContext> = {}): OutputContext => ({
   treePathOf: (h) => (h.startsWith(TREE + '/') ? h.slice(TREE.length + 1) : null),
   unitPathOf: (u) => `etc/systemd/system/${u}`,
   commandDirInTree: () => false,
+  osUnitsInTree: false,
   stubUnits: new Set(),
   ...o,
 });
@@ -50,6 +51,14 @@ describe('the systemd-analyze output rule', () => {
     const { issues, dropped } = classifySystemdOutput('app.service: Command /usr/bin/app is not executable: No such file or directory', ctx({ commandDirInTree: (c) => c === '/usr/bin/app' }));
     expect(dropped).toEqual([]);
     expect(issues).toEqual([{ code: 'SYSTEMD_UNIT_INVALID', path: 'etc/systemd/system/app.service', message: 'systemd-analyze: app.service: Command /usr/bin/app is not executable: No such file or directory', severity: 'error' }]);
+  });
+
+  it('drops a socket\'s missing service only when the tree ships no OS units', () => {
+    const line = 'helper.socket: service helper.service not loaded, socket cannot be started.';
+    expect(classifySystemdOutput(line, ctx()).dropped.map((d) => d.rule)).toEqual(['service-not-in-tree']);
+    const kept = classifySystemdOutput(line, ctx({ osUnitsInTree: true }));
+    expect(kept.dropped).toEqual([]);
+    expect(kept.issues).toEqual([expect.objectContaining({ severity: 'error', path: 'etc/systemd/system/helper.socket' })]);
   });
 
   it('keeps advisory lines as warnings', () => {

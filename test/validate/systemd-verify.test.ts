@@ -78,6 +78,16 @@ describe.skipIf(!HAVE)('systemd units checked at stage with systemd-analyze veri
     expect(err.issues).toContainEqual(expect.objectContaining({ path: 'etc/systemd/system/app.service', message: expect.stringContaining('Command /usr/bin/app is not executable') }));
   });
 
+  it('a socket without its service: accepted in a config-only tree, rejected in a tree that ships OS units', async () => {
+    const socket = { path: '/etc/systemd/system/helper.socket', contents: '[Socket]\nListenStream=8080\n[Install]\nWantedBy=sockets.target\n' };
+    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=test\n' } });
+    await t.sysroot.stage({ files: [socket] });
+    t.cleanup();
+    t = await tempSysroot({ tree: { 'usr/lib/systemd/system/other.service': GOOD_UNIT } });
+    const err = await stageError(t.sysroot.stage({ files: [socket] }));
+    expect(err.issues).toEqual([expect.objectContaining({ path: 'etc/systemd/system/helper.socket', message: 'systemd-analyze: helper.socket: service helper.service not loaded, socket cannot be started.' })]);
+  });
+
   it('checks a drop-in against the unit the tree ships', async () => {
     t = await tempSysroot({ tree: { 'usr/lib/systemd/system/app.service': GOOD_UNIT } });
     const err = await stageError(t.sysroot.stage({ files: [{ path: '/etc/systemd/system/app.service.d/10-env.conf', contents: '[Service]\nEnvironmnet=A=1\n' }] }));
