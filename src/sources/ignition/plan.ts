@@ -10,11 +10,11 @@ import { TreeReader } from './tree-reader.js';
 import { applyUnitActions, UNIT_DIR, type UnitAction } from './unit-links.js';
 
 export interface PlanOptions {
-  /** Bytes all decoded (and decompressed) contents may take together (default 256 MiB). */
+  /** Bytes all decoded (and decompressed) contents may take together (default 128 MiB). */
   maxDecodedBytes?: number;
 }
 
-export const DEFAULT_MAX_DECODED_BYTES = 256 * 1024 * 1024;
+export const DEFAULT_MAX_DECODED_BYTES = 128 * 1024 * 1024;
 
 /** Ignition's default home for `core` when the tree's etc/passwd does not list it. */
 const CORE_HOME = '/home/core';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { splitSourcePath } from '../../fs/paths.js';
+import { MAX_PATH_DEPTH, splitSourcePath } from '../../fs/paths.js';
 import { dropinNameProblem, unitNameProblem } from './unit-names.js';
 
 /**
@@ -19,7 +19,8 @@ const pathSchema = z.string().superRefine((p, ctx) => {
     return;
   }
   try {
-    splitSourcePath(p);
+    const depth = splitSourcePath(p).length;
+    if (depth > MAX_PATH_DEPTH) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `the path is ${depth} components deep (limit ${MAX_PATH_DEPTH})`, params: { code: 'UNSAFE_ENTRY' } });
   } catch (err) {
     const escape = p.split('/').includes('..');
     ctx.addIssue({ code: z.ZodIssueCode.custom, message: (err as Error).message, params: { code: escape ? 'PATH_ESCAPE' : 'SPEC_INVALID' } });
