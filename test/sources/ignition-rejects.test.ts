@@ -251,4 +251,22 @@ describe('hostile Ignition input', () => {
     expect(fs.readFileSync(path.join(tree, 'tmp/stagedroot-ign-escape-probe'), 'utf8')).toBe('in tree');
     expect(fs.existsSync('/tmp/stagedroot-ign-escape-probe')).toBe(false);
   });
+
+  it('looks units up through the base tree\'s own outward links (lib/systemd/system -> /) inside the tree', async () => {
+    env = await ignitionEnv({
+      'etc/passwd': 'root:x:0:0:root:/root:/bin/sh\n',
+      'lib/systemd': { dir: true },
+      'lib/systemd/system': { symlink: '/' },
+      'rootunit.service': '[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n',
+    });
+    const tree = await stageOk(env, config({ systemd: { units: [{ name: 'rootunit.service', enabled: true }] } }));
+    expect(fs.readlinkSync(path.join(tree, 'etc/systemd/system/multi-user.target.wants/rootunit.service'))).toBe('/lib/systemd/system/rootunit.service');
+  });
+
+  it('rejects writes through a base tree\'s etc -> /etc (a loop inside the root: ELOOP), changing nothing', async () => {
+    env = await ignitionEnv({ etc: { symlink: '/etc' }, 'srv/x': 'x\n' });
+    const e = await stageRejected(env, files({ path: '/etc/motd', contents: { source: pct('hi') } }));
+    expect([e.code, e.path]).toEqual(['APPLY_FAILED', 'storage.files[0].path']);
+    expect(e.message).toContain('Too many levels of symbolic links resolving etc/motd');
+  });
 });

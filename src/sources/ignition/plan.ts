@@ -1,4 +1,5 @@
 import { bytes, type ChangeOp, type ChangeSet, type Owner } from '../../changeset.js';
+import { isStagedrootError, type StagedrootError } from '../../errors.js';
 import { normalizeTreePath } from '../../fs/paths.js';
 import { RootFs } from '../../fs/root-fs.js';
 import type { BaseTree } from '../source.js';
@@ -6,7 +7,7 @@ import { IssueList } from './issues.js';
 import { parseGroup, parsePasswd, type GroupEntry, type PasswdEntry } from './passwd.js';
 import { decodeResource, DecodeBudget } from './resource.js';
 import type { IgnitionConfig, IgnitionOwner } from './schema.js';
-import { TreeReader } from './tree-reader.js';
+import { TreeReader, type EntryInfo } from './tree-reader.js';
 import { applyUnitActions, UNIT_DIR, type UnitAction } from './unit-links.js';
 
 export interface PlanOptions {
@@ -53,17 +54,30 @@ export function planIgnition(cfg: IgnitionConfig, base: BaseTree, describe: stri
     const start = own?.contents ?? reader.readFile(p) ?? Buffer.alloc(0);
     return Buffer.concat([start, own?.append ?? Buffer.alloc(0)]).toString('utf8');
   };
-  const passwd = parsePasswd(plannedText('etc/passwd'));
-  const groups = parseGroup(plannedText('etc/group'));
-  const owner = (user: IgnitionOwner | undefined, group: IgnitionOwner | undefined, at: string): Owner => resolveOwner(user, group, at, passwd, groups, issues);
+  // Read only when a name is looked up: a tree whose etc/passwd cannot be read fails only configs that need it.
+  const user = lazyLookup(() => parsePasswd(plannedText('etc/passwd')), 'etc/passwd', issues);
+  const group = lazyLookup(() => parseGroup(plannedText('etc/group')), 'etc/group', issues);
+  const owner = (u: IgnitionOwner | undefined, g: IgnitionOwner | undefined, at: string): Owner => resolveOwner(u, g, at, user, group, issues);
 
   const ops: ChangeOp[] = [];
-  const exists = (p: string) => reader.entry(p);
+  // What is at a path in the base tree; a path that cannot be resolved (a symlink loop,
+  // absurd depth) is an issue of the entry that names it.
+  const exists = (p: string, at: string): EntryInfo | null | undefined => {
+    try {
+      return reader.entry(p);
+    } catch (err) {
+      if (!isStagedrootError(err)) throw err;
+      issues.add(err.code, at, err.message);
+      return undefined;
+    }
+  };
 
   // passwd.users: only existing users, and their SSH keys.
   users.forEach((u, i) => {
     const at = `passwd.users[${i}]`;
-    const entry: Pick<PasswdEntry, 'home'> & Partial<PasswdEntry> | undefined = passwd.get(u.name) ?? (u.name === 'core' ? { home: CORE_HOME } : undefined);
+    const found = user(u.name, `${at}.name`);
+    if (found === null) return;
+    const entry: Pick<PasswdEntry, 'home'> & Partial<PasswdEntry> | undefined = found ?? (u.name === 'core' ? { home: CORE_HOME } : undefined);
     if (entry === undefined) {
       issues.add('SOURCE_UNSUPPORTED', `${at}.name`, `the user ${u.name} is not in the tree's etc/passwd, and creating users is not supported`);
       return;
@@ -87,7 +101,8 @@ export function planIgnition(cfg: IgnitionConfig, base: BaseTree, describe: stri
   const byDepth = dirs.map((d, i) => ({ d, i, p: normalizeTreePath(d.path) })).sort((a, b) => a.p.split('/').length - b.p.split('/').length);
   for (const { d, i, p } of byDepth) {
     const at = `storage.directories[${i}]`;
-    const e = exists(p);
+    const e = exists(p, `${at}.path`);
+    if (e === undefined) continue;
     if (d.overwrite === true) {
       if (e !== null) ops.push({ op: 'remove', path: p, recursive: true, missingOk: true });
     } else if (e !== null && reader.followed(p)?.kind !== 'dir') {
@@ -102,7 +117,8 @@ export function planIgnition(cfg: IgnitionConfig, base: BaseTree, describe: stri
     const at = `storage.files[${i}]`;
     const { path: p, contents, append } = decoded[i]!;
     const ids = owner(f.user, f.group, at);
-    const e = exists(p);
+    const e = exists(p, `${at}.path`);
+    if (e === undefined) return;
     const hasSource = f.contents?.source !== undefined;
     if (f.overwrite === true) {
       if (e?.kind === 'dir') ops.push({ op: 'remove', path: p, recursive: true, missingOk: true });
@@ -122,7 +138,8 @@ export function planIgnition(cfg: IgnitionConfig, base: BaseTree, describe: stri
   links.forEach((l, i) => {
     const at = `storage.links[${i}]`;
     const p = normalizeTreePath(l.path);
-    const e = exists(p);
+    const e = exists(p, `${at}.path`);
+    if (e === undefined) return;
     const hard = l.hard === true;
     const target = hard ? normalizeTreePath(l.target) : l.target;
     const ids = hard ? {} : owner(l.user, l.group, at); // owners are ignored for hard links (spec)
@@ -130,7 +147,7 @@ export function planIgnition(cfg: IgnitionConfig, base: BaseTree, describe: stri
       if (e?.kind === 'dir') ops.push({ op: 'remove', path: p, recursive: true, missingOk: true });
     } else if (e !== null) {
       // An identical link is kept; Ignition then only sets the owner of a symlink.
-      const same = hard ? sameInode(e, exists(target)) : e.kind === 'symlink' && e.target === l.target;
+      const same = hard ? sameInode(e, exists(target, `${at}.target`) ?? null) : e.kind === 'symlink' && e.target === l.target;
       if (!same) issues.add('APPLY_FAILED', `${at}.path`, `${l.path} already exists in the tree and overwrite is false`);
       else if (!hard && (ids.uid !== undefined || ids.gid !== undefined)) ops.push({ op: 'setattr', path: p, ...ids });
       return;
@@ -154,9 +171,10 @@ export function planIgnition(cfg: IgnitionConfig, base: BaseTree, describe: stri
 
   issues.throwIfAny(`The Ignition config ${describe} cannot be applied`);
 
-  const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
+  const count = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+  const summary = [count(files.length, 'file'), count(dirs.length, 'directory', 'directories'), count(links.length, 'link'), count(units.length, 'unit'), count(users.length, 'user')];
   return {
-    description: `Ignition ${cfg.ignition.version} ${describe}: ${[count(files.length, 'file'), count(dirs.length, 'directory'), count(links.length, 'link'), count(units.length, 'unit'), count(users.length, 'user')].join(', ')}`.replace('directorys', 'directories'),
+    description: `Ignition ${cfg.ignition.version} ${describe}: ${summary.join(', ')}`,
     ops,
     count: ops.length,
     ...(actions.length ? { finish: async (root: RootFs) => applyUnitActions(root, actions) } : {}),
@@ -167,27 +185,40 @@ function sameInode(a: { ino: number; dev: number } | null, b: { ino: number; dev
   return a !== null && b !== null && a.ino === b.ino && a.dev === b.dev;
 }
 
+/** A name lookup: the entry, undefined when the name is unknown, null when the database cannot be read (an issue at `at`). */
+type Lookup<T> = (name: string, at: string) => T | undefined | null;
+
+function lazyLookup<T>(load: () => Map<string, T>, file: string, issues: IssueList): Lookup<T> {
+  let db: Map<string, T> | StagedrootError | undefined;
+  return (name, at) => {
+    if (db === undefined) {
+      try {
+        db = load();
+      } catch (err) {
+        if (!isStagedrootError(err)) throw err;
+        db = err;
+      }
+    }
+    if (db instanceof Map) return db.get(name);
+    issues.add(db.code, at, `cannot read the tree's ${file}: ${db.message}`);
+    return null;
+  };
+}
+
 /** user/group by id, or by name in the tree's etc/passwd and etc/group; an unknown name is an error naming the field. */
-function resolveOwner(
-  user: IgnitionOwner | undefined,
-  group: IgnitionOwner | undefined,
-  at: string,
-  passwd: Map<string, PasswdEntry>,
-  groups: Map<string, GroupEntry>,
-  issues: IssueList,
-): Owner {
+function resolveOwner(u: IgnitionOwner | undefined, g: IgnitionOwner | undefined, at: string, user: Lookup<PasswdEntry>, group: Lookup<GroupEntry>, issues: IssueList): Owner {
   const out: Owner = {};
-  if (user?.id !== undefined) out.uid = user.id;
-  else if (user?.name !== undefined) {
-    const e = passwd.get(user.name);
-    if (e === undefined) issues.add('SPEC_INVALID', `${at}.user.name`, `no user named ${JSON.stringify(user.name)} in the tree's etc/passwd`);
-    else out.uid = e.uid;
+  if (u?.id !== undefined) out.uid = u.id;
+  else if (u?.name !== undefined) {
+    const e = user(u.name, `${at}.user.name`);
+    if (e === undefined) issues.add('SPEC_INVALID', `${at}.user.name`, `no user named ${JSON.stringify(u.name)} in the tree's etc/passwd`);
+    else if (e !== null) out.uid = e.uid;
   }
-  if (group?.id !== undefined) out.gid = group.id;
-  else if (group?.name !== undefined) {
-    const e = groups.get(group.name);
-    if (e === undefined) issues.add('SPEC_INVALID', `${at}.group.name`, `no group named ${JSON.stringify(group.name)} in the tree's etc/group`);
-    else out.gid = e.gid;
+  if (g?.id !== undefined) out.gid = g.id;
+  else if (g?.name !== undefined) {
+    const e = group(g.name, `${at}.group.name`);
+    if (e === undefined) issues.add('SPEC_INVALID', `${at}.group.name`, `no group named ${JSON.stringify(g.name)} in the tree's etc/group`);
+    else if (e !== null) out.gid = e.gid;
   }
   return out;
 }

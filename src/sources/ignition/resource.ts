@@ -28,6 +28,10 @@ export class DecodeBudget {
  */
 export function decodeResource(r: Resource, at: string, treePath: string, budget: DecodeBudget, issues: IssueList): Buffer | null {
   if (r.source === undefined) return null;
+  if (!/^data:/i.test(r.source)) {
+    issues.add('SPEC_INVALID', `${at}.source`, `not a URL: ${JSON.stringify(r.source.slice(0, 40))} (only data: URLs are applied)`);
+    return null;
+  }
   let data: Buffer;
   try {
     data = decodeDataUrl(r.source);

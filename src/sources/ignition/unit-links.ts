@@ -142,10 +142,9 @@ class UnitLinks {
     const fileName = found === null ? unit.name : found.path.slice(found.path.lastIndexOf('/') + 1);
     const matches = (linkName: string, target: string): boolean => {
       if (linkName === unit.name) return true;
-      if (found !== null && target === found.path) return !isInstance(unit) || sameInstance(linkName, unit);
-      const base = target.slice(target.lastIndexOf('/') + 1);
+      const pointsAtFile = target === found?.path || target.slice(target.lastIndexOf('/') + 1) === fileName;
       // Instances share their template's file: only links for this instance are its own.
-      return base === fileName && (!isInstance(unit) || sameInstance(linkName, unit));
+      return pointsAtFile && (!isInstance(unit) || parseUnitName(linkName).instance === unit.instance);
     };
     for (const name of this.reader.list(UNIT_DIR)) {
       const p = `${UNIT_DIR}/${name}`;
@@ -179,10 +178,6 @@ class UnitLinks {
     if (alias.instance !== null) throw bad('the alias of a plain unit must be a plain unit');
     return alias.name;
   }
-}
-
-function sameInstance(linkName: string, unit: UnitName): boolean {
-  return parseUnitName(linkName).instance === unit.instance;
 }
 
 function expand(raw: string, unit: UnitName, at: string): string {
