@@ -43,16 +43,25 @@ export function applyUnitActions(root: RootFs, actions: readonly UnitAction[]): 
   }
 }
 
+/** A symlink in etc/systemd/system (top level) or in one of its .wants/.requires/.upholds directories. */
+interface LinkEntry {
+  name: string;
+  target: string;
+  top: boolean;
+}
+
 class UnitLinks {
   private readonly reader: TreeReader;
+  /** The links, read once and kept up to date: every change below goes through link()/unlink(). */
+  private index: Map<string, LinkEntry> | null = null;
 
   constructor(private readonly root: RootFs) {
     this.reader = new TreeReader(root);
   }
 
   unmask(name: string): void {
-    const e = this.reader.entry(`${UNIT_DIR}/${name}`);
-    if (e?.kind === 'symlink' && e.target === '/dev/null') this.root.remove(`${UNIT_DIR}/${name}`);
+    const p = `${UNIT_DIR}/${name}`;
+    if (this.links().get(p)?.target === '/dev/null') this.unlink(p);
   }
 
   enable(name: string, at: string, seen: Set<string>): void {
@@ -79,7 +88,7 @@ class UnitLinks {
           if (!isInstance(linked)) throw fail(at, `Cannot enable ${name}: the target ${target.name} is a template and ${linked.name} has no instance`);
           target = parseUnitName(withInstance(target, linked.instance!));
         }
-        this.root.symlink(`${UNIT_DIR}/${target.name}${suffix}/${linked.name}`, found.path, { overwrite: true });
+        this.link(`${UNIT_DIR}/${target.name}${suffix}/${linked.name}`, found.path);
       }
     }
     for (const raw of install.alias) {
@@ -87,7 +96,7 @@ class UnitLinks {
       if (alias === name) continue;
       const existing = this.reader.entry(`${UNIT_DIR}/${alias}`);
       if (existing !== null && existing.kind !== 'symlink') throw fail(at, `Cannot enable ${name}: its alias ${UNIT_DIR}/${alias} exists and is not a link`);
-      this.root.symlink(`${UNIT_DIR}/${alias}`, found.path, { overwrite: true });
+      this.link(`${UNIT_DIR}/${alias}`, found.path);
     }
     for (const raw of install.also) this.enable(checkedName(expand(raw, unit, at), at, name, 'Also='), at, seen);
   }
@@ -146,19 +155,39 @@ class UnitLinks {
       // Instances share their template's file: only links for this instance are its own.
       return pointsAtFile && (!isInstance(unit) || parseUnitName(linkName).instance === unit.instance);
     };
+    for (const [p, l] of [...this.links()]) {
+      if (l.top && l.name === unit.name) continue; // the unit's own file or mask
+      if (matches(l.name, l.target)) this.unlink(p);
+    }
+  }
+
+  private links(): Map<string, LinkEntry> {
+    if (this.index !== null) return this.index;
+    const index = new Map<string, LinkEntry>();
     for (const name of this.reader.list(UNIT_DIR)) {
       const p = `${UNIT_DIR}/${name}`;
       const e = this.reader.entry(p);
-      if (e === null) continue;
-      if (e.kind === 'symlink') {
-        if (name !== unit.name && matches(name, e.target!)) this.root.remove(p);
-      } else if (e.kind === 'dir' && LINK_DIR_SUFFIXES.some((s) => name.endsWith(s))) {
+      if (e?.kind === 'symlink') {
+        index.set(p, { name, target: e.target!, top: true });
+      } else if (e?.kind === 'dir' && LINK_DIR_SUFFIXES.some((s) => name.endsWith(s))) {
         for (const child of this.reader.list(p)) {
           const c = this.reader.entry(`${p}/${child}`);
-          if (c?.kind === 'symlink' && matches(child, c.target!)) this.root.remove(`${p}/${child}`);
+          if (c?.kind === 'symlink') index.set(`${p}/${child}`, { name: child, target: c.target!, top: false });
         }
       }
     }
+    return (this.index = index);
+  }
+
+  private link(p: string, target: string): void {
+    this.root.symlink(p, target, { overwrite: true });
+    const rel = p.slice(UNIT_DIR.length + 1);
+    this.links().set(p, { name: rel.slice(rel.lastIndexOf('/') + 1), target, top: !rel.includes('/') });
+  }
+
+  private unlink(p: string): void {
+    this.root.remove(p);
+    this.links().delete(p);
   }
 
   /** An Alias= value, checked the way systemd 252 checks it. */
