@@ -91,7 +91,9 @@ export function planIgnition(cfg: IgnitionConfig, base: BaseTree, describe: stri
       issues.add('PATH_ESCAPE', `${at}.name`, (err as Error).message);
       return;
     }
-    // Keys go to ~/.ssh/authorized_keys (what the machine-config-daemon manages), 0600 in a 0700 .ssh, owned by the user.
+    // Keys replace ~/.ssh/authorized_keys (0600, in a 0700 .ssh, owned by the user): the file the
+    // machine-config-daemon manages. Ignition itself, provisioning once, writes the fragment
+    // ~/.ssh/authorized_keys.d/ignition instead (spec: passwd.users[].sshAuthorizedKeys).
     const ids = { uid: entry.uid, gid: entry.gid };
     ops.push({ op: 'mkdir', path: `${home}/.ssh`, mode: 0o700, ...ids });
     ops.push({ op: 'write', path: `${home}/.ssh/authorized_keys`, content: bytes(keys.join('\n') + '\n'), mode: 0o600, overwrite: true, ...ids });
