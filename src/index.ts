@@ -11,6 +11,7 @@ export type { Validator, ValidatorFn, ValidationContext } from './validate/types
 export type { ChangeOp, ChangeSet, Content } from './changeset.js';
 export type { Source, BaseTree } from './sources/source.js';
 export { specSource, parseUpdateSpec, updateSpecSchema, type UpdateSpec } from './sources/spec.js';
+export { ignitionSource, ignitionFileSource, type IgnitionOptions } from './sources/ignition/index.js';
 export { sourceFromPath, detectKind, type SourceKind } from './sources/detect.js';
 export type { PathChange } from './fs/diff-manifests.js';
 export type { Drift, DriftKind } from './fs/verify-tree.js';

@@ -16,6 +16,7 @@ import { statusView, type Status } from './state/status.js';
 import { loadState } from './state/store.js';
 import { sourceFromPath } from './sources/detect.js';
 import { specSource } from './sources/spec.js';
+import { ignitionSource } from './sources/ignition/index.js';
 import type { Source } from './sources/source.js';
 import { initSysroot, type InitOptions } from './stage/init.js';
 import { stage, type StageOptions, type StageResult } from './stage/stage.js';
@@ -39,6 +40,7 @@ export type StageInput = Source | string | { [key: string]: unknown };
 function toSource(input: StageInput): Source {
   if (typeof input === 'string') return sourceFromPath(input);
   if (typeof (input as Source).plan === 'function' && typeof (input as Source).kind === 'string') return input as Source;
+  if ('ignition' in input) return ignitionSource(input);
   return specSource(input);
 }
 

@@ -2,6 +2,7 @@ import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
 import { exists, fileSha256, readText } from '../fs/durable.js';
 import { verifyTree } from '../fs/verify-tree.js';
+import { parseDelta, verifyDelta } from '../fs/delta.js';
 import { finalizeFailed, finalizeTransition, mustFind } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
 import { applyTransition } from './apply-transition.js';
@@ -17,8 +18,9 @@ export type FinalizeResult =
 
 /**
  * The shutdown hook: the staged deployment becomes current by one atomic symlink swap.
- * Before trusting it, the manifest's checksum and the paths the update changed are
- * checked against the tree (O(change), so shutdown stays fast however large the tree);
+ * Before trusting it, what the update changed (its delta) is checked against the tree:
+ * O(change), so shutdown stays fast however large the tree (`fullVerify` checks the
+ * manifest's checksum and the whole tree);
  * a mismatch is recorded durably as a finalize failure, and current stays as it was.
  */
 export function finalize(ctx: Context, s: BaseState, o: FinalizeOptions = {}): { state: BaseState; result: FinalizeResult } {
@@ -40,17 +42,19 @@ function checkStaged(ctx: Context, id: string, manifestSha256: string | null, fu
   const { layout } = ctx;
   if (!exists(layout.tree(id))) return `its tree ${layout.tree(id)} is missing`;
   if (!exists(layout.manifest(id))) return `its manifest ${layout.manifest(id)} is missing`;
-  if (manifestSha256 !== null && fileSha256(layout.manifest(id)) !== manifestSha256) return `its manifest ${layout.manifest(id)} was modified after staging`;
-  let paths: string[] | undefined;
-  if (!full) {
+  let drift;
+  if (full) {
+    if (manifestSha256 !== null && fileSha256(layout.manifest(id)) !== manifestSha256) return `its manifest ${layout.manifest(id)} was modified after staging`;
+    drift = verifyTree(layout.tree(id), layout.manifest(id));
+  } else {
     const text = readText(layout.delta(id));
+    if (text === null) return `its delta ${layout.delta(id)} is missing`;
     try {
-      paths = text === null ? [] : (JSON.parse(text) as string[]);
-    } catch {
-      return `its delta ${layout.delta(id)} is corrupt`;
+      drift = verifyDelta(layout.tree(id), parseDelta(text, layout.delta(id)));
+    } catch (err) {
+      return (err as Error).message;
     }
   }
-  const drift = verifyTree(layout.tree(id), layout.manifest(id), paths ? { paths } : {});
   if (drift.length === 0) return null;
   const shown = drift.slice(0, 5).map((d) => `${d.path} (${d.kind})`).join(', ');
   return `the staged tree no longer matches its manifest: ${shown}${drift.length > 5 ? ` and ${drift.length - 5} more` : ''}`;

@@ -11,7 +11,18 @@ import type { TouchEvent } from './root-fs.js';
  * string work plus O(changes) of disk work; the tree itself is not walked again.
  * Returns the touched paths that exist afterwards (the update's delta).
  */
-export function patchManifest(tree: string, before: string, after: string, events: readonly TouchEvent[]): { delta: string[]; entries: number } {
+export interface PatchResult {
+  /** Paths the change set created or changed, that exist afterwards. */
+  delta: string[];
+  /** Their new manifest entries (what finalize re-checks). */
+  changed: ManifestEntry[];
+  /** Paths removed and not re-created. */
+  removed: string[];
+  /** Lines in the new manifest. */
+  entries: number;
+}
+
+export function patchManifest(tree: string, before: string, after: string, events: readonly TouchEvent[]): PatchResult {
   const removed = new Set<string>();
   const dirty = new Set<string>();
   for (const ev of events) {
@@ -56,5 +67,6 @@ export function patchManifest(tree: string, before: string, after: string, event
     r.close();
     w.close(false);
   }
-  return { delta: fresh.map((e) => e.p), entries };
+  const present = new Set(fresh.map((e) => e.p));
+  return { delta: fresh.map((e) => e.p), changed: fresh, removed: [...removed].filter((p) => !present.has(p)).sort(), entries };
 }

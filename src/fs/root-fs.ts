@@ -217,7 +217,7 @@ export class RootFs {
       try { old = fs.readFileSync(fd); } finally { fs.closeSync(fd); }
       keep = { mode: r.stat.mode & 0o7777, uid: r.stat.uid, gid: r.stat.gid };
     }
-    this.writeFile(r.rel, Buffer.concat([old, data]), { ...keep, ...attrs });
+    this.writeFile(r.rel, Buffer.concat([old, data]), { ...keep, ...defined(attrs) });
   }
 
   /** Creates a directory (and missing parents). An existing directory takes the new attributes. */
@@ -334,7 +334,7 @@ export class RootFs {
       fs.copyFileSync(r.hostPath, tmp);
       this.mutated('copy', tmp);
       const keep = { mode: r.stat.mode & 0o7777, uid: r.stat.uid, gid: r.stat.gid, mtime: r.stat.mtimeMs / 1000 };
-      this.applyAttrs(tmp, { ...keep, ...attrs }, p);
+      this.applyAttrs(tmp, { ...keep, ...defined(attrs) }, p);
       this.commitTmp(tmp, dir, path.basename(r.hostPath), r, p);
       return;
     }
@@ -426,6 +426,11 @@ export function fsyncDir(dir: string): void {
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** The attributes actually given: `{mode: undefined}` must not override a kept mode. */
+function defined(attrs: FileAttrs): FileAttrs {
+  return Object.fromEntries(Object.entries(attrs).filter(([, v]) => v !== undefined)) as FileAttrs;
 }
 
 function safeUnlink(p: string): void {

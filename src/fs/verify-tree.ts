@@ -24,35 +24,14 @@ export function compareEntry(want: ManifestEntry, have: ManifestEntry): Drift[] 
   return out;
 }
 
-/**
- * Verifies a tree against its manifest in one walk, streaming the manifest alongside.
- * `paths` limits the check to those entries (a quick check of an update's delta).
- */
-export function verifyTree(tree: string, manifest: string, opts: { paths?: readonly string[]; onProgress?: (done: number) => void } = {}): Drift[] {
+/** Verifies a tree against its manifest in one walk, streaming the manifest alongside. */
+export function verifyTree(tree: string, manifest: string, opts: { onProgress?: (done: number) => void } = {}): Drift[] {
   const drift: Drift[] = [];
   const read = (rel: string, host: string, st: fs.Stats): ManifestEntry =>
     entryFromStat(rel, st, st.isFile() ? { h: hashFile(host) } : st.isSymbolicLink() ? { l: fs.readlinkSync(host) } : {});
 
   const r = new ManifestReader(manifest);
   try {
-    if (opts.paths) {
-      const want = new Set(opts.paths);
-      for (let e = r.next(); e !== null; e = r.next()) {
-        if (!want.has(e.p)) continue;
-        want.delete(e.p);
-        const host = tree + '/' + e.p;
-        let st: fs.Stats;
-        try {
-          st = fs.lstatSync(host);
-        } catch {
-          drift.push({ path: e.p, kind: 'missing', expected: typeName(e.t) });
-          continue;
-        }
-        drift.push(...compareEntry(e, read(e.p, host, st)));
-      }
-      for (const p of want) drift.push({ path: p, kind: 'missing', expected: 'an entry in the manifest' });
-      return drift;
-    }
     let done = 0;
     walkTree(tree, {
       enter(rel, host, st) {

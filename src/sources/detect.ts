@@ -2,6 +2,7 @@ import { StagedrootError } from '../errors.js';
 import { readBytes, readHead, statPath } from '../fs/durable.js';
 import type { Source } from './source.js';
 import { specSource } from './spec.js';
+import { ignitionFileSource } from './ignition/index.js';
 
 /** Spec and config documents larger than this are refused (a JSON bomb is not an update). */
 export const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
@@ -30,6 +31,8 @@ export function sourceFromPath(p: string): Source {
   switch (kind) {
     case 'spec':
       return specFileSource(p);
+    case 'ignition':
+      return ignitionFileSource(p);
     default:
       throw new StagedrootError('SOURCE_UNSUPPORTED', `${p} is a ${kind} source, which this build of stagedroot cannot apply yet`, { path: p });
   }

@@ -65,7 +65,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<Ba
   const patched = patchManifest(tree, pre, `${work}/manifest.ndjson`, events);
   entries = patched.entries;
   dfs.unlink(pre);
-  writeJson(dfs, `${work}/delta.json`, []);
+  writeJson(dfs, `${work}/delta.json`, { changed: [], removed: [] });
   await syncFilesystem(work);
   dfs.rename(work, layout.deployment(id));
   dfs.replaceSymlink(layout.currentLink, layout.linkTarget(id));

@@ -1,0 +1,52 @@
+import * as fs from 'node:fs';
+import { z } from 'zod';
+import { StagedrootError } from '../errors.js';
+import { hashFile } from './hash.js';
+import { entryFromStat, manifestEntrySchema, type ManifestEntry } from './manifest.js';
+import { compareEntry, type Drift } from './verify-tree.js';
+
+/**
+ * What an update changed in its deployment (deploy/ID/delta.json): the new entries of
+ * the paths it wrote and the paths it removed. Finalize re-checks exactly these, so its
+ * cost follows the size of the update, not the size of the tree.
+ */
+export const deltaSchema = z.object({ changed: z.array(manifestEntrySchema), removed: z.array(z.string()) }).strict();
+export type Delta = z.infer<typeof deltaSchema>;
+
+export function parseDelta(text: string, file: string): Delta {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new StagedrootError('STATE_CORRUPT', `${file} is not valid JSON`, { path: file, cause: err });
+  }
+  const r = deltaSchema.safeParse(raw);
+  if (!r.success) throw new StagedrootError('STATE_CORRUPT', `${file} does not match the delta schema: ${r.error.issues[0]?.message}`, { path: file });
+  return r.data;
+}
+
+/** Checks the delta's entries against the tree: changed entries as recorded, removed paths absent. */
+export function verifyDelta(tree: string, delta: Delta): Drift[] {
+  const drift: Drift[] = [];
+  for (const want of delta.changed) {
+    const host = tree + '/' + want.p;
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(host);
+    } catch {
+      drift.push({ path: want.p, kind: 'missing', expected: want.t });
+      continue;
+    }
+    const have: ManifestEntry = entryFromStat(want.p, st, st.isFile() ? { h: hashFile(host) } : st.isSymbolicLink() ? { l: fs.readlinkSync(host) } : {});
+    drift.push(...compareEntry(want, have));
+  }
+  for (const p of delta.removed) {
+    try {
+      fs.lstatSync(tree + '/' + p);
+      drift.push({ path: p, kind: 'extra', actual: 'present although the update removed it' });
+    } catch {
+      // absent, as it should be
+    }
+  }
+  return drift;
+}
