@@ -40,7 +40,8 @@ describe('Ignition systemd.units', () => {
   it('writes unit contents and drop-ins, and enables the unit from its [Install] section', async () => {
     env = await ignitionEnv();
     const contents = unit('WantedBy=multi-user.target\nRequiredBy=network-online.target\nAlias=web-alias.service\nAlso=helper.socket');
-    const helper = '[Socket]\nListenStream=8080\n[Install]\nWantedBy=sockets.target\n';
+    // Service= names a unit the tree has: systemd-analyze verify (on by default) rejects a socket without its service.
+    const helper = '[Socket]\nListenStream=8080\nService=web.service\n[Install]\nWantedBy=sockets.target\n';
     const tree = await stageOk(env, config({
       systemd: {
         units: [

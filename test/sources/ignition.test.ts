@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Sysroot } from '../../src/sysroot.js';
+import { DEFAULT_SETUID_ALLOW_LIST } from '../../src/validate/unsafe-modes.js';
 import { detectKind } from '../../src/sources/detect.js';
 import { b64, config, gz, ignitionEnv, isRoot, pct, sha, stageOk, type Env } from './ignition-helpers.js';
 
@@ -61,6 +62,8 @@ describe('Ignition storage.files', () => {
 
   it('sets modes (default 0644, special bits), replaces with overwrite: true, and keeps an existing file given no source', async () => {
     env = await ignitionEnv();
+    // A set-uid file outside the default allow-list is rejected by the built-in mode check: allow this one.
+    env.sysroot = await Sysroot.open(env.dir, { builtins: { unsafeModes: { setuidAllowList: [...DEFAULT_SETUID_ALLOW_LIST, 'usr/local/bin/tool'] } } });
     const tree = await stageOk(env, config({
       storage: {
         files: [
