@@ -11,7 +11,10 @@ export type { Validator, ValidatorFn, ValidationContext } from './validate/types
 export type { ChangeOp, ChangeSet, Content } from './changeset.js';
 export type { Source, BaseTree } from './sources/source.js';
 export { specSource, parseUpdateSpec, updateSpecSchema, type UpdateSpec } from './sources/spec.js';
-export { sourceFromPath, detectKind, type SourceKind } from './sources/detect.js';
+export { sourceFromPath, detectKind, type SourceKind, type SourceOptions } from './sources/detect.js';
+export { tarLayerSource, type TarLayerOptions } from './sources/tar-layer.js';
+export { directorySource, type DirectorySourceOptions } from './sources/directory.js';
+export { DEFAULT_LAYER_LIMITS, type LayerLimits } from './sources/entry-checks.js';
 export type { PathChange } from './fs/diff-manifests.js';
 export type { Drift, DriftKind } from './fs/verify-tree.js';
 export type { CopyPolicy } from './fs/copy-tree.js';
