@@ -35,7 +35,7 @@ const MAX_ISSUES = 50;
  *    the reader: the generator is pulled one op at a time, so at most one entry's
  *    current chunk is in memory, and the reader only moves on once the op is applied.
  *    Pass 2 runs the same checks again, so a source that changed between the passes
- *    is refused (readers also compare the file's identity), never applied unchecked.
+ *    is refused (the tar reader also compares the file's identity), never applied unchecked.
  */
 export async function planLayer(reader: LayerReader, o: LayerOptions = {}): Promise<ChangeSet> {
   const limits: LayerLimits = { ...DEFAULT_LAYER_LIMITS, ...o.limits };
