@@ -247,6 +247,34 @@ describe('tar layers with OCI semantics', () => {
     expect(ops).toEqual(['write srv/a', 'mkdir srv/b', 'symlink srv/b/c', 'setattr srv/b']);
   });
 
+  it('reads what GNU tar (gnu and posix formats) and node-tar write', async () => {
+    t = await tempSysroot({ tree: BASE });
+    const deep = 'very-long-directory-name-'.repeat(5);
+    const src = path.join(t.scratch, 'src');
+    fs.mkdirSync(path.join(src, deep, 'sub'), { recursive: true });
+    fs.writeFileSync(path.join(src, deep, 'sub', `${'long-file-name-'.repeat(8)}.conf`), 'long\n');
+    fs.writeFileSync(path.join(src, 'one'), 'shared\n');
+    fs.linkSync(path.join(src, 'one'), path.join(src, 'two'));
+    fs.symlinkSync(`${deep}/sub`, path.join(src, 'link-with-a-long-target'));
+    fs.chmodSync(path.join(src, deep), 0o750);
+    const want = hashTree(src);
+    const archives: string[] = [];
+    for (const format of ['gnu', 'posix']) {
+      const out = path.join(t.scratch, `gnu-${format}.tar`);
+      const r = await execa('tar', [`--format=${format}`, '-C', src, '-cf', out, '.'], { reject: false });
+      if (r.failed) console.warn(`GNU tar unavailable (${r.shortMessage}): ${format} format not checked`);
+      else archives.push(out);
+    }
+    const { create } = await import('tar');
+    const nodeTar = path.join(t.scratch, 'node-tar.tar.gz');
+    await create({ gzip: true, cwd: src, file: nodeTar, portable: false }, fs.readdirSync(src));
+    archives.push(nodeTar);
+    for (const a of archives) {
+      const r = await t.sysroot.stage(tarLayerSource(a, { replace: true }));
+      expect(hashTree(r.path), a).toBe(want);
+    }
+  });
+
   it('is detected from content and wired into sourceFromPath', async () => {
     t = await tempSysroot({ tree: BASE });
     const plain = writeLayer(t, 'no-extension', [{ name: 'srv/x', body: 'x' }]);
