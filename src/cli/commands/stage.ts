@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { pathSource } from '../../sources/detect.js';
 import { action, common, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson } from '../io.js';
 import { progressBar } from '../progress.js';
@@ -10,8 +11,10 @@ export function stageCommand(program: Command, env: CliEnv): void {
     .option('--label <label>', 'a label for the new deployment')
     .option('--lock', 'finalization lock: stage now, but finalize leaves it in place until `unlock`')
     .option('--copy', 'copy the non-usr/ part of the tree instead of reflinking it')
+    .option('--replace', 'a tar or directory source is the whole new tree, not a layer over the booted one')
     .action(
-      action(env, async (source: string, o: CommonOptions & { label?: string; lock?: boolean; copy?: boolean }) => {
+      action(env, async (path: string, o: CommonOptions & { label?: string; lock?: boolean; copy?: boolean; replace?: boolean }) => {
+        const source = pathSource(path, { replace: o.replace });
         const s = await openSysroot(env, o);
         const bar = progressBar(env.io);
         try {
