@@ -13,13 +13,22 @@ export interface Owner {
   gid?: number;
 }
 
+/**
+ * `replace` gives OCI layer semantics: whatever is at the path is removed first (a
+ * directory with its contents; for `mkdir`, anything that is not a directory, a symlink
+ * included, since a directory over a directory keeps it and takes the new attributes).
+ */
 export type ChangeOp =
-  | ({ op: 'write'; path: string; content: Content; mode?: number; mtime?: number; overwrite?: boolean; append?: boolean } & Owner)
-  | ({ op: 'mkdir'; path: string; mode?: number; mtime?: number } & Owner)
-  | ({ op: 'symlink'; path: string; target: string; overwrite?: boolean } & Owner)
-  | { op: 'hardlink'; path: string; target: string; overwrite?: boolean }
+  | ({ op: 'write'; path: string; content: Content; mode?: number; mtime?: number; overwrite?: boolean; append?: boolean; replace?: boolean } & Owner)
+  | ({ op: 'mkdir'; path: string; mode?: number; mtime?: number; replace?: boolean } & Owner)
+  | ({ op: 'symlink'; path: string; target: string; overwrite?: boolean; replace?: boolean } & Owner)
+  | { op: 'hardlink'; path: string; target: string; overwrite?: boolean; replace?: boolean }
+  /** `missingOk` also covers a missing or non-directory parent (nothing there to remove). */
   | { op: 'remove'; path: string; recursive?: boolean; missingOk?: boolean }
-  /** Removes every child of a directory, keeping it (an OCI opaque whiteout). */
+  /**
+   * Removes every child of a directory, keeping it (an OCI opaque whiteout). The last
+   * component is not followed; a missing directory is nothing to clear; "" is the root.
+   */
   | { op: 'clear'; path: string }
   | ({ op: 'setattr'; path: string; mode?: number; mtime?: number } & Owner);
 

@@ -14,7 +14,7 @@ import { recover, type RecoveryReport } from './state/recover.js';
 import type { BaseState, Phase } from './state/schema.js';
 import { statusView, type Status } from './state/status.js';
 import { loadState } from './state/store.js';
-import { sourceFromPath } from './sources/detect.js';
+import { pathSource } from './sources/detect.js';
 import { specSource } from './sources/spec.js';
 import { ignitionSource } from './sources/ignition/index.js';
 import type { Source } from './sources/source.js';
@@ -38,7 +38,7 @@ export interface SysrootOptions extends ContextOptions {
 export type StageInput = Source | string | { [key: string]: unknown };
 
 function toSource(input: StageInput): Source {
-  if (typeof input === 'string') return sourceFromPath(input);
+  if (typeof input === 'string') return pathSource(input);
   if (typeof (input as Source).plan === 'function' && typeof (input as Source).kind === 'string') return input as Source;
   if ('ignition' in input) return ignitionSource(input);
   return specSource(input);

@@ -4,16 +4,19 @@ import { StagedrootError } from '../errors.js';
  * Splits a path from a source into components, relative to the root. Leading slashes
  * (any number: "////etc/passwd") are stripped: every path is inside the root.
  * `.` and empty components are dropped. `..` is rejected here (defence one); the
- * resolver clamps at the root as chroot does (defence two).
+ * resolver clamps at the root as chroot does (defence two). Backslashes are refused
+ * in documents (specs, Ignition) but, with `allowBackslash`, are ordinary bytes of a
+ * Linux file name: systemd's escaped unit names (`system-systemd\x2dfsck.slice`) ship
+ * in real OS trees, and archive sources check the Windows-shaped ones themselves.
  */
-export function splitSourcePath(p: string, what = 'path'): string[] {
+export function splitSourcePath(p: string, what = 'path', opts: { allowBackslash?: boolean } = {}): string[] {
   if (typeof p !== 'string' || p.length === 0) {
     throw new StagedrootError('PATH_ESCAPE', `Empty ${what}`, { path: String(p) });
   }
   if (p.includes('\0')) {
     throw new StagedrootError('PATH_ESCAPE', `The ${what} ${JSON.stringify(p)} contains a NUL byte`, { path: p });
   }
-  if (p.includes('\\')) {
+  if (!opts.allowBackslash && p.includes('\\')) {
     throw new StagedrootError('PATH_ESCAPE', `The ${what} ${JSON.stringify(p)} contains a backslash`, { path: p });
   }
   const parts = p.split('/').filter((c) => c !== '' && c !== '.');

@@ -33,6 +33,13 @@ export interface FileAttrs {
   mtime?: number;
 }
 
+export interface CreateOptions {
+  /** false: refuse an existing path (EEXIST). */
+  overwrite?: boolean;
+  /** OCI layer semantics: whatever is at the path, a directory included, is replaced. */
+  replace?: boolean;
+}
+
 export interface Resolved {
   /** Host path of the entry (its parent is a real directory inside the root). */
   hostPath: string;
@@ -75,7 +82,8 @@ export class RootFs {
    */
   resolve(p: string, opts: { followLast?: boolean; createParents?: boolean; dirMode?: number } = {}): Resolved {
     const original = p;
-    const queue = splitSourcePath(p);
+    // A backslash is an ordinary byte of a Linux name here; sources decide what they accept.
+    const queue = splitSourcePath(p, 'path', { allowBackslash: true });
     if (queue.length > MAX_PATH_DEPTH) {
       throw new StagedrootError('UNSAFE_ENTRY', `The path ${original} is ${queue.length} components deep (limit ${MAX_PATH_DEPTH})`, { path: original });
     }
@@ -163,8 +171,8 @@ export class RootFs {
   // ---------------------------------------------------------------- writes
 
   /** Writes a whole file atomically (temp + rename). `overwrite: false` refuses an existing path. */
-  writeFile(p: string, data: Uint8Array, attrs: FileAttrs & { overwrite?: boolean } = {}): void {
-    const { dir, name, target } = this.prepareCreate(p, attrs.overwrite);
+  writeFile(p: string, data: Uint8Array, attrs: FileAttrs & CreateOptions = {}): void {
+    const { dir, name, target } = this.prepareCreate(p, attrs);
     const tmp = this.tmpName(dir);
     const fd = this.openTmp(tmp, p);
     try {
@@ -181,8 +189,8 @@ export class RootFs {
   }
 
   /** Writes a file from a stream of chunks, atomically, without holding it in memory. */
-  async writeFileFromStream(p: string, chunks: AsyncIterable<Uint8Array>, attrs: FileAttrs & { overwrite?: boolean } = {}): Promise<number> {
-    const { dir, name, target } = this.prepareCreate(p, attrs.overwrite);
+  async writeFileFromStream(p: string, chunks: AsyncIterable<Uint8Array>, attrs: FileAttrs & CreateOptions = {}): Promise<number> {
+    const { dir, name, target } = this.prepareCreate(p, attrs);
     const tmp = this.tmpName(dir);
     const fd = this.openTmp(tmp, p);
     let size = 0;
@@ -220,10 +228,18 @@ export class RootFs {
     this.writeFile(r.rel, Buffer.concat([old, data]), { ...keep, ...defined(attrs) });
   }
 
-  /** Creates a directory (and missing parents). An existing directory takes the new attributes. */
-  mkdir(p: string, attrs: FileAttrs = {}): void {
-    const r = this.resolve(p, { createParents: true, followLast: true });
+  /**
+   * Creates a directory (and missing parents). An existing directory takes the new
+   * attributes. With `replace` (OCI layer semantics) the last component is not followed
+   * and anything there that is not a directory (a symlink included) is removed first.
+   */
+  mkdir(p: string, attrs: FileAttrs & { replace?: boolean } = {}): void {
+    let r = this.resolve(p, { createParents: true, followLast: !attrs.replace });
     const mode = attrs.mode ?? 0o755;
+    if (attrs.replace && r.stat !== null && !r.stat.isDirectory()) {
+      this.removeResolved(r, p);
+      r = { ...r, stat: null };
+    }
     if (r.stat === null) {
       this.mkdirRaw(r.hostPath, mode);
       this.applyAttrs(r.hostPath, { ...attrs, mode }, p);
@@ -234,14 +250,14 @@ export class RootFs {
       throw new StagedrootError('APPLY_FAILED', `Cannot create directory ${p}: ${r.rel} exists and is not a directory (EEXIST)`, { path: p, resolvedPath: r.hostPath, errno: 'EEXIST' });
     }
     if (attrs.mode !== undefined || attrs.uid !== undefined || attrs.gid !== undefined || attrs.mtime !== undefined) {
-      this.applyAttrs(r.hostPath, attrs, p);
+      this.applyAttrs(r.hostPath, { mode: attrs.mode, uid: attrs.uid, gid: attrs.gid, mtime: attrs.mtime }, p);
       this.onTouch({ kind: 'touch', path: r.rel });
     }
   }
 
   /** Creates or replaces a symbolic link. The target is stored as given (resolved inside the root when followed). */
-  symlink(p: string, target: string, attrs: { uid?: number; gid?: number; overwrite?: boolean } = {}): void {
-    const { dir, name, target: existing } = this.prepareCreate(p, attrs.overwrite);
+  symlink(p: string, target: string, attrs: { uid?: number; gid?: number } & CreateOptions = {}): void {
+    const { dir, name, target: existing } = this.prepareCreate(p, attrs);
     const tmp = this.tmpName(dir);
     try {
       fs.symlinkSync(target, tmp);
@@ -256,7 +272,7 @@ export class RootFs {
   }
 
   /** Creates a hard link at `p` to the existing entry `existing` (both inside the root). */
-  link(p: string, existing: string, attrs: { overwrite?: boolean } = {}): void {
+  link(p: string, existing: string, attrs: CreateOptions = {}): void {
     const src = this.resolve(existing);
     if (src.stat === null) {
       throw new StagedrootError('APPLY_FAILED', `Cannot link ${p} to ${existing}: it does not exist`, { path: p, resolvedPath: src.hostPath, errno: 'ENOENT' });
@@ -264,7 +280,7 @@ export class RootFs {
     if (src.stat.isDirectory()) {
       throw new StagedrootError('APPLY_FAILED', `Cannot hard link ${p} to the directory ${existing}`, { path: p, resolvedPath: src.hostPath, errno: 'EPERM' });
     }
-    const { dir, name, target } = this.prepareCreate(p, attrs.overwrite);
+    const { dir, name, target } = this.prepareCreate(p, attrs);
     if (target.stat !== null && target.stat.ino === src.stat.ino && target.stat.dev === src.stat.dev) return;
     const tmp = this.tmpName(dir);
     try {
@@ -278,36 +294,55 @@ export class RootFs {
 
   /** Removes an entry (not following a final symlink). A directory needs `recursive`. */
   remove(p: string, opts: { recursive?: boolean; missingOk?: boolean } = {}): boolean {
-    const r = this.resolve(p);
-    if (r.stat === null) {
+    const r = opts.missingOk ? this.resolveIfReachable(p) : this.resolve(p);
+    if (r === null || r.stat === null) {
       if (opts.missingOk) return false;
-      throw new StagedrootError('APPLY_FAILED', `Cannot remove ${p}: it does not exist`, { path: p, resolvedPath: r.hostPath, errno: 'ENOENT' });
+      throw new StagedrootError('APPLY_FAILED', `Cannot remove ${p}: it does not exist`, { path: p, resolvedPath: r?.hostPath, errno: 'ENOENT' });
     }
     if (r.rel === '') throw new StagedrootError('PATH_ESCAPE', `Refusing to remove the root itself (${p})`, { path: p });
+    if (r.stat.isDirectory() && !opts.recursive && fs.readdirSync(r.hostPath).length > 0) {
+      throw new StagedrootError('APPLY_FAILED', `Cannot remove ${p}: the directory is not empty`, { path: p, resolvedPath: r.hostPath, errno: 'ENOTEMPTY' });
+    }
+    this.removeResolved(r, p);
+    return true;
+  }
+
+  /**
+   * Removes every child of a directory, keeping the directory (an OCI opaque marker).
+   * The last component is not followed: a symlink there has no children of its own.
+   * A missing path (or parent) has nothing to clear. "" or "/" clears the whole tree.
+   */
+  clearDirectory(p: string): void {
+    const r = /^\/*$/.test(p) ? { hostPath: this.root, rel: '', stat: fs.lstatSync(this.root) } : this.resolveIfReachable(p);
+    if (r === null || r.stat === null || !r.stat.isDirectory()) return;
+    for (const name of fs.readdirSync(r.hostPath).sort()) {
+      const child = r.rel === '' ? name : `${r.rel}/${name}`;
+      this.removeResolved({ hostPath: `${r.hostPath}/${name}`, rel: child, stat: fs.lstatSync(`${r.hostPath}/${name}`) }, child);
+    }
+  }
+
+  /** Like resolve (last component not followed), but null when a parent is missing or not a directory. */
+  private resolveIfReachable(p: string): Resolved | null {
     try {
-      if (r.stat.isDirectory()) {
-        if (!opts.recursive && fs.readdirSync(r.hostPath).length > 0) {
-          throw new StagedrootError('APPLY_FAILED', `Cannot remove ${p}: the directory is not empty`, { path: p, resolvedPath: r.hostPath, errno: 'ENOTEMPTY' });
-        }
-        fs.rmSync(r.hostPath, { recursive: true, force: true });
-      } else {
-        fs.unlinkSync(r.hostPath);
-      }
+      return this.resolve(p);
     } catch (err) {
-      if (err instanceof StagedrootError) throw err;
+      if (err instanceof StagedrootError && err.code === 'APPLY_FAILED' && (err.errno === 'ENOENT' || err.errno === 'ENOTDIR')) return null;
+      throw err;
+    }
+  }
+
+  /** Removes a resolved entry (a directory with everything below it), reporting it. */
+  private removeResolved(r: Resolved, p: string): void {
+    if (r.rel === '' || r.stat === null) throw new StagedrootError('PATH_ESCAPE', `Refusing to remove the root itself (${p})`, { path: p });
+    try {
+      if (r.stat.isDirectory()) fs.rmSync(r.hostPath, { recursive: true, force: true });
+      else fs.unlinkSync(r.hostPath);
+    } catch (err) {
       throw ioError(err, p, r.hostPath);
     }
     this.mutated('remove', r.hostPath);
     if (this.durable) fsyncDir(path.dirname(r.hostPath));
     this.onTouch({ kind: 'remove', path: r.rel });
-    return true;
-  }
-
-  /** Removes every child of a directory, keeping the directory (an OCI opaque marker). */
-  clearDirectory(p: string): void {
-    const r = this.resolve(p, { followLast: true });
-    if (r.stat === null || !r.stat.isDirectory()) return;
-    for (const name of fs.readdirSync(r.hostPath)) this.remove(r.rel === '' ? name : `${r.rel}/${name}`, { recursive: true });
   }
 
   /**
@@ -344,15 +379,22 @@ export class RootFs {
 
   // ---------------------------------------------------------------- internals
 
-  /** Resolves the parent (creating it), checks the final entry, returns where to create. */
-  private prepareCreate(p: string, overwrite: boolean | undefined): { dir: string; name: string; target: Resolved } {
-    const target = this.resolve(p, { createParents: true });
+  /**
+   * Resolves the parent (creating it), checks the final entry, returns where to create.
+   * With `replace`, an existing directory is removed first (OCI: anything but a
+   * directory over a directory is unlink-then-create); anything else is renamed over.
+   */
+  private prepareCreate(p: string, o: CreateOptions): { dir: string; name: string; target: Resolved } {
+    let target = this.resolve(p, { createParents: true });
     if (target.rel === '') throw new StagedrootError('PATH_ESCAPE', `${p} names the root itself`, { path: p });
     if (target.stat !== null) {
-      if (overwrite === false) {
+      if (o.overwrite === false) {
         throw new StagedrootError('APPLY_FAILED', `${p} already exists and overwrite is false (EEXIST)`, { path: p, resolvedPath: target.hostPath, errno: 'EEXIST' });
       }
-      if (target.stat.isDirectory()) {
+      if (target.stat.isDirectory() && o.replace) {
+        this.removeResolved(target, p);
+        target = { ...target, stat: null };
+      } else if (target.stat.isDirectory()) {
         throw new StagedrootError('APPLY_FAILED', `Cannot replace ${p}: ${target.rel} is a directory (EISDIR)`, { path: p, resolvedPath: target.hostPath, errno: 'EISDIR' });
       }
     }

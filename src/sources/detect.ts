@@ -1,8 +1,11 @@
 import { StagedrootError } from '../errors.js';
 import { readBytes, readHead, statPath } from '../fs/durable.js';
+import { directorySource } from './directory.js';
+import type { LayerOptions } from './layer-plan.js';
 import type { Source } from './source.js';
 import { specSource } from './spec.js';
 import { ignitionFileSource } from './ignition/index.js';
+import { tarLayerSource } from './tar-layer.js';
 
 /** Spec and config documents larger than this are refused (a JSON bomb is not an update). */
 export const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
@@ -25,17 +28,42 @@ export function detectKind(p: string): SourceKind {
   throw new StagedrootError('SOURCE_UNSUPPORTED', `Cannot tell what ${p} is: not a JSON update spec, an Ignition config, a tar archive or a directory`, { path: p });
 }
 
+/** Options for sources read from a path; `replace` and `limits` apply to tar and directory sources. */
+export type SourceOptions = LayerOptions;
+
 /** A source for a path, its kind detected from the content. */
-export function sourceFromPath(p: string): Source {
+export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
   const kind = detectKind(p);
+  if (o.replace && kind !== 'tar' && kind !== 'directory') {
+    throw new StagedrootError('USAGE', `--replace applies to tar and directory sources; ${p} is a ${kind} source`, { option: 'replace', value: true });
+  }
   switch (kind) {
     case 'spec':
       return specFileSource(p);
     case 'ignition':
       return ignitionFileSource(p);
+    case 'tar':
+      return tarLayerSource(p, o);
+    case 'directory':
+      return directorySource(p, o);
     default:
       throw new StagedrootError('SOURCE_UNSUPPORTED', `${p} is a ${kind} source, which this build of stagedroot cannot apply yet`, { path: p });
   }
+}
+
+/**
+ * A source for a path whose kind is detected when the stage plans it, so that content
+ * that cannot be recognised is a failed stage (recorded in lastFailure), like any other
+ * bad source. A path that does not exist is a usage error, at once.
+ */
+export function pathSource(p: string, o: SourceOptions = {}): Source {
+  if (statPath(p) === null) throw new StagedrootError('USAGE', `The source ${p} does not exist`, { value: p });
+  if (o.replace) sourceFromPath(p, o); // --replace with a spec or Ignition config is a usage error, at once
+  return {
+    kind: 'auto',
+    describe: p,
+    plan: (base) => sourceFromPath(p, o).plan(base),
+  };
 }
 
 export function specFileSource(p: string): Source {

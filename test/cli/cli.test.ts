@@ -195,3 +195,32 @@ describe('read-only verbs', () => {
     expect(fs.statSync(sysroot).mtimeMs).toBe(mtime);
   });
 });
+
+describe('stage sources through the CLI', () => {
+  it('records content it cannot recognise as a failed stage (exit 3) and a missing path as a usage error (exit 2)', async () => {
+    await initFromTree();
+    const junk = write('junk.bin', 'PK\x03\x04 not an update');
+    const r = await cli(['stage', junk, '--sysroot', sysroot]);
+    expect(r.code).toBe(3);
+    expect(r.err).toContain('SOURCE_UNSUPPORTED');
+    const st = JSON.parse((await cli(['status', '--json', '--sysroot', sysroot])).out);
+    expect(st.lastFailure).toMatchObject({ phase: 'apply', code: 'SOURCE_UNSUPPORTED' });
+    expect((await cli(['stage', path.join(base, 'missing.json'), '--sysroot', sysroot])).code).toBe(2);
+  });
+
+  it('takes a directory as a layer, or as the whole tree with --replace', async () => {
+    await initFromTree();
+    const layer = buildTree(path.join(base, 'layer'), { 'etc/new.conf': 'n=1\n' });
+    expect((await cli(['stage', layer, '--sysroot', sysroot])).code).toBe(0);
+    const staged = path.join(sysroot, 'deploy/0002/tree');
+    expect(fs.readFileSync(path.join(staged, 'etc/new.conf'), 'utf8')).toBe('n=1\n');
+    expect(fs.existsSync(path.join(staged, 'usr/bin/app'))).toBe(true);
+    const r = await cli(['stage', layer, '--replace', '--sysroot', sysroot]);
+    expect(r.code, r.err).toBe(0);
+    const replaced = path.join(sysroot, 'deploy/0003/tree');
+    expect(fs.readdirSync(replaced)).toEqual(['etc']);
+    expect(fs.readdirSync(path.join(replaced, 'etc'))).toEqual(['new.conf']);
+    const spec = write('s.json', { files: [{ path: '/etc/x', contents: 'x' }] });
+    expect((await cli(['stage', spec, '--replace', '--sysroot', sysroot])).code).toBe(2);
+  });
+});

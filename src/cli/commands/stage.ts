@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { StagedrootError } from '../../errors.js';
+import { pathSource } from '../../sources/detect.js';
 import type { BuiltinOptions } from '../../validate/builtins.js';
 import { DEFAULT_SETUID_ALLOW_LIST } from '../../validate/unsafe-modes.js';
 import { action, common, nonNegativeInt, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
@@ -10,6 +11,7 @@ interface StageCliOptions extends CommonOptions {
   label?: string;
   lock?: boolean;
   copy?: boolean;
+  replace?: boolean;
   verifyUnits: boolean;
   checkLinks: boolean;
   checkModes: boolean;
@@ -43,6 +45,7 @@ export function stageCommand(program: Command, env: CliEnv): void {
     .option('--label <label>', 'a label for the new deployment')
     .option('--lock', 'finalization lock: stage now, but finalize leaves it in place until `unlock`')
     .option('--copy', 'copy the non-usr/ part of the tree instead of reflinking it')
+    .option('--replace', 'a tar or directory source is the whole new tree, not a layer over the booted one')
     .option('--no-verify-units', 'skip `systemd-analyze verify` of the units and drop-ins the update changes')
     .option('--no-check-links', 'skip the check for dangling *.wants/*.requires links')
     .option('--no-check-modes', 'skip the check for world-writable files under etc/ and set-uid files')
@@ -54,7 +57,8 @@ export function stageCommand(program: Command, env: CliEnv): void {
     .option('--validator <command>', 'an executable that judges the staged tree ($STAGEDROOT_TREE); non-zero exit rejects (repeatable)', collect, [])
     .option('--validator-timeout <seconds>', 'time limit of each --validator (default 60)')
     .action(
-      action(env, async (source: string, o: StageCliOptions) => {
+      action(env, async (path: string, o: StageCliOptions) => {
+        const source = pathSource(path, { replace: o.replace });
         const builtins = builtinsFrom(o);
         const timeout = nonNegativeInt('validator-timeout', o.validatorTimeout);
         const commands = o.validator.map((command) => ({ command, ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }) }));

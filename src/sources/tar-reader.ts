@@ -1,0 +1,170 @@
+import { Header, Pax, ReadEntry } from 'tar';
+import { StagedrootError } from '../errors.js';
+import { ByteReader } from './byte-reader.js';
+import type { LayerLimits } from './entry-checks.js';
+import type { LayerEntry, LayerEntryKind } from './layer-entry.js';
+import { checkPaxRecords } from './pax-records.js';
+
+/** node-tar's cap on one extended header; a longer one is an attack, not a long name. */
+export const MAX_META_BYTES = 1024 * 1024;
+
+const KINDS: Record<string, LayerEntryKind> = {
+  File: 'file',
+  OldFile: 'file',
+  ContiguousFile: 'file',
+  Directory: 'dir',
+  GNUDumpDir: 'dir',
+  SymbolicLink: 'symlink',
+  Link: 'hardlink',
+  CharacterDevice: 'char-device',
+  BlockDevice: 'block-device',
+  FIFO: 'fifo',
+};
+
+type Ex = Record<string, unknown> | undefined;
+
+/**
+ * Reads a tar stream entry by entry, pulling bytes only as the consumer asks. Header
+ * decoding is node-tar's (Header, Pax, ReadEntry: the same field semantics as its
+ * Parser, base-256 numbers, GNU long names, PAX overrides); the framing is done here,
+ * pull-based, instead of through node-tar's push Parser, because:
+ * - a push parser buffers whatever it is fed while an entry is not being consumed
+ *   (and everything after the end-of-archive blocks): here the source is simply not
+ *   read until the consumer wants the next bytes, so there is no backpressure to get
+ *   wrong and reading stops at the end-of-archive marker;
+ * - raw extended headers are visible before node-tar's lenient parser normalises
+ *   them (see pax-records.ts);
+ * - every problem that node-tar only warns about (bad checksum, invalid or negative
+ *   size, truncation, oversized or ignored extended headers) is a typed error here.
+ * Each yielded entry's `open()` streams its body; whatever the consumer leaves unread
+ * is skipped when the next entry is asked for.
+ */
+export async function* readTarEntries(source: AsyncIterable<Uint8Array>, where: string, limits: LayerLimits): AsyncGenerator<LayerEntry> {
+  let current = '(start of archive)';
+  const br = new ByteReader(source, (total) => {
+    if (total > limits.maxBytes) {
+      throw new StagedrootError('UNSAFE_ENTRY', `${where} decompresses to more than ${limits.maxBytes} bytes (limit maxBytes), reading ${current}`, { path: current, option: 'maxBytes', value: limits.maxBytes });
+    }
+  });
+  const corrupt = (why: string, path = current): never => {
+    throw new StagedrootError('SOURCE_CORRUPT', `${where} is corrupt: ${why}`, { path });
+  };
+  const truncated = (): never => corrupt(`it ends in the middle of ${JSON.stringify(current)} (truncated)`);
+  let ex: Ex;
+  let gex: Ex;
+  let sawNull = false;
+  let headers = 0;
+  try {
+    for (;;) {
+      const at = br.offset;
+      const block = await br.exact(512);
+      if (block === null) break; // no end-of-archive marker: tolerated, as GNU tar and node-tar do
+      if (block === 'short') return truncated();
+      if (isZero(block)) {
+        if (sawNull) break; // end of archive: whatever follows is not read at all
+        sawNull = true;
+        continue;
+      }
+      sawNull = false;
+      if (++headers > limits.maxEntries) {
+        throw new StagedrootError('UNSAFE_ENTRY', `${where} has more than ${limits.maxEntries} entries (limit maxEntries)`, { path: rawName(block), option: 'maxEntries', value: limits.maxEntries });
+      }
+      let h: Header;
+      try {
+        h = new Header(block, 0, ex, gex);
+      } catch (err) {
+        return corrupt(`the header at byte ${at} (${JSON.stringify(rawName(block))}) cannot be decoded: ${(err as Error).message}`, rawName(block));
+      }
+      current = typeof h.path === 'string' && h.path !== '' ? h.path : rawName(block);
+      if (!h.cksumValid) {
+        return corrupt(at === 0 ? 'it is not a tar archive (the first header has a bad checksum)' : `the header at byte ${at} (${JSON.stringify(current)}) has a bad checksum`);
+      }
+      if (!h.path) return corrupt(`the header at byte ${at} has an empty name`);
+      if (h.size === undefined || !Number.isSafeInteger(h.size) || h.size < 0) {
+        const neg = (block[124]! & 0xff) === 0xff ? ' (a negative base-256 number)' : '';
+        return corrupt(`the entry ${JSON.stringify(current)} has an invalid size${neg}`);
+      }
+      const size = h.size;
+      const padding = (512 - (size % 512)) % 512;
+      const type = h.type;
+
+      if (type === 'ExtendedHeader' || type === 'OldExtendedHeader' || type === 'GlobalExtendedHeader' || type === 'NextFileHasLongPath' || type === 'OldGnuLongPath' || type === 'NextFileHasLongLinkpath') {
+        if (size > MAX_META_BYTES) {
+          throw new StagedrootError('UNSAFE_ENTRY', `${where} has a ${size}-byte ${type} header at ${JSON.stringify(current)} (limit ${MAX_META_BYTES})`, { path: current });
+        }
+        const body = size === 0 ? Buffer.alloc(0) : await br.exact(size);
+        if (body === null || body === 'short' || !(await br.skip(padding))) return truncated();
+        if (type === 'NextFileHasLongPath' || type === 'OldGnuLongPath' || type === 'NextFileHasLongLinkpath') {
+          const value = gnuLongName(body, current, where);
+          ex ??= Object.create(null) as Record<string, unknown>;
+          ex[type === 'NextFileHasLongLinkpath' ? 'linkpath' : 'path'] = value;
+        } else {
+          checkPaxRecords(body, where, paxPathGuess(body) ?? current);
+          const parsed = Pax.parse(body.toString('utf8'), ex as never, type === 'GlobalExtendedHeader') as unknown as Ex;
+          if (type === 'GlobalExtendedHeader') gex = parsed;
+          else ex = parsed;
+        }
+        continue;
+      }
+
+      const re = new ReadEntry(h, ex as never, gex as never);
+      ex = undefined;
+      current = typeof re.path === 'string' ? re.path : current;
+      const kind = KINDS[type] ?? 'unsupported';
+      let consumed = 0;
+      let opened = false;
+      const entry: LayerEntry = {
+        path: re.path,
+        kind,
+        typeName: type === 'Unsupported' ? `with code ${JSON.stringify(String.fromCharCode(block[156]!))}` : type,
+        size: kind === 'file' ? size : 0,
+        mode: re.mode,
+        uid: re.uid,
+        gid: re.gid,
+        mtime: re.mtime instanceof Date ? re.mtime.getTime() / 1000 : undefined,
+        linkpath: re.linkpath,
+      };
+      if (kind === 'file') {
+        entry.open = () => {
+          if (opened) throw new StagedrootError('IO', `The content of ${JSON.stringify(current)} was read twice`, { path: current });
+          opened = true;
+          return (async function* () {
+            for await (const c of br.slices(size - consumed, truncated)) {
+              consumed += c.length;
+              yield c;
+            }
+          })();
+        };
+      }
+      yield entry;
+      if (!(await br.skip(size - consumed + padding))) return truncated();
+    }
+  } finally {
+    await br.close();
+  }
+}
+
+function isZero(b: Buffer): boolean {
+  for (let i = 0; i < b.length; i++) if (b[i] !== 0) return false;
+  return true;
+}
+
+/** The name field of a raw header, for messages about headers that cannot be decoded. */
+function rawName(block: Buffer): string {
+  const end = block.indexOf(0);
+  return block.toString('utf8', 0, end === -1 || end > 100 ? 100 : end);
+}
+
+/** A GNU long name: NUL-padded; a NUL inside would be silently cut by node-tar. */
+function gnuLongName(body: Buffer, current: string, where: string): string {
+  const s = body.toString('utf8').replace(/\0+$/, '');
+  if (s.includes('\0')) {
+    throw new StagedrootError('PATH_ESCAPE', `${where} is rejected: the GNU long name at ${JSON.stringify(current)} contains a NUL byte: ${JSON.stringify(s)}`, { path: s });
+  }
+  return s;
+}
+
+function paxPathGuess(body: Buffer): string | undefined {
+  const m = /(?:^|\n)\d+ path=([^\n]*)\n/.exec(body.toString('utf8'));
+  return m?.[1];
+}
