@@ -13,8 +13,8 @@ import { Layout } from '../src/state/layout.js';
 import { effectiveState } from '../src/state/model.js';
 import type { BaseState } from '../src/state/schema.js';
 import { loadState } from '../src/state/store.js';
-import { hashTree, tempSysroot, reboot, type TempSysroot } from '../src/testing/index.js';
-import { copySysroot, crashAt, requireDist, runChild, type ChildOp } from './helpers/crash.js';
+import { buildTree, hashTree, reboot } from '../src/testing/index.js';
+import { copySysroot, crashAt, requireDist, runChild, scratchDir, type ChildOp } from './helpers/crash.js';
 import { BASE_TREE, motdUpdate } from './helpers/trees.js';
 
 interface Scenario {
@@ -151,8 +151,14 @@ interface Prepared {
 /** Checks DESIGN.md invariant 3 (and 1) on a sysroot that a crash interrupted, through `open`. */
 async function checkRecovered(p: Prepared, dir: string, n: number): Promise<void> {
   const where = `${p.scenario.name}, crash point ${n}/${p.count} (after ${p.ops[n - 1]})`;
+  // Readers (which never recover) see the state before or after, never a torn one.
+  const seen = readState(dir);
+  expect([summary(p.before), summary(p.after)], `${where}: before recovery`).toContain(summary(seen));
+  expect(fs.statSync(path.join(dir, 'deploy', seen.current, 'tree')).isDirectory(), where).toBe(true);
+
   const warnings: string[] = [];
   const sysroot = await Sysroot.open(dir, { onWarning: (w) => warnings.push(w) });
+  expect(warnings, where).toEqual(sysroot.recovery.map((a) => `recovery: ${a}`));
   const state = sysroot.state();
   const status = sysroot.status();
 
@@ -204,21 +210,22 @@ async function checkRecovered(p: Prepared, dir: string, n: number): Promise<void
 }
 
 describe('crash points: SIGKILL after every mutating filesystem call, then open() recovers', () => {
-  let base: TempSysroot;
+  let scratch: string;
   const prepared = new Map<string, Prepared>();
   let total = 0;
 
   beforeAll(async () => {
     requireDist();
-    base = await tempSysroot({ tree: BASE_TREE, prefix: 'stagedroot-crash-' });
+    scratch = scratchDir('stagedroot-crash-');
+    const initialTree = buildTree(path.join(scratch, 'initial-tree'), BASE_TREE);
     for (const scenario of SCENARIOS) {
-      const dir = path.join(base.scratch, `prepared-${prepared.size}`);
-      const init = await Sysroot.init(dir, { fromDirectory: path.join(base.scratch, 'initial-tree') });
+      const dir = path.join(scratch, `prepared-${prepared.size}`);
+      const init = await Sysroot.init(dir, { fromDirectory: initialTree });
       await scenario.prepare(init, dir);
       const before = readState(dir);
       const treeHashes = new Map(before.deployments.map((d) => [d.id, hashTree(init.treePath(d.id))] as const));
       // Count the operation's mutating calls on a copy; its end state is "after".
-      const countDir = path.join(base.scratch, `count-${prepared.size}`);
+      const countDir = path.join(scratch, `count-${prepared.size}`);
       copySysroot(dir, countDir);
       const r = runChild(countDir, scenario.op);
       if (r.status !== 0) throw new Error(`counting ${scenario.name} failed: ${r.stderr}`);
@@ -231,7 +238,7 @@ describe('crash points: SIGKILL after every mutating filesystem call, then open(
 
   afterAll(() => {
     console.log(`crash points covered: ${total} (${[...prepared.values()].map((p) => `${p.scenario.name}: ${p.count}`).join('; ')})`);
-    base?.cleanup();
+    if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
   });
 
   for (const [i, scenario] of SCENARIOS.entries()) {
@@ -240,7 +247,7 @@ describe('crash points: SIGKILL after every mutating filesystem call, then open(
       expect(p.count).toBeGreaterThan(4);
       for (let n = 1; n <= p.count; n++) {
         // A fresh copy per crash point (a failed one is left for inspection until the end).
-        const dir = path.join(base.scratch, `crash-${i}-${n}`);
+        const dir = path.join(scratch, `crash-${i}-${n}`);
         copySysroot(p.dir, dir);
         const r = runChild(dir, scenario.op, n);
         expect(r.signal, `${scenario.name}, crash point ${n}: ${r.stderr}`).toBe('SIGKILL');

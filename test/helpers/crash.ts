@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -7,6 +8,23 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 export const CRASH_CHILD = path.join(here, 'crash-child.mjs');
 export const LOCK_HOLDER = path.join(here, 'lock-holder.mjs');
 export const DIST_INDEX = path.join(here, '..', '..', 'dist', 'index.js');
+
+/**
+ * A scratch directory for crash tests, on tmpfs (/dev/shm) when there is one. A SIGKILL
+ * leaves the page cache intact, so the filesystem under the sysroot does not change what
+ * a crash point tests; but every stage ends in `sync -f`, and on a disk shared with
+ * other work that flush costs far more than the test itself.
+ */
+export function scratchDir(prefix: string): string {
+  let parent = os.tmpdir();
+  try {
+    fs.accessSync('/dev/shm', fs.constants.W_OK);
+    if (fs.statSync('/dev/shm').isDirectory()) parent = '/dev/shm';
+  } catch {
+    // no tmpfs: the usual temp dir
+  }
+  return fs.mkdtempSync(path.join(parent, prefix));
+}
 
 /** The child processes run the compiled library: fail loudly when it was not built. */
 export function requireDist(): void {
