@@ -154,7 +154,9 @@ async function checkRecovered(p: Prepared, dir: string, n: number): Promise<void
   // Readers (which never recover) see the state before or after, never a torn one.
   const seen = readState(dir);
   expect([summary(p.before), summary(p.after)], `${where}: before recovery`).toContain(summary(seen));
-  expect(fs.statSync(path.join(dir, 'deploy', seen.current, 'tree')).isDirectory(), where).toBe(true);
+  // What a boot would follow right now (the symlink) is the current deployment of that state.
+  expect(fs.readlinkSync(path.join(dir, 'current')), `${where}: before recovery`).toBe(`deploy/${seen.current}/tree`);
+  expect(fs.statSync(path.join(dir, 'current')).isDirectory(), where).toBe(true);
 
   const warnings: string[] = [];
   const sysroot = await Sysroot.open(dir, { onWarning: (w) => warnings.push(w) });

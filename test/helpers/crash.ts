@@ -26,9 +26,13 @@ export function scratchDir(prefix: string): string {
   return fs.mkdtempSync(path.join(parent, prefix));
 }
 
-/** The child processes run the compiled library: fail loudly when it was not built. */
+/** The child processes run the compiled library: fail loudly when it is missing or older than src/. */
 export function requireDist(): void {
-  if (!fs.existsSync(DIST_INDEX)) throw new Error(`${DIST_INDEX} is missing: run \`npm run build\` first (\`npm test\` does)`);
+  const built = fs.statSync(DIST_INDEX, { throwIfNoEntry: false });
+  if (!built) throw new Error(`${DIST_INDEX} is missing: run \`npm run build\` first (\`npm test\` does)`);
+  const src = path.join(here, '..', '..', 'src');
+  const newer = (fs.readdirSync(src, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts') && fs.statSync(path.join(src, f)).mtimeMs > built.mtimeMs);
+  if (newer.length > 0) throw new Error(`dist/ is older than src/ (${newer.slice(0, 3).join(', ')}): run \`npm run build\` first (\`npm test\` does)`);
 }
 
 export type ChildOp = 'open' | 'stage' | 'stage-rejected' | 'finalize' | 'boot' | 'rollback' | 'markBad' | 'prune';
