@@ -125,8 +125,11 @@ export class Sysroot {
     }
   }
 
-  /** Stages an update. Rejections throw a StagedrootError whose `isRejection` is true (exit 3). */
-  stage(input: StageInput, o: StageOptions = {}): Promise<StageResult> {
+  /**
+   * Stages an update. Rejections throw a StagedrootError whose `isRejection` is true (exit 3).
+   * (async, like `prune`: bad input rejects the promise rather than throwing synchronously)
+   */
+  async stage(input: StageInput, o: StageOptions = {}): Promise<StageResult> {
     const source = toSource(input);
     return this.write('stage', (s) => stage(this.ctx, s, source, { ...o, builtins: { ...this.builtins, ...o.builtins } }));
   }
@@ -155,7 +158,7 @@ export class Sysroot {
     return this.write('discard', (s) => ({ removed: discardStaged(this.ctx, s).removed }));
   }
 
-  prune(o: { keep?: number } = {}): Promise<{ removed: string[] }> {
+  async prune(o: { keep?: number } = {}): Promise<{ removed: string[] }> {
     const keep = o.keep ?? 3;
     if (!Number.isInteger(keep) || keep < 0) throw new StagedrootError('USAGE', `Expected --keep to be a non-negative integer, got ${String(o.keep)}`, { option: 'keep', value: o.keep });
     return this.write('prune', (s) => ({ removed: prune(this.ctx, s, keep).removed }));

@@ -57,7 +57,7 @@ const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
 export function copyTree(o: CopyTreeOptions): CopyResult {
   const faults = o.faults ?? noFaults;
   const prev = o.srcManifest ? new ManifestReader(o.srcManifest) : null;
-  const out = new ManifestWriter(o.manifestOut);
+  const out = new ManifestWriter(o.manifestOut, faults);
   const cloneFlag = o.policy.mode === 'reflink' ? fs.constants.COPYFILE_FICLONE : 0;
   const inodes = new Map<string, string>(); // dev:ino -> dst host path, for hardlinks inside copied parts
   const res: CopyResult = { entries: 0, bytes: 0, hardlinked: 0, copied: 0, hashed: 0 };
@@ -148,10 +148,12 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
         } catch (err) {
           throw ioError(err, rel, dst);
         }
+        faults.afterMutation('setattr', dst);
       },
     });
     const rootSt = fs.lstatSync(o.src);
     fs.chmodSync(o.dst, rootSt.mode & 0o7777);
+    faults.afterMutation('setattr', o.dst);
   } finally {
     prev?.close();
     out.close(false);

@@ -9,8 +9,10 @@ import { noFaults, type FaultHook } from './faults.js';
  * The sysroot's writer lock: a directory `lock/` holding `owner.json`, taken by
  * renaming a fully prepared directory into place (atomic, and it can never be seen
  * without its owner). A lock whose owner process is gone (SIGKILL, power loss) is
- * stale: it is broken under a second, short-lived mutex (`lock.break/`) so that two
- * processes can never both break the same lock and both believe they hold it.
+ * stale: it is broken under a second, short-lived mutex (`lock.break/`, made the same
+ * way, with its own owner) so that two processes can never both break the same lock and
+ * both believe they hold it. A mutex left by a breaker that died is itself stale as soon
+ * as its owner is gone.
  */
 const ownerSchema = z.object({
   pid: z.number().int(),
@@ -39,35 +41,35 @@ export async function acquireLock(sysroot: string, opts: LockOptions = {}): Prom
   const faults = opts.faults ?? noFaults;
   const lockDir = path.join(sysroot, 'lock');
   const deadline = Date.now() + Math.max(0, opts.waitSeconds ?? 0) * 1000;
-  const owner: Owner = {
-    pid: process.pid,
-    start: processStart(process.pid),
-    token: randomBytes(8).toString('hex'),
-    operation: opts.operation ?? 'write',
-    since: new Date().toISOString(),
-  };
+  const owner = newOwner(opts.operation ?? 'write');
   for (;;) {
     if (tryTake(sysroot, lockDir, owner, faults)) {
       return { owner, release: () => release(sysroot, lockDir, owner, faults) };
     }
     const holder = readOwner(lockDir);
     if (holder === 'gone') continue;
-    if (holder === null || !isAlive(holder)) {
-      breakStale(sysroot, lockDir, holder, faults);
-      continue;
-    }
+    // A live holder blocks; a stale lock is broken, unless another live process is breaking it.
+    const blocker = holder !== null && isAlive(holder) ? holder : breakStale(sysroot, lockDir, holder, faults);
+    if (blocker === null) continue;
     if (Date.now() >= deadline) {
+      const who = blocker === 'unknown'
+        ? 'another process is taking over a stale lock'
+        : `process ${blocker.pid} holds the lock for "${blocker.operation}" since ${blocker.since}`;
       throw new StagedrootError(
         'BUSY',
-        `The sysroot ${sysroot} is busy: process ${holder.pid} holds the lock for "${holder.operation}" since ${holder.since}` +
-          (opts.waitSeconds ? ` (waited ${opts.waitSeconds}s)` : ' (use --wait SECONDS to wait for it)'),
-        { path: lockDir, value: holder },
+        `The sysroot ${sysroot} is busy: ${who}` + (opts.waitSeconds ? ` (waited ${opts.waitSeconds}s)` : ' (use --wait SECONDS to wait for it)'),
+        { path: lockDir, value: blocker },
       );
     }
-    await new Promise((r) => setTimeout(r, 25 + Math.random() * 50));
+    await pause();
   }
 }
 
+function pause(): Promise<void> {
+  return new Promise((r) => setTimeout(r, 25 + Math.random() * 50));
+}
+
+/** Creates `lockDir` holding `owner.json` by renaming a prepared temp dir into place; false when it is taken. */
 function tryTake(sysroot: string, lockDir: string, owner: Owner, faults: FaultHook): boolean {
   const tmp = path.join(sysroot, `.lock-new-${process.pid}-${randomBytes(4).toString('hex')}`);
   fs.mkdirSync(tmp, { mode: 0o700 });
@@ -84,6 +86,10 @@ function tryTake(sysroot: string, lockDir: string, owner: Owner, faults: FaultHo
     if (e === 'ENOTEMPTY' || e === 'EEXIST') return false;
     throw new StagedrootError('IO', `Cannot take the lock ${lockDir}: ${(err as Error).message}`, { path: lockDir, cause: err });
   }
+}
+
+function newOwner(operation: string): Owner {
+  return { pid: process.pid, start: processStart(process.pid), token: randomBytes(8).toString('hex'), operation, since: new Date().toISOString() };
 }
 
 /** The current holder; null when unreadable; 'gone' when the lock disappeared meanwhile. */
@@ -114,34 +120,66 @@ function isAlive(o: Owner): boolean {
   return o.start === null || now === null || now === o.start;
 }
 
-function breakStale(sysroot: string, lockDir: string, seen: Owner | null, faults: FaultHook): void {
+/**
+ * Breaks a stale lock under the break mutex. Returns null when the caller may retry at
+ * once, or who blocks it: the live process breaking the lock now ('unknown' when the
+ * mutex's owner cannot be read yet).
+ */
+function breakStale(sysroot: string, lockDir: string, seen: Owner | null, faults: FaultHook): Owner | 'unknown' | null {
   const mutex = path.join(sysroot, 'lock.break');
-  try {
-    fs.mkdirSync(mutex);
-  } catch (err) {
-    if (errnoOf(err) !== 'EEXIST') throw err;
-    try {
-      if (Date.now() - fs.statSync(mutex).mtimeMs > BREAK_MUTEX_STALE_MS) fs.rmdirSync(mutex);
-    } catch {
-      // another process removed it
-    }
-    return;
+  const me = newOwner('break a stale lock');
+  if (!tryTake(sysroot, mutex, me, faults)) {
+    const breaker = readOwner(mutex);
+    if (breaker === 'gone') return null;
+    // A breaker that died (SIGKILL between taking and dropping the mutex) left it behind.
+    // An unreadable owner (its write lost to a power cut) is judged by the mutex's age.
+    if (breaker === null ? ageMs(mutex) <= BREAK_MUTEX_STALE_MS : isAlive(breaker)) return breaker ?? 'unknown';
+    removeOwned(sysroot, mutex, breaker, faults);
+    return null;
   }
   try {
     const again = readOwner(lockDir);
     const same = again !== 'gone' && (again === null ? seen === null : seen !== null && again.token === seen.token);
-    if (same && (again === null || !isAlive(again))) {
-      const trash = path.join(sysroot, `.lock-stale-${process.pid}-${randomBytes(4).toString('hex')}`);
-      try {
-        fs.renameSync(lockDir, trash);
-        faults.afterMutation('rename', trash);
-        fs.rmSync(trash, { recursive: true, force: true });
-      } catch (err) {
-        if (errnoOf(err) !== 'ENOENT') throw err;
-      }
-    }
+    if (same && (again === null || !isAlive(again))) removeOwned(sysroot, lockDir, again, faults);
   } finally {
-    fs.rmdirSync(mutex);
+    release(sysroot, mutex, me, faults);
+  }
+  return null;
+}
+
+/**
+ * Removes a lock-style dir whose owner was seen as `seen`: renamed aside first, then
+ * checked, so that a dir taken afresh by a live process meanwhile is put back, not lost.
+ */
+function removeOwned(sysroot: string, dir: string, seen: Owner | null, faults: FaultHook): void {
+  const trash = path.join(sysroot, `.lock-stale-${process.pid}-${randomBytes(4).toString('hex')}`);
+  try {
+    fs.renameSync(dir, trash);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return;
+    throw err;
+  }
+  faults.afterMutation('rename', trash);
+  const moved = readOwner(trash);
+  const sameOne = moved === 'gone' || (moved === null ? seen === null : seen !== null && moved.token === seen.token);
+  if (!sameOne) {
+    try {
+      fs.renameSync(trash, dir);
+      faults.afterMutation('rename', dir);
+      return;
+    } catch {
+      // Taken again meanwhile: the dir moved aside is dropped like a stale one.
+    }
+  }
+  fs.rmSync(trash, { recursive: true, force: true });
+  faults.afterMutation('rm', trash);
+}
+
+function ageMs(p: string): number {
+  try {
+    return Date.now() - fs.statSync(p).mtimeMs;
+  } catch {
+    return 0;
   }
 }
 
@@ -166,14 +204,24 @@ function processStart(pid: number): string | null {
   }
 }
 
-/** Removes the lock's own temp leftovers (from a writer killed while taking or dropping it). */
-export function cleanLockLeftovers(sysroot: string): void {
+/**
+ * Removes the lock's own leftovers (from a writer killed while taking, breaking or
+ * dropping it): temp dirs of dead processes, and a break mutex whose owner is dead.
+ * Called with the lock held.
+ */
+export function cleanLockLeftovers(sysroot: string, faults: FaultHook = noFaults): void {
   for (const name of fs.readdirSync(sysroot)) {
     if (/^\.lock-(new|stale|old)-(\d+)-/.test(name)) {
       const pid = Number(name.split('-')[2]);
       if (pid === process.pid || pidAlive(pid)) continue;
       fs.rmSync(path.join(sysroot, name), { recursive: true, force: true });
+      faults.afterMutation('rm', path.join(sysroot, name));
     }
+  }
+  const mutex = path.join(sysroot, 'lock.break');
+  const breaker = readOwner(mutex);
+  if (breaker !== 'gone' && (breaker === null ? ageMs(mutex) > BREAK_MUTEX_STALE_MS : !isAlive(breaker))) {
+    removeOwned(sysroot, mutex, breaker, faults);
   }
 }
 

@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import { z } from 'zod';
 import { StagedrootError } from '../errors.js';
+import { noFaults, type FaultHook } from './faults.js';
 import { comparePaths } from './paths.js';
 
 /**
@@ -49,8 +50,9 @@ export class ManifestWriter {
   count = 0;
   private last: string | null = null;
 
-  constructor(readonly file: string) {
+  constructor(readonly file: string, private readonly faults: FaultHook = noFaults) {
     this.fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW, 0o644);
+    faults.afterMutation('create', file);
   }
 
   write(e: ManifestEntry): void {
@@ -68,6 +70,7 @@ export class ManifestWriter {
   private flush(): void {
     if (this.pending.length === 0) return;
     fs.writeSync(this.fd, this.pending.join(''));
+    this.faults.afterMutation('write', this.file);
     this.pending = [];
     this.pendingBytes = 0;
   }

@@ -3,6 +3,7 @@ import { hashFile } from './hash.js';
 import { ManifestReader, ManifestWriter, entryFromStat, type ManifestEntry } from './manifest.js';
 import { comparePaths } from './paths.js';
 import type { TouchEvent } from './root-fs.js';
+import { noFaults, type FaultHook } from './faults.js';
 
 /**
  * Rewrites a manifest after a change set was applied to its tree, in one streaming pass:
@@ -22,7 +23,7 @@ export interface PatchResult {
   entries: number;
 }
 
-export function patchManifest(tree: string, before: string, after: string, events: readonly TouchEvent[]): PatchResult {
+export function patchManifest(tree: string, before: string, after: string, events: readonly TouchEvent[], faults: FaultHook = noFaults): PatchResult {
   const removed = new Set<string>();
   const dirty = new Set<string>();
   for (const ev of events) {
@@ -52,7 +53,7 @@ export function patchManifest(tree: string, before: string, after: string, event
   };
 
   const r = new ManifestReader(before);
-  const w = new ManifestWriter(after);
+  const w = new ManifestWriter(after, faults);
   let k = 0;
   let entries = 0;
   try {

@@ -51,7 +51,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<Ba
     entries = r.entries;
     bytes = r.bytes;
   } else {
-    new ManifestWriter(pre).close(false);
+    new ManifestWriter(pre, ctx.faults).close(false);
   }
   const events: TouchEvent[] = [];
   let description = o.fromDirectory ? `directory ${o.fromDirectory}` : 'empty tree';
@@ -62,7 +62,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<Ba
     description = cs.description;
     label ??= cs.label;
   }
-  const patched = patchManifest(tree, pre, `${work}/manifest.ndjson`, events);
+  const patched = patchManifest(tree, pre, `${work}/manifest.ndjson`, events, ctx.faults);
   entries = patched.entries;
   dfs.unlink(pre);
   writeJson(dfs, `${work}/delta.json`, { changed: [], removed: [] });

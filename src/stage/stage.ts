@@ -128,7 +128,7 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     const applied = await applyChanges(root, cs, (p) => progress({ phase: 'apply', ...p }));
 
     progress({ phase: 'manifest', done: 0, total: null, bytes: 0 });
-    const { delta, changed, removed, entries } = patchManifest(tree, `${work}/manifest.pre.ndjson`, `${work}/manifest.ndjson`, events);
+    const { delta, changed, removed, entries } = patchManifest(tree, `${work}/manifest.pre.ndjson`, `${work}/manifest.ndjson`, events, ctx.faults);
     dfs.unlink(`${work}/manifest.pre.ndjson`);
     writeJson(dfs, `${work}/delta.json`, { changed, removed });
 

@@ -80,7 +80,7 @@ export function recover(ctx: Context): RecoveryReport {
       actions.push(`removed temp file ${n}`);
     }
   }
-  cleanLockLeftovers(layout.root);
+  cleanLockLeftovers(layout.root, ctx.faults);
   for (const a of actions) ctx.warn(`recovery: ${a}`);
   return { state, actions };
 }

@@ -1,0 +1,262 @@
+/**
+ * Crash points (DESIGN.md invariant 3): for each lifecycle operation, the process is
+ * SIGKILLed right after the n-th mutating filesystem call, for every n; then `open`
+ * must recover the sysroot to a consistent state. The operation runs in a child process
+ * (test/helpers/crash-child.mjs, over the compiled dist/) so no `finally` or cleanup of
+ * the test runner can help it.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Sysroot } from '../src/sysroot.js';
+import { Layout } from '../src/state/layout.js';
+import { effectiveState } from '../src/state/model.js';
+import type { BaseState } from '../src/state/schema.js';
+import { loadState } from '../src/state/store.js';
+import { buildTree, hashTree, reboot } from '../src/testing/index.js';
+import { copySysroot, crashAt, requireDist, runChild, scratchDir, type ChildOp } from './helpers/crash.js';
+import { BASE_TREE, motdUpdate } from './helpers/trees.js';
+
+interface Scenario {
+  name: string;
+  op: ChildOp;
+  /**
+   * Brings a fresh sysroot (booted from BASE_TREE) to the state the operation starts
+   * from. Whatever it leaves unrecovered (a crashed writer's lock, an interrupted
+   * operation) is what the operation finds.
+   */
+  prepare(s: Sysroot, dir: string): Promise<void>;
+}
+
+const REJECTED = { label: 'mcd-deadlock', files: [{ path: '/home/core/test/test', contents: 'x\n' }] };
+
+async function goodUpdate(s: Sysroot, name: string): Promise<void> {
+  await s.stage(motdUpdate(name));
+  await reboot(s);
+  await s.markGood();
+}
+
+const SCENARIOS: Scenario[] = [
+  // Supersedes a staged deployment (so the drop path runs too).
+  { name: 'stage over a staged update', op: 'stage', prepare: async (s) => void (await s.stage(motdUpdate('A'))) },
+  // A rejected update replaces an earlier failed one (kept for diagnosis, then dropped).
+  {
+    name: 'stage of a rejected update',
+    op: 'stage-rejected',
+    prepare: async (s) => {
+      await expect(s.stage(REJECTED)).rejects.toMatchObject({ code: 'APPLY_FAILED' });
+    },
+  },
+  // The old current was finalized but never booted: it is superseded and removed.
+  {
+    name: 'finalize over a finalized, unbooted one',
+    op: 'finalize',
+    prepare: async (s) => {
+      await s.stage(motdUpdate('A'));
+      await s.finalize();
+      await s.stage(motdUpdate('B'));
+    },
+  },
+  {
+    name: 'boot of a finalized update',
+    op: 'boot',
+    prepare: async (s) => {
+      await s.stage(motdUpdate('A'));
+      await s.finalize();
+    },
+  },
+  // Three boots without mark-good: the fourth falls back (current moves).
+  {
+    name: 'boot with no tries left (automatic rollback)',
+    op: 'boot',
+    prepare: async (s) => {
+      await s.stage(motdUpdate('A'));
+      await s.finalize();
+      for (let i = 0; i < 3; i++) await s.boot();
+    },
+  },
+  {
+    name: 'rollback to the previous good deployment',
+    op: 'rollback',
+    prepare: async (s) => goodUpdate(s, 'A'),
+  },
+  {
+    name: 'markBad of the booted update',
+    op: 'markBad',
+    prepare: async (s) => {
+      await s.stage(motdUpdate('A'));
+      await reboot(s);
+    },
+  },
+  // The last writer died holding the lock: the next one breaks it (crash points inside the break too).
+  {
+    name: 'finalize after a writer died holding the lock',
+    op: 'finalize',
+    prepare: async (s, dir) => {
+      await s.stage(motdUpdate('A'));
+      crashAt(dir, 'boot', /^rename .*\/lock$/);
+      expect(fs.existsSync(path.join(dir, 'lock')), 'a stale lock is left').toBe(true);
+    },
+  },
+  // A crash in the middle of recovery itself: here, recovery completing a finalize
+  // killed right after its pointer swap (state with an intent, the superseded
+  // deployment not yet removed).
+  {
+    name: 'recovery of a finalize killed right after the pointer swap',
+    op: 'open',
+    prepare: async (s, dir) => {
+      await s.stage(motdUpdate('A'));
+      await s.finalize();
+      await s.stage(motdUpdate('B'));
+      crashAt(dir, 'finalize', /^rename .*\/current$/);
+    },
+  },
+  {
+    name: 'prune --keep 1 (one pinned, two removed)',
+    op: 'prune',
+    prepare: async (s) => {
+      for (const n of ['A', 'B', 'C']) await goodUpdate(s, n);
+      await s.pin('0002');
+    },
+  },
+];
+
+/** The state a reader sees, without recovering anything. */
+function readState(dir: string): BaseState {
+  const layout = new Layout(dir);
+  return effectiveState(loadState(layout).state, layout.idFromLink(fs.readlinkSync(layout.currentLink)));
+}
+
+/** What must be the same after a crash as either before or after the operation (atomicity). */
+function summary(s: BaseState): string {
+  const deps = [...s.deployments]
+    .sort((a, b) => a.id.localeCompare(b.id))
+    .map((d) => `${d.id}:${d.status}:${d.good ? 'good' : '-'}:${d.triesLeft ?? '-'}:${d.pinned ? 'pin' : '-'}`);
+  return JSON.stringify({ current: s.current, booted: s.booted, staged: s.staged, rollback: s.rollback, lastFailure: s.lastFailure?.id ?? null, deps });
+}
+
+const ALLOWED_ROOT_ENTRIES = new Set(['state.json', 'state.json.bak', 'current', 'deploy', 'work', 'trash']);
+
+interface Prepared {
+  scenario: Scenario;
+  dir: string;
+  before: BaseState;
+  /** Hash of every deployment tree before the operation. */
+  treeHashes: Map<string, string>;
+  after: BaseState;
+  count: number;
+  ops: string[];
+}
+
+/** Checks DESIGN.md invariant 3 (and 1) on a sysroot that a crash interrupted, through `open`. */
+async function checkRecovered(p: Prepared, dir: string, n: number): Promise<void> {
+  const where = `${p.scenario.name}, crash point ${n}/${p.count} (after ${p.ops[n - 1]})`;
+  // Readers (which never recover) see the state before or after, never a torn one.
+  const seen = readState(dir);
+  expect([summary(p.before), summary(p.after)], `${where}: before recovery`).toContain(summary(seen));
+  // What a boot would follow right now (the symlink) is the current deployment of that state.
+  expect(fs.readlinkSync(path.join(dir, 'current')), `${where}: before recovery`).toBe(`deploy/${seen.current}/tree`);
+  expect(fs.statSync(path.join(dir, 'current')).isDirectory(), where).toBe(true);
+
+  const warnings: string[] = [];
+  const sysroot = await Sysroot.open(dir, { onWarning: (w) => warnings.push(w) });
+  expect(warnings, where).toEqual(sysroot.recovery.map((a) => `recovery: ${a}`));
+  const state = sysroot.state();
+  const status = sysroot.status();
+
+  // Atomic: the recovered state is the one before the operation or the one after it.
+  expect([summary(p.before), summary(p.after)], where).toContain(summary(state));
+
+  // Exactly one current deployment; the symlink resolves to its tree, which verifies.
+  expect(status.deployments.filter((d) => d.current).map((d) => d.id), where).toEqual([state.current]);
+  expect(fs.readlinkSync(path.join(dir, 'current')), where).toBe(`deploy/${state.current}/tree`);
+  expect(fs.realpathSync(path.join(dir, 'current')), where).toBe(fs.realpathSync(sysroot.treePath(state.current)));
+  expect(sysroot.verify(state.current).drift, where).toEqual([]);
+
+  // The staged deployment is absent or complete; every ready deployment verifies.
+  if (state.staged !== null) expect(state.deployments.find((d) => d.id === state.staged)?.status, where).toBe('ready');
+  for (const d of state.deployments.filter((x) => x.status === 'ready')) {
+    expect(sysroot.verify(d.id).drift, `${where}: deployment ${d.id}`).toEqual([]);
+  }
+
+  // No leftovers: work/, trash/, temp files, unrecorded deployment dirs, the lock.
+  const rootEntries = fs.readdirSync(dir);
+  expect(rootEntries.filter((e) => !ALLOWED_ROOT_ENTRIES.has(e)), where).toEqual([]);
+  for (const sub of ['work', 'trash']) {
+    const sd = path.join(dir, sub);
+    if (fs.existsSync(sd)) expect(fs.readdirSync(sd), `${where}: ${sub}/`).toEqual([]);
+  }
+  expect(fs.readdirSync(path.join(dir, 'deploy')).sort(), where).toEqual(state.deployments.map((d) => d.id).sort());
+
+  // No lost good deployment (prune may remove the ones it was asked to), and no
+  // deployment that existed before was written into: the booted tree included.
+  const removedByOp = new Set(p.before.deployments.map((d) => d.id).filter((id) => !p.after.deployments.some((d) => d.id === id)));
+  for (const d of p.before.deployments.filter((x) => x.good && !removedByOp.has(x.id))) {
+    expect(state.deployments.map((x) => x.id), `${where}: good deployment ${d.id} lost`).toContain(d.id);
+  }
+  expect(state.booted, where).not.toBeNull();
+  expect(p.treeHashes.has(state.booted!), `${where}: booted ${state.booted} is a pre-existing deployment`).toBe(true);
+  for (const d of state.deployments) {
+    const h = p.treeHashes.get(d.id);
+    if (h !== undefined) expect(hashTree(sysroot.treePath(d.id)), `${where}: tree of ${d.id} changed`).toBe(h);
+  }
+
+  // The lifecycle goes on: another update stages, finalizes and boots.
+  const staged = await sysroot.stage({ label: 'after-crash', files: [{ path: '/etc/after-crash', contents: `${n}\n` }] });
+  const fin = await sysroot.finalize();
+  expect(fin, where).toMatchObject({ finalized: true, id: staged.id });
+  await sysroot.boot();
+  expect(sysroot.status().booted, where).toBe(staged.id);
+  expect(sysroot.verify(staged.id).drift, where).toEqual([]);
+  expect(fs.readFileSync(path.join(dir, 'current', 'etc', 'after-crash'), 'utf8'), where).toBe(`${n}\n`);
+}
+
+describe('crash points: SIGKILL after every mutating filesystem call, then open() recovers', () => {
+  let scratch: string;
+  const prepared = new Map<string, Prepared>();
+  let total = 0;
+
+  beforeAll(async () => {
+    requireDist();
+    scratch = scratchDir('stagedroot-crash-');
+    const initialTree = buildTree(path.join(scratch, 'initial-tree'), BASE_TREE);
+    for (const scenario of SCENARIOS) {
+      const dir = path.join(scratch, `prepared-${prepared.size}`);
+      const init = await Sysroot.init(dir, { fromDirectory: initialTree });
+      await scenario.prepare(init, dir);
+      const before = readState(dir);
+      const treeHashes = new Map(before.deployments.map((d) => [d.id, hashTree(init.treePath(d.id))] as const));
+      // Count the operation's mutating calls on a copy; its end state is "after".
+      const countDir = path.join(scratch, `count-${prepared.size}`);
+      copySysroot(dir, countDir);
+      const r = runChild(countDir, scenario.op);
+      if (r.status !== 0) throw new Error(`counting ${scenario.name} failed: ${r.stderr}`);
+      const { count, ops } = JSON.parse(String(r.stdout)) as { count: number; ops: string[] };
+      const after = readState(countDir);
+      if (scenario.op !== 'open') expect(summary(after), `${scenario.name} changes the state`).not.toBe(summary(before));
+      prepared.set(scenario.name, { scenario, dir, before, treeHashes, after, count, ops });
+    }
+  }, 120_000);
+
+  afterAll(() => {
+    console.log(`crash points covered: ${total} (${[...prepared.values()].map((p) => `${p.scenario.name}: ${p.count}`).join('; ')})`);
+    if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
+  });
+
+  for (const [i, scenario] of SCENARIOS.entries()) {
+    it(`${scenario.op}: ${scenario.name}`, async () => {
+      const p = prepared.get(scenario.name)!;
+      expect(p.count).toBeGreaterThan(4);
+      for (let n = 1; n <= p.count; n++) {
+        // A fresh copy per crash point (a failed one is left for inspection until the end).
+        const dir = path.join(scratch, `crash-${i}-${n}`);
+        copySysroot(p.dir, dir);
+        const r = runChild(dir, scenario.op, n);
+        expect(r.signal, `${scenario.name}, crash point ${n}: ${r.stderr}`).toBe('SIGKILL');
+        await checkRecovered(p, dir, n);
+        fs.rmSync(dir, { recursive: true, force: true });
+        total += 1;
+      }
+    }, 300_000);
+  }
+});

@@ -1,0 +1,93 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const CRASH_CHILD = path.join(here, 'crash-child.mjs');
+export const LOCK_HOLDER = path.join(here, 'lock-holder.mjs');
+export const DIST_INDEX = path.join(here, '..', '..', 'dist', 'index.js');
+
+/**
+ * A scratch directory for crash tests, on tmpfs (/dev/shm) when there is one. A SIGKILL
+ * leaves the page cache intact, so the filesystem under the sysroot does not change what
+ * a crash point tests; but every stage ends in `sync -f`, and on a disk shared with
+ * other work that flush costs far more than the test itself.
+ */
+export function scratchDir(prefix: string): string {
+  let parent = os.tmpdir();
+  try {
+    fs.accessSync('/dev/shm', fs.constants.W_OK);
+    if (fs.statSync('/dev/shm').isDirectory()) parent = '/dev/shm';
+  } catch {
+    // no tmpfs: the usual temp dir
+  }
+  return fs.mkdtempSync(path.join(parent, prefix));
+}
+
+/** The child processes run the compiled library: fail loudly when it is missing or older than src/. */
+export function requireDist(): void {
+  const built = fs.statSync(DIST_INDEX, { throwIfNoEntry: false });
+  if (!built) throw new Error(`${DIST_INDEX} is missing: run \`npm run build\` first (\`npm test\` does)`);
+  const src = path.join(here, '..', '..', 'src');
+  const newer = (fs.readdirSync(src, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts') && fs.statSync(path.join(src, f)).mtimeMs > built.mtimeMs);
+  if (newer.length > 0) throw new Error(`dist/ is older than src/ (${newer.slice(0, 3).join(', ')}): run \`npm run build\` first (\`npm test\` does)`);
+}
+
+export type ChildOp = 'open' | 'stage' | 'stage-rejected' | 'finalize' | 'boot' | 'rollback' | 'markBad' | 'prune';
+
+/** Runs a lifecycle operation in a child process: counting its mutations, or killed after the n-th. */
+export function runChild(dir: string, op: ChildOp, killAfter?: number): ReturnType<typeof spawnSync> {
+  return spawnSync(process.execPath, [CRASH_CHILD, JSON.stringify({ dir, op, killAfter })], { encoding: 'utf8', timeout: 60_000 });
+}
+
+/** The mutating calls `op` makes on `dir` (counted on a copy, so `dir` is unchanged). */
+export function countMutations(dir: string, op: ChildOp): string[] {
+  const countDir = `${dir}.count`;
+  copySysroot(dir, countDir);
+  try {
+    const r = runChild(countDir, op);
+    if (r.status !== 0) throw new Error(`counting ${op} failed: ${r.stderr}`);
+    return (JSON.parse(String(r.stdout)) as { ops: string[] }).ops;
+  } finally {
+    fs.rmSync(countDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Kills `op` on `dir` right after its first mutating call that matches `at`, leaving
+ * the sysroot as a crash there leaves it.
+ */
+export function crashAt(dir: string, op: ChildOp, at: RegExp): void {
+  const ops = countMutations(dir, op);
+  const n = ops.findIndex((o) => at.test(o)) + 1;
+  if (n === 0) throw new Error(`${op} makes no mutation matching ${at}: ${ops.join(', ')}`);
+  const k = runChild(dir, op, n);
+  if (k.signal !== 'SIGKILL') throw new Error(`${op} was not killed at ${n}: ${k.stderr}`);
+}
+
+/** Copies a sysroot; cp -a keeps the hardlinks shared between deployments (usr/), as on a real one. */
+export function copySysroot(from: string, to: string): void {
+  fs.rmSync(to, { recursive: true, force: true });
+  const r = spawnSync('cp', ['-a', from, to], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`cp -a ${from} ${to} failed: ${r.stderr}`);
+}
+
+/** Starts a process that holds the sysroot's lock for `holdMs`; resolves once it holds it. */
+export async function holdLock(dir: string, holdMs: number): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [LOCK_HOLDER, dir, String(holdMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (d: Buffer) => d.toString().startsWith('locked') && resolve());
+    child.on('exit', (code) => reject(new Error(`lock holder exited (${code}) before holding the lock: ${err}`)));
+  });
+  return child;
+}
+
+/** Waits for a child to exit; resolves with its signal (or null). */
+export function exited(child: ChildProcess): Promise<NodeJS.Signals | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.signalCode);
+  return new Promise((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+}
