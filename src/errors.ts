@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'VALIDATION_FAILED' // a validator reported an error-severity issue
   | 'NO_SPACE' // not enough free space (figures in the message)
   | 'NOT_FOUND' // a deployment id that does not exist
+  | 'NO_MANIFEST' // a failed deployment whose stage stopped before its manifest was written
   | 'NOTHING_STAGED'
   | 'NO_ROLLBACK'
   | 'INVALID_TRANSITION' // the lifecycle does not allow this operation now

@@ -4,7 +4,7 @@ import { boot, markGood, type BootResult } from './boot/boot.js';
 import { finalize, type FinalizeOptions, type FinalizeResult } from './commit/finalize.js';
 import { applyTransition } from './commit/apply-transition.js';
 import { diffManifests, type PathChange } from './fs/diff-manifests.js';
-import { readLink } from './fs/durable.js';
+import { exists, readLink } from './fs/durable.js';
 import { acquireLock } from './fs/lock.js';
 import { verifyTree, type Drift } from './fs/verify-tree.js';
 import { discardStaged, prune } from './gc/prune.js';
@@ -176,17 +176,25 @@ export class Sysroot {
   /** Changed paths between two deployments, by manifest. */
   diff(a: string, b: string): PathChange[] {
     const s = this.state();
-    mustFind(s, a);
-    mustFind(s, b);
-    return diffManifests(this.ctx.layout.manifest(a), this.ctx.layout.manifest(b));
+    return diffManifests(this.manifestOf(s, a), this.manifestOf(s, b));
+  }
+
+  /** A deployment's manifest; a deployment whose stage failed before it had one is named as such. */
+  private manifestOf(s: BaseState, id: string): string {
+    const d = mustFind(s, id);
+    const file = this.ctx.layout.manifest(id);
+    if (!exists(file)) {
+      const why = d.failure ? ` (its stage failed in ${d.failure.phase}: ${d.failure.reason.split('\n')[0]})` : '';
+      throw new StagedrootError('NO_MANIFEST', `Deployment ${id} has no manifest${why}; its tree is at ${this.ctx.layout.tree(id)}`, { value: id, path: file });
+    }
+    return file;
   }
 
   /** A deployment's tree (default: booted) against its manifest. */
   verify(id?: string, o: { onProgress?: (done: number) => void } = {}): { id: string; drift: Drift[] } {
     const s = this.state();
     const which = id ?? s.booted ?? s.current;
-    mustFind(s, which);
-    return { id: which, drift: verifyTree(this.ctx.layout.tree(which), this.ctx.layout.manifest(which), o) };
+    return { id: which, drift: verifyTree(this.ctx.layout.tree(which), this.manifestOf(s, which), o) };
   }
 
   /** Host path of a deployment's tree. */

@@ -225,3 +225,16 @@ describe('stage sources through the CLI', () => {
     expect((await cli(['stage', spec, '--replace', '--sysroot', sysroot])).code).toBe(2);
   });
 });
+
+describe('failed deployments', () => {
+  it('verify and diff of a deployment that failed before its manifest say so, naming the failure', async () => {
+    await initFromTree();
+    const bad = write('bad.json', { files: [{ path: '/home/core/test/test', contents: 'x' }] });
+    expect((await cli(['stage', bad, '--sysroot', sysroot])).code).toBe(3);
+    const r = await cli(['verify', '0002', '--sysroot', sysroot]);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('NO_MANIFEST');
+    expect(r.err).toContain('failed in apply');
+    expect((await cli(['diff', '0001', '0002', '--sysroot', sysroot])).err).toContain('NO_MANIFEST');
+  });
+});
