@@ -5,7 +5,7 @@ import { listDir, syncFilesystem, writeJson, fileSha256 } from '../fs/durable.js
 import { patchManifest } from '../fs/patch-manifest.js';
 import { RootFs, type TouchEvent } from '../fs/root-fs.js';
 import { applyTransition } from '../commit/apply-transition.js';
-import { mustFind, nextId, stageFailed, stageSucceeded } from '../state/model.js';
+import { mustFind, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import type { BaseState, DeploymentRecord, Failure, Phase } from '../state/schema.js';
 import type { Source } from '../sources/source.js';
 import { resolveBuiltins, type BuiltinOptions } from '../validate/builtins.js';
@@ -60,7 +60,7 @@ export const DEFAULT_COPY_POLICY: CopyPolicy = { hardlinkPrefixes: ['usr'], mode
  */
 export async function stage(ctx: Context, state: BaseState, source: Source, opts: StageOptions = {}): Promise<StageResult> {
   const { layout, dfs } = ctx;
-  const baseId = state.booted ?? state.current;
+  const baseId = stageBase(state);
   const base = mustFind(state, baseId);
   const id = nextId([...state.deployments.map((d) => d.id), ...listDir(layout.deployDir), ...listDir(layout.workDir)]);
   const work = layout.work(id);

@@ -61,15 +61,37 @@ export function nextId(knownIds: Iterable<string>): string {
 }
 
 /** A successful stage: the new deployment is staged; a previously staged or failed one is superseded. */
+/**
+ * Failed deployments a new stage supersedes: never one still booted, current or rollback
+ * (a deployment marked bad keeps running until the reboot), never a pinned one.
+ */
+function supersededFailures(s: BaseState): string[] {
+  const inUse = new Set([s.booted, s.current, s.rollback]);
+  return s.deployments.filter((d) => d.status === 'failed' && !d.pinned && !inUse.has(d.id)).map((d) => d.id);
+}
+
+/** A staged deployment built on `id` goes when `id` is found bad: finalizing it would undo the rollback. */
+function unstageChildOf(s: BaseState, id: string): Transition {
+  const staged = find(s, s.staged);
+  if (!staged || staged.parent !== id) return { next: s, drop: [] };
+  return { next: dropIds({ ...s, staged: null }, [staged.id]), drop: [staged.id] };
+}
+
+/** What a new stage builds on: the booted deployment, or current when the booted one was found bad. */
+export function stageBase(s: BaseState): string {
+  const booted = find(s, s.booted);
+  return booted && booted.status !== 'failed' ? booted.id : s.current;
+}
+
 export function stageSucceeded(s: BaseState, rec: DeploymentRecord): Transition {
-  const drop = s.deployments.filter((d) => d.id === s.staged || d.status === 'failed').map((d) => d.id);
+  const drop = [...(s.staged === null ? [] : [s.staged]), ...supersededFailures(s)];
   const next = dropIds({ ...s, staged: rec.id, lastFailure: null }, drop);
   return { next: { ...next, deployments: [...next.deployments, rec] }, drop };
 }
 
 /** A failed stage: recorded (its tree kept when `rec` is given); what was staged stays staged. */
 export function stageFailed(s: BaseState, failure: Failure, rec: DeploymentRecord | null): Transition {
-  const drop = s.deployments.filter((d) => d.status === 'failed').map((d) => d.id);
+  const drop = supersededFailures(s);
   const next = dropIds({ ...s, lastFailure: failure }, drop);
   return { next: rec ? { ...next, deployments: [...next.deployments, rec] } : next, drop };
 }
@@ -126,7 +148,8 @@ export function bootTransition(s: BaseState, at: string): Transition & { event: 
   let next: BaseState = { ...base, current: to, booted: to, lastFailure: failure };
   next = replace(next, { ...cur, status: 'failed', triesLeft: 0, failure });
   next = { ...next, rollback: lastGood(next, [to]) };
-  return { next, drop: [], event: { kind: 'fell-back', from: cur.id, to, reason }, finalizeFailure: ff };
+  const unstaged = unstageChildOf(next, cur.id);
+  return { next: unstaged.next, drop: unstaged.drop, event: { kind: 'fell-back', from: cur.id, to, reason }, finalizeFailure: ff };
 }
 
 /** Health checks passed: the booted deployment is good. */
@@ -149,7 +172,7 @@ export function markBadTransition(s: BaseState, failure: Failure): Transition {
   // The booted deployment stays booted until the reboot; current points at the good one.
   const current = s.current === b.id || !find(next, s.current)?.good ? to : s.current;
   next = { ...next, current, rollback: lastGood(next, [current]) };
-  return { next, drop: [] };
+  return unstageChildOf(next, b.id);
 }
 
 /** Manual rollback: the rollback deployment becomes current; the old current becomes rollback if good. */
