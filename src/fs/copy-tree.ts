@@ -75,7 +75,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
       } catch (err) {
         const e = errnoOf(err);
         // As ostree does: fall back to a copy when the link count or device forbids a link.
-        if (e !== 'EMLINK' && e !== 'EXDEV' && e !== 'EPERM') throw ioError(err, rel, dst);
+        if (e !== 'EMLINK' && e !== 'EXDEV' && e !== 'EPERM') throw ioError(err, rel, dst, 'sysroot');
       }
     } else if (st.nlink > 1) {
       const key = `${st.dev}:${st.ino}`;
@@ -127,7 +127,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
           }
         } catch (err) {
           if (err instanceof StagedrootError) throw err;
-          throw ioError(err, rel, dst);
+          throw ioError(err, rel, dst, 'sysroot');
         }
         if (!st.isDirectory()) out.write(entryFromStat(rel, st, extra));
         else out.write(entryFromStat(rel, st, {}));
@@ -146,7 +146,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
           fs.chmodSync(dst, st.mode & 0o7777);
           fs.utimesSync(dst, st.atime, st.mtime);
         } catch (err) {
-          throw ioError(err, rel, dst);
+          throw ioError(err, rel, dst, 'sysroot');
         }
         faults.afterMutation('setattr', dst);
       },

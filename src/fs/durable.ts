@@ -35,7 +35,7 @@ export class DurableFs {
       fsyncDir(dir);
     } catch (err) {
       try { fs.unlinkSync(tmp); } catch { /* not created */ }
-      throw ioError(err, file, file);
+      throw ioError(err, file, file, 'sysroot');
     }
   }
 
@@ -51,7 +51,7 @@ export class DurableFs {
       fsyncDir(dir);
     } catch (err) {
       try { fs.unlinkSync(tmp); } catch { /* not created */ }
-      throw ioError(err, link, link);
+      throw ioError(err, link, link, 'sysroot');
     }
   }
 
@@ -60,7 +60,7 @@ export class DurableFs {
     try {
       fs.renameSync(from, to);
     } catch (err) {
-      throw ioError(err, to, from);
+      throw ioError(err, to, from, 'sysroot');
     }
     this.mutated('rename', to);
     fsyncDir(path.dirname(to));
@@ -72,7 +72,7 @@ export class DurableFs {
       fs.mkdirSync(dir, { mode });
     } catch (err) {
       if (errnoOf(err) === 'EEXIST') return;
-      throw ioError(err, dir, dir);
+      throw ioError(err, dir, dir, 'sysroot');
     }
     this.mutated('mkdir', dir);
     fsyncDir(path.dirname(dir));
@@ -84,7 +84,7 @@ export class DurableFs {
     try {
       fs.rmSync(p, { recursive: true, force: true });
     } catch (err) {
-      throw ioError(err, p, p);
+      throw ioError(err, p, p, 'sysroot');
     }
     this.mutated('rm', p);
   }
@@ -94,7 +94,7 @@ export class DurableFs {
       fs.unlinkSync(p);
     } catch (err) {
       if (errnoOf(err) === 'ENOENT') return;
-      throw ioError(err, p, p);
+      throw ioError(err, p, p, 'sysroot');
     }
     this.mutated('unlink', p);
   }
@@ -114,7 +114,7 @@ export function readText(p: string): string | null {
     return fs.readFileSync(p, 'utf8');
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return null;
-    throw ioError(err, p, p);
+    throw ioError(err, p, p, 'sysroot');
   }
 }
 
@@ -124,7 +124,7 @@ export function readLink(p: string): string | null {
   } catch (err) {
     const e = errnoOf(err);
     if (e === 'ENOENT' || e === 'EINVAL') return null;
-    throw ioError(err, p, p);
+    throw ioError(err, p, p, 'sysroot');
   }
 }
 
@@ -133,7 +133,7 @@ export function listDir(p: string): string[] {
     return fs.readdirSync(p).sort();
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return [];
-    throw ioError(err, p, p);
+    throw ioError(err, p, p, 'sysroot');
   }
 }
 
@@ -187,7 +187,7 @@ export function readBytes(file: string, max: number): Buffer | null {
     st = fs.statSync(file);
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return null;
-    throw ioError(err, file, file);
+    throw ioError(err, file, file, 'sysroot');
   }
   if (st.size > max) {
     throw new StagedrootError('UNSAFE_ENTRY', `${file} is ${st.size} bytes, more than the ${max} allowed`, { path: file });

@@ -17,6 +17,8 @@ import { noFaults, type FaultHook } from './faults.js';
 const ownerSchema = z.object({
   pid: z.number().int(),
   start: z.string().nullable(),
+  /** The kernel's boot id: a lock from an earlier boot is stale whatever its pid (power loss). */
+  boot: z.string().nullable().default(null),
   token: z.string(),
   operation: z.string(),
   since: z.string(),
@@ -40,7 +42,11 @@ const BREAK_MUTEX_STALE_MS = 10_000;
 export async function acquireLock(sysroot: string, opts: LockOptions = {}): Promise<LockHandle> {
   const faults = opts.faults ?? noFaults;
   const lockDir = path.join(sysroot, 'lock');
-  const deadline = Date.now() + Math.max(0, opts.waitSeconds ?? 0) * 1000;
+  const wait = opts.waitSeconds ?? 0;
+  if (typeof wait !== 'number' || !Number.isFinite(wait) || wait < 0) {
+    throw new StagedrootError('USAGE', `Expected waitSeconds to be a non-negative number of seconds, got ${String(wait)}`, { option: 'waitSeconds', value: wait });
+  }
+  const deadline = Date.now() + wait * 1000;
   const owner = newOwner(opts.operation ?? 'write');
   for (;;) {
     if (tryTake(sysroot, lockDir, owner, faults)) {
@@ -89,7 +95,7 @@ function tryTake(sysroot: string, lockDir: string, owner: Owner, faults: FaultHo
 }
 
 function newOwner(operation: string): Owner {
-  return { pid: process.pid, start: processStart(process.pid), token: randomBytes(8).toString('hex'), operation, since: new Date().toISOString() };
+  return { pid: process.pid, start: processStart(process.pid), boot: bootId(), token: randomBytes(8).toString('hex'), operation, since: new Date().toISOString() };
 }
 
 /** The current holder; null when unreadable; 'gone' when the lock disappeared meanwhile. */
@@ -110,6 +116,10 @@ function readOwner(lockDir: string): Owner | null | 'gone' {
 }
 
 function isAlive(o: Owner): boolean {
+  // Early boot is nearly deterministic: the same pid may be alive again after a power
+  // loss. A lock taken during another boot is stale.
+  const boot = bootId();
+  if (o.boot !== null && boot !== null && o.boot !== boot) return false;
   try {
     process.kill(o.pid, 0);
   } catch (err) {
@@ -191,6 +201,19 @@ function release(sysroot: string, lockDir: string, owner: Owner, faults: FaultHo
   fs.renameSync(lockDir, trash);
   faults.afterMutation('rename', trash);
   fs.rmSync(trash, { recursive: true, force: true });
+}
+
+let cachedBootId: string | null | undefined;
+/** The kernel's id of this boot, or null off Linux. */
+function bootId(): string | null {
+  if (cachedBootId === undefined) {
+    try {
+      cachedBootId = fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    } catch {
+      cachedBootId = null;
+    }
+  }
+  return cachedBootId;
 }
 
 /** The start time of a process (field 22 of /proc/PID/stat), or null off Linux. */

@@ -22,7 +22,7 @@ export class ScratchDir {
       fs.mkdirSync(path.dirname(p), { recursive: true });
       fs.writeFileSync(p, data, { mode: 0o644 });
     } catch (err) {
-      throw ioError(err, rel, p);
+      throw ioError(err, rel, p, 'sysroot');
     }
     return p;
   }

@@ -26,6 +26,9 @@ export interface InitOptions {
  */
 export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<BaseState> {
   const { layout, dfs } = ctx;
+  if (o.bootTries !== undefined && !(Number.isInteger(o.bootTries) && o.bootTries >= 1 && o.bootTries <= 100)) {
+    throw new StagedrootError('USAGE', `Expected --boot-tries to be an integer from 1 to 100, got ${String(o.bootTries)}`, { option: 'bootTries', value: o.bootTries });
+  }
   if (exists(layout.stateFile) || exists(layout.stateBackup)) {
     throw new StagedrootError('SYSROOT_EXISTS', `${layout.root} already holds a sysroot`, { path: layout.root });
   }

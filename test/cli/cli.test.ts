@@ -238,3 +238,27 @@ describe('failed deployments', () => {
     expect((await cli(['diff', '0001', '0002', '--sysroot', sysroot])).err).toContain('NO_MANIFEST');
   });
 });
+
+describe('machine faults are not rejections', () => {
+  it('a state file that cannot be written fails finalize with exit 1 (IO), not 3', async () => {
+    await initFromTree();
+    const spec = write('s.json', { files: [{ path: '/etc/x', contents: 'x' }] });
+    expect((await cli(['stage', spec, '--sysroot', sysroot])).code).toBe(0);
+    const bak = path.join(sysroot, 'state.json.bak');
+    fs.rmSync(bak);
+    fs.mkdirSync(path.join(bak, 'blocker'), { recursive: true });
+    const r = await cli(['finalize', '--sysroot', sysroot]);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('IO');
+    expect(r.err).not.toContain('rejected');
+  });
+
+  it('init --boot-tries 0 is a usage error naming the option, and leaves no sysroot', async () => {
+    const r = await cli(['init', '--boot-tries', '0', '--sysroot', sysroot]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('--boot-tries');
+    expect(fs.existsSync(path.join(sysroot, 'state.json'))).toBe(false);
+    expect((await cli(['init', '--boot-tries', '5', '--sysroot', sysroot])).code).toBe(0);
+    expect(JSON.parse((await cli(['status', '--json', '--sysroot', sysroot])).out).bootTries).toBe(5);
+  });
+});

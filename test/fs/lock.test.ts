@@ -47,6 +47,29 @@ describe('the sysroot writer lock', () => {
     expect(reader.recovery).toEqual([]);
   });
 
+  it('treats a lock taken during another boot as stale, even when its pid is alive now', async () => {
+    t = await tempSysroot({ tree: { 'etc/motd': 'hi\n' } });
+    // A power loss leaves the lock; after the reboot the same pid may well be running again.
+    const lockDir = path.join(t.dir, 'lock');
+    fs.mkdirSync(lockDir);
+    const self = fs.readFileSync(`/proc/${process.pid}/stat`, 'utf8');
+    const start = self.slice(self.lastIndexOf(')') + 2).split(' ')[19];
+    fs.writeFileSync(path.join(lockDir, 'owner.json'), JSON.stringify({ pid: process.pid, start, boot: 'an-earlier-boot', token: 't', operation: 'finalize', since: new Date(0).toISOString() }));
+    await expect(t.sysroot.stage(motdUpdate('A'))).resolves.toMatchObject({ id: '0002' });
+    // The same record from this boot is a live holder.
+    const boot = fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    fs.mkdirSync(lockDir);
+    fs.writeFileSync(path.join(lockDir, 'owner.json'), JSON.stringify({ pid: process.pid, start, boot, token: 't', operation: 'finalize', since: new Date(0).toISOString() }));
+    await expect(t.sysroot.finalize()).rejects.toMatchObject({ code: 'BUSY' });
+    fs.rmSync(lockDir, { recursive: true });
+  });
+
+  it('refuses a waitSeconds that is not a non-negative number instead of waiting forever', async () => {
+    t = await tempSysroot({ tree: { 'etc/motd': 'hi\n' } });
+    await expect(acquireLock(t.dir, { waitSeconds: Number.NaN })).rejects.toMatchObject({ code: 'USAGE', option: 'waitSeconds' });
+    await expect(acquireLock(t.dir, { waitSeconds: -1 })).rejects.toMatchObject({ code: 'USAGE' });
+  });
+
   it('waits for the holder with waitSeconds, and gives up after them', async () => {
     t = await tempSysroot({ tree: { 'etc/motd': 'hi\n' } });
     const brief = await holdLock(t.dir, 600);
