@@ -39,6 +39,9 @@ export type StageInput = Source | string | { [key: string]: unknown };
 
 function toSource(input: StageInput): Source {
   if (typeof input === 'string') return pathSource(input);
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+    throw new StagedrootError('USAGE', `stage() takes a path, a Source or an update spec object, got ${Array.isArray(input) ? 'an array' : input === null ? 'null' : typeof input}`, { option: 'source', value: input });
+  }
   if (typeof (input as Source).plan === 'function' && typeof (input as Source).kind === 'string') return input as Source;
   if ('ignition' in input) return ignitionSource(input);
   return specSource(input);

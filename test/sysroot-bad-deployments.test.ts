@@ -57,3 +57,15 @@ describe('after mark-bad and automatic fallback', () => {
     expect(sysroot.status()).toMatchObject({ booted: '0002', current: '0002', staged: null, lastFailure: { id: '0003', phase: 'boot' } });
   });
 });
+
+describe('stage() input', () => {
+  it('names a wrong kind of input as a usage error', async () => {
+    const t = await tempSysroot();
+    try {
+      await expect(t.sysroot.stage(42 as unknown as string)).rejects.toMatchObject({ code: 'USAGE', option: 'source' });
+      await expect(t.sysroot.stage([] as unknown as string)).rejects.toMatchObject({ code: 'USAGE', message: expect.stringContaining('an array') });
+    } finally {
+      t.cleanup();
+    }
+  });
+});

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import { z } from 'zod';
 import { StagedrootError } from '../errors.js';
 import { hashFile } from './hash.js';
-import { entryFromStat, manifestEntrySchema, type ManifestEntry } from './manifest.js';
+import { entryFromStat, manifestEntrySchema, typeName, type ManifestEntry } from './manifest.js';
 import { compareEntry, type Drift } from './verify-tree.js';
 
 /**
@@ -21,7 +21,7 @@ export function parseDelta(text: string, file: string): Delta {
     throw new StagedrootError('STATE_CORRUPT', `${file} is not valid JSON`, { path: file, cause: err });
   }
   const r = deltaSchema.safeParse(raw);
-  if (!r.success) throw new StagedrootError('STATE_CORRUPT', `${file} does not match the delta schema: ${r.error.issues[0]?.message}`, { path: file });
+  if (!r.success) throw new StagedrootError('STATE_CORRUPT', `${file} does not match the delta schema: ${r.error.issues[0]?.path.join('.') || '(root)'}: ${r.error.issues[0]?.message}`, { path: file });
   return r.data;
 }
 
@@ -34,7 +34,7 @@ export function verifyDelta(tree: string, delta: Delta): Drift[] {
     try {
       st = fs.lstatSync(host);
     } catch {
-      drift.push({ path: want.p, kind: 'missing', expected: want.t });
+      drift.push({ path: want.p, kind: 'missing', expected: typeName(want.t) });
       continue;
     }
     const have: ManifestEntry = entryFromStat(want.p, st, st.isFile() ? { h: hashFile(host) } : st.isSymbolicLink() ? { l: fs.readlinkSync(host) } : {});
