@@ -1,14 +1,12 @@
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { copyTree } from '../fs/copy-tree.js';
-import { exists, fileSha256, isDirectory, listDir, syncFilesystem, writeJson } from '../fs/durable.js';
-import { ManifestWriter } from '../fs/manifest.js';
-import { patchManifest } from '../fs/patch-manifest.js';
-import { RootFs, type TouchEvent } from '../fs/root-fs.js';
+import { exists, fileSha256, isDirectory, listDir, syncFilesystem } from '../fs/durable.js';
+import { RootFs } from '../fs/root-fs.js';
+import { newRecord } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
 import { saveState } from '../state/store.js';
 import type { Source } from '../sources/source.js';
-import { applyChanges } from './apply-changes.js';
+import { buildTree } from './build-tree.js';
 
 export interface InitOptions {
   /** A directory to copy as the first tree. */
@@ -43,32 +41,18 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<Ba
   dfs.mkdir(layout.workDir);
   const id = '0001';
   const work = layout.work(id);
-  const tree = `${work}/tree`;
   dfs.mkdir(work);
-  dfs.mkdir(tree);
-  const pre = `${work}/manifest.pre.ndjson`;
-  let entries = 0;
-  let bytes = 0;
-  if (o.fromDirectory !== undefined) {
-    const r = copyTree({ src: o.fromDirectory, dst: tree, policy: { hardlinkPrefixes: [], mode: 'reflink' }, manifestOut: pre, faults: ctx.faults, onSkip: (rel, why) => ctx.warn(`skipped ${rel}: ${why}`) });
-    entries = r.entries;
-    bytes = r.bytes;
-  } else {
-    new ManifestWriter(pre, ctx.faults).close(false);
-  }
-  const events: TouchEvent[] = [];
-  let description = o.fromDirectory ? `directory ${o.fromDirectory}` : 'empty tree';
-  let label = o.label;
-  if (o.source) {
-    const cs = await o.source.plan({ root: tree, readFile: (p) => new RootFs(tree).readFile(p) });
-    await applyChanges(new RootFs(tree, { faults: ctx.faults, durability: 'deferred', onTouch: (e) => events.push(e) }), cs);
-    description = cs.description;
-    label ??= cs.label;
-  }
-  const patched = patchManifest(tree, pre, `${work}/manifest.ndjson`, events, ctx.faults);
-  entries = patched.entries;
-  dfs.unlink(pre);
-  writeJson(dfs, `${work}/delta.json`, { changed: [], removed: [] });
+  dfs.mkdir(`${work}/tree`);
+  // A source is planned against what it is applied to: the directory to copy, or the empty tree.
+  const planRoot = o.fromDirectory ?? `${work}/tree`;
+  const cs = o.source ? await o.source.plan({ root: planRoot, readFile: (p) => new RootFs(planRoot).readFile(p) }) : undefined;
+  const built = await buildTree(ctx, {
+    work,
+    from: o.fromDirectory === undefined ? undefined : { tree: o.fromDirectory, policy: { hardlinkPrefixes: [], mode: 'reflink' } },
+    changes: cs,
+  });
+  const description = cs?.description ?? (o.fromDirectory ? `directory ${o.fromDirectory}` : 'empty tree');
+  const label = o.label ?? cs?.label ?? 'initial';
   await syncFilesystem(work);
   dfs.rename(work, layout.deployment(id));
   dfs.replaceSymlink(layout.currentLink, layout.linkTarget(id));
@@ -81,9 +65,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<Ba
     lastFailure: null,
     finalizeFailure: null,
     bootTries: o.bootTries ?? 3,
-    deployments: [
-      { id, label: label ?? 'initial', createdAt: ctx.now().toISOString(), parent: null, status: 'ready', good: true, triesLeft: null, pinned: false, locked: false, entries, bytes, manifestSha256: fileSha256(layout.manifest(id)), source: description, failure: null },
-    ],
+    deployments: [newRecord({ id, label, parent: null, at: ctx.now().toISOString(), source: description, entries: built.entries, bytes: built.bytes, manifestSha256: fileSha256(layout.manifest(id)), good: true })],
   };
   saveState(layout, dfs, { ...state, intent: null });
   return state;

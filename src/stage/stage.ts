@@ -1,19 +1,18 @@
 import type { Context } from '../context.js';
 import { StagedrootError, formatIssues, type Issue } from '../errors.js';
-import { copyTree, type CopyPolicy } from '../fs/copy-tree.js';
-import { listDir, syncFilesystem, writeJson, fileSha256 } from '../fs/durable.js';
-import { patchManifest } from '../fs/patch-manifest.js';
-import { RootFs, type TouchEvent } from '../fs/root-fs.js';
+import type { CopyPolicy } from '../fs/copy-tree.js';
+import { listDir, syncFilesystem, fileSha256 } from '../fs/durable.js';
+import { RootFs } from '../fs/root-fs.js';
 import { applyTransition } from '../commit/apply-transition.js';
-import { mustFind, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
+import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import type { BaseState, DeploymentRecord, Failure, Phase } from '../state/schema.js';
+import { buildTree } from './build-tree.js';
 import type { Source } from '../sources/source.js';
 import { resolveBuiltins, type BuiltinOptions } from '../validate/builtins.js';
 import { planCommandValidators, type CommandValidator } from '../validate/command-validators.js';
 import { checkFreeSpace, estimateBytes } from '../validate/free-space.js';
 import type { Validator } from '../validate/types.js';
 import { validateTree } from '../validate/validate-tree.js';
-import { applyChanges } from './apply-changes.js';
 
 export interface StageProgress {
   phase: 'plan' | 'copy' | 'apply' | 'manifest' | 'validate' | 'sync' | 'commit';
@@ -88,7 +87,7 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     let rec: DeploymentRecord | null = null;
     if (keepTree && treeBuilt) {
       dfs.rename(work, layout.deployment(id));
-      rec = record(id, label, baseId, ctx, 'failed', failure, 0, 0, null, source.describe);
+      rec = newRecord({ id, label, parent: baseId, at: ctx.now().toISOString(), source: source.describe, failure });
     } else {
       dfs.removeTree(work);
     }
@@ -108,33 +107,20 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     }
 
     dfs.mkdir(layout.workDir);
-    dfs.mkdir(work);
-    dfs.mkdir(tree);
-    const copied = copyTree({
-      src: layout.tree(baseId),
-      dst: tree,
-      policy,
-      srcManifest: layout.manifest(baseId),
-      manifestOut: `${work}/manifest.pre.ndjson`,
-      faults: ctx.faults,
-      total: base.entries,
-      onProgress: (p) => progress({ phase: 'copy', ...p }),
-      onSkip: (rel, why) => ctx.warn(`skipped ${rel}: ${why}`),
+    const built = await buildTree(ctx, {
+      work,
+      from: { tree: layout.tree(baseId), manifest: layout.manifest(baseId), entries: base.entries, policy },
+      changes: cs,
+      onCopy: (p) => progress({ phase: 'copy', ...p }),
+      onApply: (p) => progress({ phase: 'apply', ...p }),
+      onTreeBuilt: () => void (treeBuilt = true),
     });
-    treeBuilt = true;
-
-    const events: TouchEvent[] = [];
-    const root = new RootFs(tree, { faults: ctx.faults, durability: 'deferred', onTouch: (e) => events.push(e) });
-    const applied = await applyChanges(root, cs, (p) => progress({ phase: 'apply', ...p }));
-
+    const { delta, entries } = built;
     progress({ phase: 'manifest', done: 0, total: null, bytes: 0 });
-    const { delta, changed, removed, entries } = patchManifest(tree, `${work}/manifest.pre.ndjson`, `${work}/manifest.ndjson`, events, ctx.faults);
-    dfs.unlink(`${work}/manifest.pre.ndjson`);
-    writeJson(dfs, `${work}/delta.json`, { changed, removed });
 
     phase = 'validate';
     progress({ phase: 'validate', done: 0, total: opts.validators?.length ?? 0, bytes: 0 });
-    const vctx = { tree, id, label, manifest: `${work}/manifest.ndjson`, delta, baseTree: layout.tree(baseId), signal: opts.signal };
+    const vctx = { tree, id, label, manifest: built.manifest, delta, baseTree: layout.tree(baseId), signal: opts.signal };
     const result = await validateTree(vctx, { builtins, commands: opts.commands, validators: opts.validators });
     output = result.output;
     const errors = result.issues.filter((i) => i.severity === 'error');
@@ -146,7 +132,7 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     progress({ phase: 'sync', done: 0, total: null, bytes: 0 });
     await syncFilesystem(work);
     dfs.rename(work, layout.deployment(id));
-    const rec = record(id, label, baseId, ctx, 'ready', null, entries, copied.bytes + applied.bytes, fileSha256(layout.manifest(id)), cs.description);
+    const rec = newRecord({ id, label, parent: baseId, at: ctx.now().toISOString(), entries, bytes: built.bytes, manifestSha256: fileSha256(layout.manifest(id)), source: cs.description });
     rec.locked = opts.lock ?? false;
     progress({ phase: 'commit', done: 0, total: null, bytes: 0 });
     applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
@@ -156,8 +142,4 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     // The update's own fault: keep its tree for diagnosis. A machine fault (disk full, I/O): free the space.
     return fail(e, e.isRejection);
   }
-}
-
-function record(id: string, label: string, parent: string, ctx: Context, status: 'ready' | 'failed', failure: Failure | null, entries: number, bytes: number, manifestSha256: string | null, source: string): DeploymentRecord {
-  return { id, label, createdAt: ctx.now().toISOString(), parent, status, good: false, triesLeft: null, pinned: false, locked: false, entries, bytes, manifestSha256, source, failure };
 }

@@ -54,6 +54,26 @@ export function lastGood(s: BaseState, exclude: Iterable<string | null>): string
   return good[0]?.id ?? null;
 }
 
+/** A new deployment record: not yet good, not under assessment; failed when given a failure. */
+export function newRecord(o: { id: string; label: string; parent: string | null; at: string; source: string; entries?: number; bytes?: number; manifestSha256?: string | null; failure?: Failure; good?: boolean }): DeploymentRecord {
+  return {
+    id: o.id,
+    label: o.label,
+    createdAt: o.at,
+    parent: o.parent,
+    status: o.failure ? 'failed' : 'ready',
+    good: o.good ?? false,
+    triesLeft: null,
+    pinned: false,
+    locked: false,
+    entries: o.entries ?? 0,
+    bytes: o.bytes ?? 0,
+    manifestSha256: o.manifestSha256 ?? null,
+    source: o.source,
+    failure: o.failure ?? null,
+  };
+}
+
 export function nextId(knownIds: Iterable<string>): string {
   let max = 0;
   for (const id of knownIds) if (/^\d+$/.test(id)) max = Math.max(max, Number(id));

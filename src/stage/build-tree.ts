@@ -1,0 +1,69 @@
+import type { ChangeSet } from '../changeset.js';
+import type { Context } from '../context.js';
+import { copyTree, type CopyPolicy, type CopyProgress } from '../fs/copy-tree.js';
+import { writeJson } from '../fs/durable.js';
+import { ManifestWriter } from '../fs/manifest.js';
+import { patchManifest } from '../fs/patch-manifest.js';
+import { RootFs, type TouchEvent } from '../fs/root-fs.js';
+import { applyChanges, type ApplyProgress } from './apply-changes.js';
+
+export interface BuildTreeOptions {
+  /** The private work dir: the tree goes to `work/tree`, its manifest and delta beside it. */
+  work: string;
+  /** The tree to start from (omitted: an empty tree), with its manifest when it has one. */
+  from?: { tree: string; manifest?: string; entries?: number | null; policy: CopyPolicy };
+  changes?: ChangeSet;
+  onCopy?: (p: CopyProgress) => void;
+  onApply?: (p: ApplyProgress) => void;
+  /** Called once the tree exists (a later failure then has a tree to keep for diagnosis). */
+  onTreeBuilt?: () => void;
+}
+
+export interface BuiltTree {
+  tree: string;
+  manifest: string;
+  delta: string[];
+  entries: number;
+  bytes: number;
+}
+
+/**
+ * Builds a deployment's tree in its work dir: copy the base tree (writing its manifest on
+ * the way), apply the change set through the safe-fs layer, patch the manifest with what
+ * changed and record the delta finalize re-checks. Shared by init and stage.
+ */
+export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<BuiltTree> {
+  const { dfs } = ctx;
+  const tree = `${o.work}/tree`;
+  const pre = `${o.work}/manifest.pre.ndjson`;
+  const manifest = `${o.work}/manifest.ndjson`;
+  dfs.mkdir(o.work);
+  dfs.mkdir(tree);
+  let bytes = 0;
+  if (o.from) {
+    const copied = copyTree({
+      src: o.from.tree,
+      dst: tree,
+      policy: o.from.policy,
+      srcManifest: o.from.manifest,
+      manifestOut: pre,
+      faults: ctx.faults,
+      total: o.from.entries ?? null,
+      onProgress: o.onCopy,
+      onSkip: (rel, why) => ctx.warn(`skipped ${rel}: ${why}`),
+    });
+    bytes += copied.bytes;
+  } else {
+    new ManifestWriter(pre, ctx.faults).close(false);
+  }
+  o.onTreeBuilt?.();
+  const events: TouchEvent[] = [];
+  if (o.changes) {
+    const root = new RootFs(tree, { faults: ctx.faults, durability: 'deferred', onTouch: (e) => events.push(e) });
+    bytes += (await applyChanges(root, o.changes, o.onApply)).bytes;
+  }
+  const patched = patchManifest(tree, pre, manifest, events, ctx.faults);
+  dfs.unlink(pre);
+  writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
+  return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes };
+}
