@@ -72,7 +72,7 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
   const builtins = resolveBuiltins(opts.builtins); // bad options: USAGE, before anything is recorded
   planCommandValidators(opts.commands ?? []);
 
-  const fail = (err: StagedrootError, keepTree: boolean): never => {
+  const fail = async (err: StagedrootError, keepTree: boolean): Promise<never> => {
     const failure: Failure = {
       id,
       label,
@@ -86,6 +86,8 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     };
     let rec: DeploymentRecord | null = null;
     if (keepTree && treeBuilt) {
+      // Kept for diagnosis: durable like any deployment, so a power loss cannot tear it.
+      await syncFilesystem(work).catch(() => ctx.warn(`could not sync the failed tree ${work}`));
       dfs.rename(work, layout.deployment(id));
       rec = newRecord({ id, label, parent: baseId, at: ctx.now().toISOString(), source: source.describe, failure });
     } else {
