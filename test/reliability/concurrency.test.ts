@@ -25,6 +25,7 @@ import { BASE_TREE } from '../helpers/trees.js';
 
 const PROCESSES = 8;
 const OPS_PER_PROCESS = Number(process.env.STAGEDROOT_CONCURRENCY_OPS ?? 24);
+if (!Number.isInteger(OPS_PER_PROCESS) || OPS_PER_PROCESS < 1) throw new Error(`STAGEDROOT_CONCURRENCY_OPS must be a positive integer, got ${process.env.STAGEDROOT_CONCURRENCY_OPS}`);
 /** Each process pauses up to this long before each operation, so that the run lasts a few seconds. */
 const PAUSE_MS = 200;
 /** These processes wait for the lock (`waitSeconds`) instead of failing at once: never BUSY. */

@@ -20,6 +20,7 @@ import { prng, seedFrom } from '../helpers/random.js';
 import { BASE_TREE } from '../helpers/trees.js';
 
 const KILLS = Number(process.env.STAGEDROOT_KILL_ITERATIONS ?? 200);
+if (!Number.isInteger(KILLS) || KILLS < 1) throw new Error(`STAGEDROOT_KILL_ITERATIONS must be a positive integer, got ${process.env.STAGEDROOT_KILL_ITERATIONS}`);
 const SEED = seedFrom('STAGEDROOT_KILL_SEED');
 /** Independent sysroots killed side by side: one child's startup overlaps another's operations. */
 const LANES = 2;
