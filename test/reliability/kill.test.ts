@@ -30,8 +30,23 @@ const KILL_TREE: TreeSpec = { ...BASE_TREE };
 for (let i = 0; i < 30; i++) KILL_TREE[`usr/share/doc/pkg${i}/README`] = `package ${i}\n`.repeat(20);
 for (let i = 0; i < 20; i++) KILL_TREE[`etc/conf.d/${i}.conf`] = `option${i}=yes\n`;
 
-/** The operations a child picks from (weighted by repetition); rollback discards a staged one first. */
-const OPS = ['stage-next', 'stage-next', 'finalize', 'finalize', 'boot', 'markGood', 'rollback-discard', 'rollback-discard', 'prune'];
+/**
+ * What a child runs: a few of these pieces of a lifecycle, in random order, so that each
+ * operation mostly finds the state it acts on (a rollback target, something staged).
+ */
+const PIECES = [
+  ['stage-next', 'finalize', 'boot', 'markGood'], // an update that proves good
+  ['stage-next', 'finalize', 'rollback-discard'], // an update taken back before its reboot
+  ['rollback-discard', 'boot'], // back to the previous good deployment
+  ['stage-next', 'prune'],
+  ['finalize', 'prune'],
+];
+
+function planOps(rng: () => number): string[] {
+  const ops: string[] = [];
+  while (ops.length < 3) ops.push(...PIECES[Math.floor(rng() * PIECES.length)]!);
+  return ops;
+}
 
 interface Stats {
   iterations: number;
@@ -117,7 +132,7 @@ describe('kill test: SIGKILL at a random moment, then open() recovers', () => {
         next = startSequence(script); // loads while this one runs
         spare.push(next);
         const i = ++stats.iterations;
-        const ops = Array.from({ length: 3 + Math.floor(rng() * 4) }, () => OPS[Math.floor(rng() * OPS.length)]!);
+        const ops = planOps(rng);
         const delay = durations.momentIn(ops, Math.floor(rng() * (ops.length + 1)), rng());
         child.go(dir, ops);
         await sleep(delay);
