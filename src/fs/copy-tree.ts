@@ -58,7 +58,8 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
   const faults = o.faults ?? noFaults;
   const prev = o.srcManifest ? new ManifestReader(o.srcManifest) : null;
   const out = new ManifestWriter(o.manifestOut, faults);
-  const cloneFlag = o.policy.mode === 'reflink' ? fs.constants.COPYFILE_FICLONE : 0;
+  const reflink = o.policy.mode === 'reflink';
+  let buf: Buffer | undefined; // for plain copies, allocated on the first one
   const inodes = new Map<string, string>(); // dev:ino -> dst host path, for hardlinks inside copied parts
   const res: CopyResult = { entries: 0, bytes: 0, hardlinked: 0, copied: 0, hashed: 0 };
   const total = o.total ?? null;
@@ -87,7 +88,8 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
       }
       inodes.set(key, dst);
     }
-    fs.copyFileSync(src, dst, cloneFlag);
+    if (reflink) fs.copyFileSync(src, dst, fs.constants.COPYFILE_FICLONE);
+    else copyBytes(src, dst, (buf ??= Buffer.allocUnsafe(1 << 20)));
     faults.afterMutation('copy', dst);
     if (canChown) fs.chownSync(dst, st.uid, st.gid);
     fs.chmodSync(dst, st.mode & 0o7777);
@@ -160,4 +162,25 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
   }
   o.onProgress?.({ done: res.entries, total: total ?? res.entries, bytes: res.bytes });
   return res;
+}
+
+/**
+ * A plain copy of a file's bytes into a new file, for the copy policy. Not
+ * fs.copyFileSync: libuv copies with copy_file_range(2), which XFS and btrfs turn into a
+ * reflink, so the copy would share its blocks with the source after all.
+ */
+function copyBytes(src: string, dst: string, buf: Buffer): void {
+  const from = fs.openSync(src, 'r');
+  try {
+    const to = fs.openSync(dst, 'w', 0o600);
+    try {
+      for (let n = fs.readSync(from, buf, 0, buf.length, null); n > 0; n = fs.readSync(from, buf, 0, buf.length, null)) {
+        for (let off = 0; off < n; ) off += fs.writeSync(to, buf, off, n - off);
+      }
+    } finally {
+      fs.closeSync(to);
+    }
+  } finally {
+    fs.closeSync(from);
+  }
 }

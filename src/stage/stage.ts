@@ -1,16 +1,17 @@
 import type { Context } from '../context.js';
 import { StagedrootError, formatIssues, type Issue } from '../errors.js';
 import type { CopyPolicy } from '../fs/copy-tree.js';
-import { listDir, syncFilesystem, fileSha256 } from '../fs/durable.js';
+import { freeSpace, listDir, syncFilesystem, fileSha256 } from '../fs/durable.js';
 import { RootFs } from '../fs/root-fs.js';
 import { applyTransition } from '../commit/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import type { BaseState, DeploymentRecord, Failure, Phase } from '../state/schema.js';
 import { buildTree } from './build-tree.js';
 import type { Source } from '../sources/source.js';
+import type { ChangeSet } from '../changeset.js';
 import { resolveBuiltins, type BuiltinOptions } from '../validate/builtins.js';
 import { planCommandValidators, type CommandValidator } from '../validate/command-validators.js';
-import { checkFreeSpace, estimateBytes } from '../validate/free-space.js';
+import { checkFreeSpace, estimateBytes, withSpaceFigures } from '../validate/free-space.js';
 import type { Validator } from '../validate/types.js';
 import { validateTree } from '../validate/validate-tree.js';
 
@@ -97,15 +98,19 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     throw err;
   };
 
+  const policy = { ...DEFAULT_COPY_POLICY, ...opts.copyPolicy };
+  let cs: ChangeSet | undefined;
+  let freeAtStart: number | null = null;
   try {
     progress({ phase: 'plan', done: 0, total: null, bytes: 0 });
-    const cs = await source.plan({ root: layout.tree(baseId), readFile: (p) => new RootFs(layout.tree(baseId)).readFile(p) });
+    cs = await source.plan({ root: layout.tree(baseId), readFile: (p) => new RootFs(layout.tree(baseId)).readFile(p) });
     label = opts.label ?? cs.label ?? label;
-    const policy = { ...DEFAULT_COPY_POLICY, ...opts.copyPolicy };
     if (builtins.freeSpace) {
       phase = 'validate'; // the preflight is a built-in check, run before the tree is built
-      checkFreeSpace(layout.root, estimateBytes(layout.manifest(baseId), policy.hardlinkPrefixes, cs), builtins.freeSpace);
+      freeAtStart = checkFreeSpace(layout.root, estimateBytes(layout.manifest(baseId), policy.hardlinkPrefixes, cs), builtins.freeSpace).free;
       phase = 'apply';
+    } else {
+      freeAtStart = freeSpace(layout.root).free; // one statfs, for the figures of an ENOSPC
     }
 
     dfs.mkdir(layout.workDir);
@@ -140,7 +145,15 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
     return { id, label, path: layout.tree(id), delta, warnings: result.issues.filter((i) => i.severity === 'warning'), entries: rec.entries, bytes: rec.bytes };
   } catch (err) {
-    const e = err instanceof StagedrootError ? err : new StagedrootError('IO', (err as Error)?.message ?? String(err), { cause: err });
+    let e = err instanceof StagedrootError ? err : new StagedrootError('IO', (err as Error)?.message ?? String(err), { cause: err });
+    if (e.code === 'NO_SPACE' && e.errno !== undefined) {
+      // The filesystem ran out mid-way: say how much there was and how much it takes (before the partial tree goes).
+      try {
+        e = withSpaceFigures(e, layout.root, freeAtStart, cs ? estimateBytes(layout.manifest(baseId), policy.hardlinkPrefixes, cs) : null);
+      } catch {
+        // The figures are extra: without them the error still names the path and the errno.
+      }
+    }
     // The update's own fault: keep its tree for diagnosis. A machine fault (disk full, I/O): free the space.
     return fail(e, e.isRejection);
   }

@@ -50,6 +50,10 @@ export function formatBytes(n: number): string {
   return i === 0 ? `${n} bytes` : `${v.toFixed(1)} ${units[i]} (${n} bytes)`;
 }
 
+function estimateParts(est: SpaceEstimate): string[] {
+  return [`${formatBytes(est.copyBytes)} copied from the booted tree`, est.changeBytes === null ? 'new content of unknown size (streamed)' : `${formatBytes(est.changeBytes)} of new content`, `${formatBytes(est.manifestBytes)} of manifest`];
+}
+
 /**
  * The free-space preflight (statfs on the sysroot's filesystem), run before the tree is
  * built: rejects early with NO_SPACE, naming bytes needed and bytes free, instead of
@@ -60,7 +64,7 @@ export function checkFreeSpace(sysrootDir: string, est: SpaceEstimate, o: FreeSp
   const { free } = freeSpace(sysrootDir);
   const needed = est.needed + reserve;
   if (needed > free) {
-    const parts = [`${formatBytes(est.copyBytes)} copied from the booted tree`, est.changeBytes === null ? 'new content of unknown size (streamed)' : `${formatBytes(est.changeBytes)} of new content`, `${formatBytes(est.manifestBytes)} of manifest`];
+    const parts = estimateParts(est);
     if (reserve > 0) parts.push(`${formatBytes(reserve)} reserved`);
     throw new StagedrootError('NO_SPACE', `Not enough free space to stage: ${formatBytes(needed)} needed (${parts.join(' + ')}), ${formatBytes(free)} free on the filesystem of ${sysrootDir}`, {
       value: { needed, free },
@@ -68,4 +72,26 @@ export function checkFreeSpace(sysrootDir: string, est: SpaceEstimate, o: FreeSp
     });
   }
   return { free, needed };
+}
+
+/**
+ * A NO_SPACE error the filesystem raised in the middle of a stage (ENOSPC with the
+ * preflight off, or another writer filling the disk meanwhile), with the figures a
+ * person needs: free bytes when the stage started and after the failed write, and what
+ * the stage needs by the preflight's estimate. Called before the partial tree is removed.
+ */
+export function withSpaceFigures(err: StagedrootError, sysrootDir: string, freeAtStart: number | null, est: SpaceEstimate | null): StagedrootError {
+  const { free, total } = freeSpace(sysrootDir);
+  const figures = [
+    `the filesystem of ${sysrootDir} (${formatBytes(total)}) had ${freeAtStart === null ? '' : `${formatBytes(freeAtStart)} free when the stage started, `}${formatBytes(free)} after the failed write`,
+    ...(est ? [`this stage needs about ${formatBytes(est.needed)} (${estimateParts(est).join(' + ')})`] : []),
+  ];
+  return new StagedrootError('NO_SPACE', `${err.message}: ${figures.join('; ')}`, {
+    path: err.path,
+    resolvedPath: err.resolvedPath,
+    errno: err.errno,
+    cause: err,
+    value: { needed: est?.needed ?? null, free, freeAtStart, total },
+    issues: [{ code: 'NO_SPACE', path: err.path ?? '', message: `ran out of space (${err.errno}): ${free} bytes free of ${total}${est ? `, about ${est.needed} bytes needed` : ''}`, severity: 'error' }],
+  });
 }

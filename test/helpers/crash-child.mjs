@@ -1,14 +1,27 @@
-// Runs one lifecycle operation on a sysroot in its own process, for the crash-point
-// tests. Uses the compiled library (dist/; `npm test` builds it first) so that the
-// process can be SIGKILLed by the fault hook with nothing of the test runner around it.
+// Runs lifecycle operations on a sysroot in their own process, for the crash-point, kill
+// and concurrency tests. Uses the compiled library (dist/; `npm test` builds it first) so
+// that the process can be SIGKILLed with nothing of the test runner around it.
 //
+// One operation, killed by the fault hook (crash points):
 //   node crash-child.mjs '{"dir": "/tmp/x/sysroot", "op": "finalize", "killAfter": 7}'
 //   node crash-child.mjs '{"dir": "/tmp/x/sysroot", "op": "finalize"}'   (counts)
-//
 // Counting mode prints {"count": N, "ops": [...], "outcome": ...} on stdout.
 // Kill mode dies by SIGKILL right after the n-th mutating filesystem call; it names
 // that call on stderr first (so a failing crash point says where it crashed).
+//
+// A sequence (kill and concurrency tests; killed from outside at a random moment):
+//   node crash-child.mjs --sequence
+// loads the library, prints "ready", then reads one JSON line {"dir", "ops": [...],
+// "pauseMs"?, "waitSeconds"?} from stdin, opens the sysroot (recovery: op "open"; writers
+// wait up to waitSeconds for the lock) and runs the ops in order, pausing a random time
+// up to pauseMs before each. Around each
+// it writes "begin OP" and "end OP MS RESULT" (RESULT: ok, or the error's code for the
+// refusals the lifecycle allows; MS since the start) straight to fd 1, so that the last
+// line says what the process was doing when it was killed. Ends with "done"; any other
+// error exits 1.
 import { writeSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
 import { Sysroot, countingHook, killAfter } from '../../dist/index.js';
 
 /** The update the `stage` crash points apply (small, but every kind of change). */
@@ -51,9 +64,75 @@ const ops = {
   rollback: (s) => s.rollback(),
   markBad: (s) => s.markBad('health check failed (crash test)'),
   prune: (s) => s.prune({ keep: 1 }),
+  // For sequences: each stage differs (so every deployment differs) and applies over its own result.
+  'stage-next': (s) => s.stage(nextSpec()),
+  markGood: (s) => s.markGood(),
+  'rollback-discard': (s) => s.rollback({ discardStaged: true }),
+  discard: (s) => s.discardStaged(),
+  'prune-2': (s) => s.prune({ keep: 2 }),
+  // A reader: status must parse, name a current deployment it lists, with a tree there.
+  status: (s) => {
+    const st = s.status();
+    const cur = st.deployments.find((d) => d.id === st.current);
+    if (cur === undefined || !cur.current) throw new Error(`torn status: current ${st.current} not listed as current: ${JSON.stringify(st)}`);
+    if (st.staged !== null && !st.deployments.some((d) => d.id === st.staged && d.staged)) throw new Error(`torn status: staged ${st.staged} not listed: ${JSON.stringify(st)}`);
+    return st.current;
+  },
 };
 
+let stages = 0;
+/** A small update of every kind of change that applies again over its own result. */
+function nextSpec() {
+  stages += 1;
+  const token = `${process.pid}-${stages}-${Date.now()}`;
+  return {
+    label: `seq-${token}`,
+    remove: [{ path: '/etc/old.conf', missingOk: true }, { path: '/var/spool/job', recursive: true, missingOk: true }],
+    directories: [{ path: '/srv/www', mode: '0750' }, { path: '/var/spool/job' }],
+    files: [
+      { path: '/etc/motd', contents: `motd ${token}\n` },
+      { path: '/usr/lib/libx.so', contents: `lib ${token}\n`, mode: '0755' },
+      { path: '/srv/www/index.html', contents: `<h1>${token}</h1>\n` },
+      ...[1, 2, 3].map((i) => ({ path: `/var/spool/job/part${i}`, contents: `${token} part ${i}\n`.repeat(64) })),
+    ],
+    symlinks: [{ path: '/etc/localtime', target: `/usr/share/zoneinfo/${stages % 2 ? 'Europe/Paris' : 'UTC'}`, overwrite: true }],
+  };
+}
+
+/** Refusals the lifecycle allows in a random sequence (nothing to roll back to, lock held, ...). */
+const ALLOWED_REFUSALS = new Set(['BUSY', 'NOTHING_STAGED', 'NO_ROLLBACK', 'INVALID_TRANSITION']);
+
+async function sequence() {
+  const line = (text) => writeSync(1, `${text}\n`);
+  line('ready');
+  const rl = createInterface({ input: process.stdin });
+  const first = await new Promise((resolve) => rl.once('line', resolve));
+  rl.close();
+  process.stdin.destroy();
+  const t0 = performance.now();
+  const { dir, ops: list, pauseMs = 0, waitSeconds = 0 } = JSON.parse(first);
+  const bad = list.filter((op) => ops[op] === undefined);
+  if (bad.length) throw new Error(`unknown ops: ${bad.join(', ')}`);
+  const ms = () => (performance.now() - t0).toFixed(1);
+  line('begin open');
+  const sysroot = await Sysroot.open(dir, { waitSeconds });
+  line(`end open ${ms()} ok`);
+  for (const op of list) {
+    if (pauseMs > 0) await new Promise((r) => setTimeout(r, Math.random() * pauseMs));
+    line(`begin ${op}`);
+    try {
+      await ops[op](sysroot);
+      line(`end ${op} ${ms()} ok`);
+    } catch (err) {
+      if (!ALLOWED_REFUSALS.has(err?.code)) throw err;
+      line(`end ${op} ${ms()} ${err.code}`);
+    }
+  }
+  line('done');
+}
+
 async function main() {
+  if (process.argv[2] === '--sequence') return sequence();
   const args = JSON.parse(process.argv[2] ?? '{}');
   const run = ops[args.op];
   if (typeof args.dir !== 'string' || run === undefined) {

@@ -91,3 +91,69 @@ export function exited(child: ChildProcess): Promise<NodeJS.Signals | null> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.signalCode);
   return new Promise((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
 }
+
+/** A child running a sequence of operations (crash-child.mjs --sequence), loaded and waiting for `go`. */
+export interface SequenceChild {
+  readonly child: ChildProcess;
+  /** The lines it wrote so far ("begin OP", "end OP MS RESULT", "done"). */
+  readonly lines: string[];
+  /** Starts the operations on `dir`; resolves with the time it was sent (performance.now()). */
+  go(dir: string, ops: readonly string[], o?: { pauseMs?: number; waitSeconds?: number }): number;
+  /** Resolves once it has exited and its output is read: exit code or signal, stderr. */
+  readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
+}
+
+/**
+ * Starts crash-child.mjs in sequence mode and resolves once the library is loaded, so
+ * that the time of a kill falls in the operations rather than in Node's startup.
+ */
+export function startSequence(script: string = CRASH_CHILD): Promise<SequenceChild> {
+  const child = spawn(process.execPath, [script, '--sequence'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  let stderr = '';
+  let partial = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve) => {
+    child.on('close', (code, signal) => resolve({ code, signal, stderr }));
+  });
+  child.stdin!.on('error', () => {}); // killed before it read `go`
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (d: Buffer) => {
+      const parts = (partial + d.toString()).split('\n');
+      partial = parts.pop()!;
+      for (const l of parts) {
+        if (l === 'ready') {
+          resolve({
+            child,
+            lines,
+            go: (dir, ops, o = {}) => {
+              child.stdin!.end(JSON.stringify({ dir, ops, ...o }) + '\n');
+              return performance.now();
+            },
+            exit,
+          });
+        } else lines.push(l);
+      }
+    });
+    void exit.then((e) => reject(new Error(`sequence child exited (${e.code ?? e.signal}) before it was ready: ${e.stderr}`)));
+  });
+}
+
+/**
+ * crash-child.mjs and the compiled library bundled into one file under `dir`: the same
+ * code, but Node loads one module instead of a few hundred, which roughly halves a
+ * child's startup (~0.25 s instead of ~0.4 s of CPU here). Tests that start hundreds of
+ * children use it. The bundler is rolldown, which vite (a devDependency) brings; without
+ * it the unbundled child is used, slower, and a warning says so.
+ */
+export async function bundledCrashChild(dir: string): Promise<string> {
+  const out = path.join(dir, 'crash-child.bundle.mjs');
+  try {
+    const { build } = await import('rolldown');
+    await build({ input: CRASH_CHILD, platform: 'node', logLevel: 'silent', output: { file: out, format: 'esm' } });
+    return out;
+  } catch (err) {
+    console.warn(`crash-child not bundled (${(err as Error).message.split('\n')[0]}): the children start slower`);
+    return CRASH_CHILD;
+  }
+}
