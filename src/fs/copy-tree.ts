@@ -64,14 +64,15 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
   const total = o.total ?? null;
   let nextReport = 0;
 
-  const linkOrCopy = (rel: string, src: string, dst: string, st: fs.Stats): void => {
+  /** Links or copies one file; returns the copy's mtime in ms when it made a new inode. */
+  const linkOrCopy = (rel: string, src: string, dst: string, st: fs.Stats): number | null => {
     const hardlink = o.policy.hardlinkPrefixes.some((p) => isUnder(rel, p));
     if (hardlink) {
       try {
         fs.linkSync(src, dst);
         faults.afterMutation('link', dst);
         res.hardlinked += 1;
-        return;
+        return null;
       } catch (err) {
         const e = errnoOf(err);
         // As ostree does: fall back to a copy when the link count or device forbids a link.
@@ -83,7 +84,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
       if (first !== undefined) {
         fs.linkSync(first, dst);
         faults.afterMutation('link', dst);
-        return;
+        return Math.trunc(fs.lstatSync(first).mtimeMs);
       }
       inodes.set(key, dst);
     }
@@ -93,6 +94,10 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
     fs.chmodSync(dst, st.mode & 0o7777);
     fs.utimesSync(dst, st.atime, st.mtime);
     res.copied += 1;
+    // utimes goes through float seconds and may land a nanosecond below the source's
+    // millisecond (…396 ms → …395.999999): the manifest records the copy's own mtime,
+    // or the next stage would miss the hash cache and re-hash the file.
+    return Math.trunc(fs.lstatSync(dst).mtimeMs);
   };
 
   try {
@@ -100,12 +105,13 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
       enter(rel, host, st) {
         const dst = o.dst + '/' + rel;
         let extra: { h?: string; l?: string } = {};
+        let copyMtime: number | null = null;
         try {
           if (st.isDirectory()) {
             fs.mkdirSync(dst, { mode: 0o700 });
             faults.afterMutation('mkdir', dst);
           } else if (st.isFile()) {
-            linkOrCopy(rel, host, dst, st);
+            copyMtime = linkOrCopy(rel, host, dst, st);
             const old = prev?.seek(rel);
             const mt = Math.trunc(st.mtimeMs);
             if (old && old.t === 'f' && old.s === st.size && old.mt === mt && old.h !== undefined) {
@@ -129,8 +135,9 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
           if (err instanceof StagedrootError) throw err;
           throw ioError(err, rel, dst);
         }
-        if (!st.isDirectory()) out.write(entryFromStat(rel, st, extra));
-        else out.write(entryFromStat(rel, st, {}));
+        const entry = entryFromStat(rel, st, st.isDirectory() ? {} : extra);
+        if (copyMtime !== null) entry.mt = copyMtime;
+        out.write(entry);
         res.entries += 1;
         if (o.onProgress && res.entries >= nextReport) {
           o.onProgress({ done: res.entries, total, bytes: res.bytes });
