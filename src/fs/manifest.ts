@@ -151,7 +151,7 @@ export interface RawLine {
  * null when the line has another shape, escapes in its path or a second "p" key (then
  * JSON.parse decides).
  */
-function cheapPath(line: string): string | null {
+export function cheapPath(line: string): string | null {
   if (!line.startsWith('{"p":"')) return null;
   const end = line.indexOf('"', 6);
   if (end === -1) return null;
@@ -286,19 +286,7 @@ export class ManifestReader {
   }
 
   private parse(line: string, lineNo: number): ManifestEntry {
-    let raw: unknown;
-    try {
-      raw = JSON.parse(line);
-    } catch (err) {
-      throw new StagedrootError('STATE_CORRUPT', `Manifest ${this.file} line ${lineNo} is not JSON`, { path: this.file, cause: err });
-    }
-    const fast = checkEntry(raw);
-    if (fast !== null) return fast;
-    const r = manifestEntrySchema.safeParse(raw);
-    if (!r.success) {
-      throw new StagedrootError('STATE_CORRUPT', `Manifest ${this.file} line ${lineNo} is invalid: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, { path: this.file });
-    }
-    return r.data;
+    return parseManifestLine(line, this.file, `line ${lineNo}`);
   }
 
   close(): void {
@@ -307,6 +295,23 @@ export class ManifestReader {
       this.fd = null;
     }
   }
+}
+
+/** Parses and checks one manifest line; `where` names it in the error ("line 12"). */
+export function parseManifestLine(line: string, file: string, where: string): ManifestEntry {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(line);
+  } catch (err) {
+    throw new StagedrootError('STATE_CORRUPT', `Manifest ${file} ${where} is not JSON`, { path: file, cause: err });
+  }
+  const fast = checkEntry(raw);
+  if (fast !== null) return fast;
+  const r = manifestEntrySchema.safeParse(raw);
+  if (!r.success) {
+    throw new StagedrootError('STATE_CORRUPT', `Manifest ${file} ${where} is invalid: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, { path: file });
+  }
+  return r.data;
 }
 
 /** Iterates a manifest file (for callers that want every entry). */

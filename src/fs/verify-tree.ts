@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import { hashFile } from './hash.js';
 import { ManifestReader, entryFromStat, typeName, type ManifestEntry } from './manifest.js';
+import { lookupEntries } from './manifest-lookup.js';
 import { comparePaths } from './paths.js';
 import { walkTree } from './walk.js';
 
@@ -33,26 +34,28 @@ export function verifyTree(tree: string, manifest: string, opts: { paths?: reado
   const read = (rel: string, host: string, st: fs.Stats): ManifestEntry =>
     entryFromStat(rel, st, st.isFile() ? { h: hashFile(host) } : st.isSymbolicLink() ? { l: fs.readlinkSync(host) } : {});
 
+  if (opts.paths) {
+    // A few paths (finalize checks an update's delta): looked up, not read through.
+    const want = new Set(opts.paths);
+    const entries = lookupEntries(manifest, want);
+    for (const p of [...entries.keys()].sort(comparePaths)) {
+      const e = entries.get(p)!;
+      want.delete(p);
+      const host = tree + '/' + e.p;
+      let st: fs.Stats;
+      try {
+        st = fs.lstatSync(host);
+      } catch {
+        drift.push({ path: e.p, kind: 'missing', expected: typeName(e.t) });
+        continue;
+      }
+      drift.push(...compareEntry(e, read(e.p, host, st)));
+    }
+    for (const p of want) drift.push({ path: p, kind: 'missing', expected: 'an entry in the manifest' });
+    return drift;
+  }
   const r = new ManifestReader(manifest);
   try {
-    if (opts.paths) {
-      const want = new Set(opts.paths);
-      for (let e = r.next(); e !== null; e = r.next()) {
-        if (!want.has(e.p)) continue;
-        want.delete(e.p);
-        const host = tree + '/' + e.p;
-        let st: fs.Stats;
-        try {
-          st = fs.lstatSync(host);
-        } catch {
-          drift.push({ path: e.p, kind: 'missing', expected: typeName(e.t) });
-          continue;
-        }
-        drift.push(...compareEntry(e, read(e.p, host, st)));
-      }
-      for (const p of want) drift.push({ path: p, kind: 'missing', expected: 'an entry in the manifest' });
-      return drift;
-    }
     let done = 0;
     walkTree(tree, {
       enter(rel, host, st) {

@@ -22,8 +22,8 @@ describe('comparePaths', () => {
     const alphabet = ['a', 'b', '-', '.', ' ', '/', '/', 'é', '\u{1F600}', '0', 'Z', '_'];
     let seed = 7;
     const rnd = (n: number) => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed % n;
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return (seed >>> 8) % n;
     };
     const path = () => Array.from({ length: 1 + rnd(8) }, () => alphabet[rnd(alphabet.length)]).join('');
     for (let i = 0; i < 50_000; i++) {
