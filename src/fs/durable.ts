@@ -1,7 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { execa } from 'execa';
 import { StagedrootError, errnoOf } from '../errors.js';
 import { noFaults, type FaultHook } from './faults.js';
 import { fsyncDir, ioError } from './root-fs.js';
@@ -157,6 +156,9 @@ export function freeSpace(p: string): { free: number; total: number } {
  * than an fsync per file. Falls back to a global sync(1) when `-f` is not supported.
  */
 export async function syncFilesystem(p: string): Promise<void> {
+  // Loaded here, not at import: execa takes ~250 ms to load, which every short-lived
+  // command (status, boot, mark-good) would otherwise pay.
+  const { execa } = await import('execa');
   try {
     await execa('sync', ['-f', p]);
   } catch (err) {
