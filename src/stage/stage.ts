@@ -1,13 +1,15 @@
 import type { Context } from '../context.js';
 import { StagedrootError, formatIssues, type Issue } from '../errors.js';
 import { copyTree, type CopyPolicy } from '../fs/copy-tree.js';
-import { listDir, syncFilesystem, writeJson, fileSha256 } from '../fs/durable.js';
+import { freeSpace, listDir, syncFilesystem, writeJson, fileSha256 } from '../fs/durable.js';
+import { copiedBytes, formatBytes, isNoSpace, noSpaceError } from '../fs/space.js';
 import { patchManifest } from '../fs/patch-manifest.js';
 import { RootFs, type TouchEvent } from '../fs/root-fs.js';
 import { applyTransition } from '../commit/apply-transition.js';
 import { mustFind, nextId, stageFailed, stageSucceeded } from '../state/model.js';
 import type { BaseState, DeploymentRecord, Failure, Phase } from '../state/schema.js';
 import type { Source } from '../sources/source.js';
+import type { ChangeOp, ChangeSet } from '../changeset.js';
 import { runValidators } from '../validate/run-validators.js';
 import type { Validator } from '../validate/types.js';
 import { applyChanges } from './apply-changes.js';
@@ -85,15 +87,18 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     throw err;
   };
 
+  const policy = { ...DEFAULT_COPY_POLICY, ...opts.copyPolicy };
+  let freeBefore: number | null = null;
+  let cs: ChangeSet | null = null;
   try {
     progress({ phase: 'plan', done: 0, total: null, bytes: 0 });
-    const cs = await source.plan({ root: layout.tree(baseId), readFile: (p) => new RootFs(layout.tree(baseId)).readFile(p) });
+    cs = await source.plan({ root: layout.tree(baseId), readFile: (p) => new RootFs(layout.tree(baseId)).readFile(p) });
     label = opts.label ?? cs.label ?? label;
 
+    freeBefore = freeSpace(layout.root).free;
     dfs.mkdir(layout.workDir);
     dfs.mkdir(work);
     dfs.mkdir(tree);
-    const policy = { ...DEFAULT_COPY_POLICY, ...opts.copyPolicy };
     const copied = copyTree({
       src: layout.tree(baseId),
       dst: tree,
@@ -134,10 +139,36 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
     return { id, label, path: layout.tree(id), delta, warnings: result.issues.filter((i) => i.severity === 'warning'), entries: rec.entries, bytes: rec.bytes };
   } catch (err) {
-    const e = err instanceof StagedrootError ? err : new StagedrootError('IO', (err as Error)?.message ?? String(err), { cause: err });
+    let e = err instanceof StagedrootError ? err : new StagedrootError('IO', (err as Error)?.message ?? String(err), { cause: err });
+    if (isNoSpace(err)) {
+      // The figures, before the work tree is removed: what the copy needs, what was free.
+      let copied: number | null = null;
+      try {
+        copied = copiedBytes(layout.manifest(baseId), policy.hardlinkPrefixes);
+      } catch {
+        // an unreadable base manifest: say "more space"
+      }
+      const update = cs === null ? null : updateBytes(cs);
+      const linked = policy.hardlinkPrefixes.length ? `hardlinking ${policy.hardlinkPrefixes.map((p) => `${p}/`).join(', ')}` : 'hardlinking nothing';
+      const why = `${copied === null ? '?' : formatBytes(copied)} of the base tree its copy policy copies (${linked}) and ${update === null ? "the update's own data" : `${formatBytes(update)} of update data`}`;
+      e = noSpaceError(err, { what: `staging deployment ${id} (${label})`, dir: layout.root, freeBefore: freeBefore ?? freeSpace(layout.root).free, needed: copied === null ? null : copied + (update ?? 0), neededWhy: why });
+    }
     // The update's own fault: keep its tree for diagnosis. A machine fault (disk full, I/O): free the space.
     return fail(e, e.isRejection);
   }
+}
+
+/** Bytes an update writes, when its operations are a list with known sizes (null otherwise). */
+function updateBytes(cs: ChangeSet): number | null {
+  if (!Array.isArray(cs.ops)) return null;
+  let n = 0;
+  for (const op of cs.ops as ChangeOp[]) {
+    if (op.op !== 'write') continue;
+    if (op.content.kind === 'bytes') n += op.content.data.length;
+    else if (op.content.size !== undefined) n += op.content.size;
+    else return null;
+  }
+  return n;
 }
 
 function record(id: string, label: string, parent: string, ctx: Context, status: 'ready' | 'failed', failure: Failure | null, entries: number, bytes: number, manifestSha256: string | null, source: string): DeploymentRecord {
