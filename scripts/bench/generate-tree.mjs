@@ -87,7 +87,7 @@ function planTree(files, rng) {
       if (rng.next() < 0.03) {
         e = { rel: `usr/lib/${pkg}/lib${idx}.so`, link: `lib${idx}.so.1` };
         add(e);
-        e = { rel: `usr/lib/${pkg}/lib${idx}.so.1`, size: rng.logSize(16 * 1024, 512 * 1024), mode: 0o755 };
+        e = { rel: `usr/lib/${pkg}/lib${idx}.so.1`, size: rng.logSize(16 * 1024, 256 * 1024), mode: 0o755 };
       } else {
         e = { rel: `${deepDir('usr/lib', pkg)}/m${idx}.py`, size: smallSize(), mode: 0o644 };
       }
