@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import { StagedrootError, errnoOf } from '../errors.js';
 import { noFaults, type FaultHook } from './faults.js';
 import { hashFile } from './hash.js';
-import { ManifestReader, ManifestWriter, entryFromStat } from './manifest.js';
+import { ManifestReader, ManifestWriter, entryFromStat, isFileLineFor } from './manifest.js';
 import { isUnder } from './paths.js';
 import { ioError } from './root-fs.js';
 import { walkTree } from './walk.js';
@@ -49,6 +49,15 @@ export interface CopyResult {
 const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
 
 /**
+ * A stat time as utimes takes it: the seconds Node would take from the Stats' Date
+ * (rounded milliseconds / 1000) without making the Date; before 1970 the Date itself,
+ * as Node turns a negative number into "now".
+ */
+function utime(ms: number): number | Date {
+  return ms >= 0 ? Math.round(ms) / 1000 : new Date(Math.round(ms));
+}
+
+/**
  * Builds a new deployment tree from an existing one in a single walk, writing its
  * manifest on the way. Files under the hardlink prefixes share their inode with the
  * source (their hash is reused from the source manifest when size and mtime match);
@@ -65,14 +74,15 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
   const total = o.total ?? null;
   let nextReport = 0;
 
-  const linkOrCopy = (rel: string, src: string, dst: string, st: fs.Stats): void => {
+  /** Links or copies one file; returns the copy's mtime in ms when it made a new inode. */
+  const linkOrCopy = (rel: string, src: string, dst: string, st: fs.Stats): number | null => {
     const hardlink = o.policy.hardlinkPrefixes.some((p) => isUnder(rel, p));
     if (hardlink) {
       try {
         fs.linkSync(src, dst);
         faults.afterMutation('link', dst);
         res.hardlinked += 1;
-        return;
+        return null;
       } catch (err) {
         const e = errnoOf(err);
         // As ostree does: fall back to a copy when the link count or device forbids a link.
@@ -84,7 +94,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
       if (first !== undefined) {
         fs.linkSync(first, dst);
         faults.afterMutation('link', dst);
-        return;
+        return Math.trunc(fs.lstatSync(first).mtimeMs);
       }
       inodes.set(key, dst);
     }
@@ -93,8 +103,12 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
     faults.afterMutation('copy', dst);
     if (canChown) fs.chownSync(dst, st.uid, st.gid);
     fs.chmodSync(dst, st.mode & 0o7777);
-    fs.utimesSync(dst, st.atime, st.mtime);
+    fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
     res.copied += 1;
+    // utimes goes through float seconds and may land a nanosecond below the source's
+    // millisecond (…396 ms → …395.999999): the manifest records the copy's own mtime,
+    // or the next stage would miss the hash cache and re-hash the file.
+    return Math.trunc(fs.lstatSync(dst).mtimeMs);
   };
 
   try {
@@ -102,19 +116,28 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
       enter(rel, host, st) {
         const dst = o.dst + '/' + rel;
         let extra: { h?: string; l?: string } = {};
+        let copyMtime: number | null = null;
+        let reused: string | null = null;
         try {
           if (st.isDirectory()) {
             fs.mkdirSync(dst, { mode: 0o700 });
             faults.afterMutation('mkdir', dst);
           } else if (st.isFile()) {
-            linkOrCopy(rel, host, dst, st);
-            const old = prev?.seek(rel);
+            copyMtime = linkOrCopy(rel, host, dst, st);
             const mt = Math.trunc(st.mtimeMs);
-            if (old && old.t === 'f' && old.s === st.size && old.mt === mt && old.h !== undefined) {
-              extra = { h: old.h };
+            const raw = prev?.seekRaw(rel) ?? null;
+            if (raw !== null && (copyMtime === null || copyMtime === mt) && isFileLineFor(raw.line, rel, st)) {
+              // Unchanged (same size, mtime, mode, owner): the old line, hash and all, is
+              // this entry's line; no parse, no hash, no serialisation.
+              reused = raw.line;
             } else {
-              extra = { h: hashFile(host) };
-              res.hashed += 1;
+              const old = raw === null ? null : prev!.entryOf(raw);
+              if (old && old.t === 'f' && old.s === st.size && old.mt === mt && old.h !== undefined) {
+                extra = { h: old.h };
+              } else {
+                extra = { h: hashFile(host) };
+                res.hashed += 1;
+              }
             }
             res.bytes += st.size;
           } else if (st.isSymbolicLink()) {
@@ -131,8 +154,20 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
           if (err instanceof StagedrootError) throw err;
           throw ioError(err, rel, dst, 'sysroot');
         }
-        if (!st.isDirectory()) out.write(entryFromStat(rel, st, extra));
-        else out.write(entryFromStat(rel, st, {}));
+        if (reused !== null) {
+          out.writeLine(rel, reused);
+        } else if (st.isFile()) {
+          const entry = entryFromStat(rel, st, extra);
+          if (copyMtime !== null) entry.mt = copyMtime;
+          out.write(entry);
+        } else {
+          // A directory or symlink: its old line is consumed here (checked, unless it is
+          // the same line), so that file seeks never parse lines they only pass over.
+          const line = JSON.stringify(entryFromStat(rel, st, st.isDirectory() ? {} : extra));
+          const raw = prev?.seekRaw(rel) ?? null;
+          if (raw !== null && raw.line !== line) prev!.entryOf(raw);
+          out.writeLine(rel, line);
+        }
         res.entries += 1;
         if (o.onProgress && res.entries >= nextReport) {
           o.onProgress({ done: res.entries, total, bytes: res.bytes });
@@ -146,7 +181,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
         try {
           if (canChown) fs.chownSync(dst, st.uid, st.gid);
           fs.chmodSync(dst, st.mode & 0o7777);
-          fs.utimesSync(dst, st.atime, st.mtime);
+          fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
         } catch (err) {
           throw ioError(err, rel, dst, 'sysroot');
         }

@@ -1,3 +1,4 @@
+import { isAscii } from 'node:buffer';
 import * as fs from 'node:fs';
 import { z } from 'zod';
 import { StagedrootError } from '../errors.js';
@@ -25,6 +26,44 @@ export const manifestEntrySchema = z
 
 export type ManifestEntry = z.infer<typeof manifestEntrySchema>;
 
+const ENTRY_KEYS = new Set(['p', 't', 'm', 'u', 'g', 's', 'h', 'l', 'mt']);
+const HASH_RE = /^[0-9a-f]{64}$/;
+const isNat = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 0;
+
+/**
+ * manifestEntrySchema's checks written out by hand: zod costs several microseconds a
+ * line, a large share of staging a big tree, and every stage reads a whole manifest
+ * twice. Returns the entry (a new object, keys in schema order, as zod returns it) only
+ * when zod would accept the line; otherwise null, and zod decides and words the error.
+ */
+export function checkEntry(raw: unknown): ManifestEntry | null {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return null;
+  const o = raw as Record<string, unknown>;
+  for (const k in o) if (!ENTRY_KEYS.has(k)) return null;
+  const { p, t, m, u, g, s, h, l, mt } = o;
+  if (typeof p !== 'string' || p.length === 0) return null;
+  if (t !== 'f' && t !== 'd' && t !== 'l' && t !== 'o') return null;
+  if (!isNat(m) || m > 0o7777 || !isNat(u) || !isNat(g)) return null;
+  const e: ManifestEntry = { p, t, m, u, g };
+  if (s !== undefined) {
+    if (!isNat(s)) return null;
+    e.s = s;
+  }
+  if (h !== undefined) {
+    if (typeof h !== 'string' || !HASH_RE.test(h)) return null;
+    e.h = h;
+  }
+  if (l !== undefined) {
+    if (typeof l !== 'string') return null;
+    e.l = l;
+  }
+  if (mt !== undefined) {
+    if (typeof mt !== 'number' || !Number.isInteger(mt)) return null;
+    e.mt = mt;
+  }
+  return e;
+}
+
 const TYPE_NAMES: Record<ManifestEntry['t'], string> = { f: 'file', d: 'directory', l: 'symlink', o: 'other' };
 export function typeName(t: ManifestEntry['t']): string {
   return TYPE_NAMES[t];
@@ -45,8 +84,9 @@ export function entryFromStat(rel: string, st: fs.Stats, extra: { h?: string; l?
 /** Writes manifest lines through a 1 MiB buffer. */
 export class ManifestWriter {
   private fd: number;
-  private pending: string[] = [];
-  private pendingBytes = 0;
+  // Lines are encoded straight into this buffer: no joined string, no second copy.
+  private buf = Buffer.allocUnsafe(1 << 20);
+  private used = 0;
   count = 0;
   private last: string | null = null;
 
@@ -56,23 +96,37 @@ export class ManifestWriter {
   }
 
   write(e: ManifestEntry): void {
-    if (this.last !== null && comparePaths(this.last, e.p) >= 0) {
-      throw new StagedrootError('IO', `Manifest out of order: ${e.p} after ${this.last}`, { path: e.p });
+    this.writeLine(e.p, JSON.stringify(e));
+  }
+
+  /** Writes a line already in the writer's format (JSON.stringify of an entry, or such a line reused whole). */
+  writeLine(p: string, line: string): void {
+    if (this.last !== null && comparePaths(this.last, p) >= 0) {
+      throw new StagedrootError('IO', `Manifest out of order: ${p} after ${this.last}`, { path: p });
     }
-    this.last = e.p;
-    const line = JSON.stringify(e) + '\n';
-    this.pending.push(line);
-    this.pendingBytes += line.length;
+    this.last = p;
     this.count += 1;
-    if (this.pendingBytes > 1 << 20) this.flush();
+    // A UTF-16 unit takes at most 3 bytes in UTF-8.
+    if (this.used + line.length * 3 + 1 > this.buf.length) {
+      this.flush();
+      if (line.length * 3 + 1 > this.buf.length) {
+        this.writeAll(Buffer.from(line + '\n', 'utf8'));
+        return;
+      }
+    }
+    this.used += this.buf.write(line, this.used, 'utf8');
+    this.buf[this.used++] = 0x0a;
   }
 
   private flush(): void {
-    if (this.pending.length === 0) return;
-    fs.writeSync(this.fd, this.pending.join(''));
+    if (this.used === 0) return;
+    this.writeAll(this.buf.subarray(0, this.used));
     this.faults.afterMutation('write', this.file);
-    this.pending = [];
-    this.pendingBytes = 0;
+    this.used = 0;
+  }
+
+  private writeAll(data: Buffer): void {
+    for (let off = 0; off < data.length; ) off += fs.writeSync(this.fd, data, off, data.length - off);
   }
 
   /** Flushes, fsyncs and closes. */
@@ -83,16 +137,55 @@ export class ManifestWriter {
   }
 }
 
-/** Reads manifest lines in order, synchronously, in 1 MiB chunks; each line checked with zod. */
+/** UTF-8 text of whole lines; pure ASCII (the usual case) takes the cheaper one-byte path. */
+function decode(bytes: Buffer): string {
+  return isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
+}
+
+/** One manifest line with its path, read without parsing the rest; `entry` once parsed. */
+export interface RawLine {
+  p: string;
+  line: string;
+  lineNo: number;
+  entry?: ManifestEntry;
+}
+
+/**
+ * The path of a line as ManifestWriter writes it (`{"p":"…",…`), without JSON.parse;
+ * null when the line has another shape, escapes in its path or a second "p" key (then
+ * JSON.parse decides).
+ */
+export function cheapPath(line: string): string | null {
+  if (!line.startsWith('{"p":"')) return null;
+  const end = line.indexOf('"', 6);
+  if (end === -1) return null;
+  const p = line.slice(6, end);
+  if (p.includes('\\') || line.indexOf('"p":', end) !== -1) return null;
+  return p;
+}
+
+/**
+ * True when `line` is exactly the line ManifestWriter writes for the regular file `rel`
+ * with stat `st` and some valid hash: the unchanged file's line can be reused whole.
+ */
+export function isFileLineFor(line: string, rel: string, st: fs.Stats): boolean {
+  const head = `{"p":${JSON.stringify(rel)},"t":"f","m":${st.mode & 0o7777},"u":${st.uid},"g":${st.gid},"s":${st.size},"h":"`;
+  const tail = `","mt":${Math.trunc(st.mtimeMs)}}`;
+  return line.length === head.length + 64 + tail.length && line.startsWith(head) && line.endsWith(tail) && HASH_RE.test(line.slice(head.length, head.length + 64));
+}
+
+/** Reads manifest lines in order, synchronously, in 1 MiB chunks; each line checked against the schema. */
 export class ManifestReader {
   private fd: number | null;
   private buf = Buffer.allocUnsafe(1 << 20);
-  private rest = '';
+  // Bytes after the last newline of a chunk: a line, or a UTF-8 character, can straddle
+  // two chunks, so only whole lines are decoded.
+  private rest: Buffer = Buffer.alloc(0);
   private lines: string[] = [];
   private idx = 0;
   private eof = false;
   private lineNo = 0;
-  private peeked: ManifestEntry | null | undefined = undefined;
+  private peeked: RawLine | null | undefined = undefined;
 
   constructor(readonly file: string) {
     try {
@@ -104,71 +197,100 @@ export class ManifestReader {
 
   /** The next entry without consuming it. */
   peek(): ManifestEntry | null {
+    const r = this.peekRaw();
+    return r === null ? null : this.entryOf(r);
+  }
+
+  next(): ManifestEntry | null {
+    const r = this.nextRaw();
+    return r === null ? null : this.entryOf(r);
+  }
+
+  /** The next line, unparsed, without consuming it. */
+  peekRaw(): RawLine | null {
     if (this.peeked === undefined) this.peeked = this.read();
     return this.peeked;
   }
 
-  next(): ManifestEntry | null {
-    const e = this.peek();
+  nextRaw(): RawLine | null {
+    const r = this.peekRaw();
     this.peeked = undefined;
-    return e;
+    return r;
+  }
+
+  /** A line's entry, parsed and checked (once). */
+  entryOf(r: RawLine): ManifestEntry {
+    return (r.entry ??= this.parse(r.line, r.lineNo));
   }
 
   /** Advances to `p` and returns its entry, or null when the manifest has none (entries before it are skipped). */
   seek(p: string): ManifestEntry | null {
+    const r = this.seekRaw(p);
+    return r === null ? null : this.entryOf(r);
+  }
+
+  /**
+   * Like seek, but the matching line is returned unparsed: the caller reuses it whole
+   * (see isFileLineFor) or parses it with entryOf. Lines passed over are checked as
+   * seek checks them.
+   */
+  seekRaw(p: string): RawLine | null {
     for (;;) {
-      const e = this.peek();
-      if (e === null) return null;
-      const c = comparePaths(e.p, p);
-      if (c === 0) return this.next();
+      const r = this.peekRaw();
+      if (r === null) return null;
+      const c = comparePaths(r.p, p);
+      if (c === 0) return this.nextRaw();
+      this.entryOf(r);
       if (c > 0) return null;
-      this.next();
+      this.nextRaw();
     }
   }
 
-  private read(): ManifestEntry | null {
+  private read(): RawLine | null {
     for (;;) {
       if (this.idx < this.lines.length) {
         const line = this.lines[this.idx++]!;
         this.lineNo += 1;
         if (line === '') continue;
-        return this.parse(line);
+        return this.raw(line);
       }
       if (this.eof || this.fd === null) {
-        if (this.rest !== '') {
-          const line = this.rest;
-          this.rest = '';
+        if (this.rest.length > 0) {
+          const line = this.rest.toString('utf8');
+          this.rest = Buffer.alloc(0);
           this.lineNo += 1;
-          return this.parse(line);
+          return this.raw(line);
         }
         this.close();
         return null;
       }
-      const n = fs.readSync(this.fd, this.buf, 0, this.buf.length, null);
+      // The partial line left from the last chunk goes first, the new bytes after it.
+      const keep = this.rest.length;
+      if (keep === this.buf.length) this.buf = Buffer.concat([this.buf, Buffer.allocUnsafe(this.buf.length)]);
+      this.rest.copy(this.buf, 0);
+      const n = fs.readSync(this.fd, this.buf, keep, this.buf.length - keep, null);
       if (n === 0) {
         this.eof = true;
         continue;
       }
-      const text = this.rest + this.buf.toString('utf8', 0, n);
-      const parts = text.split('\n');
-      this.rest = parts.pop()!;
-      this.lines = parts;
+      const total = keep + n;
+      const end = total === 0 ? -1 : this.buf.lastIndexOf(0x0a, total - 1);
+      // Copied: `buf` is overwritten by the next read.
+      this.rest = Buffer.from(this.buf.subarray(end + 1, total));
+      this.lines = end === -1 ? [] : decode(this.buf.subarray(0, end)).split('\n');
       this.idx = 0;
     }
   }
 
-  private parse(line: string): ManifestEntry {
-    let raw: unknown;
-    try {
-      raw = JSON.parse(line);
-    } catch (err) {
-      throw new StagedrootError('STATE_CORRUPT', `Manifest ${this.file} line ${this.lineNo} is not JSON`, { path: this.file, cause: err });
-    }
-    const r = manifestEntrySchema.safeParse(raw);
-    if (!r.success) {
-      throw new StagedrootError('STATE_CORRUPT', `Manifest ${this.file} line ${this.lineNo} is invalid: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, { path: this.file });
-    }
-    return r.data;
+  private raw(line: string): RawLine {
+    const p = cheapPath(line);
+    if (p !== null) return { p, line, lineNo: this.lineNo };
+    const entry = this.parse(line, this.lineNo);
+    return { p: entry.p, line, lineNo: this.lineNo, entry };
+  }
+
+  private parse(line: string, lineNo: number): ManifestEntry {
+    return parseManifestLine(line, this.file, `line ${lineNo}`);
   }
 
   close(): void {
@@ -177,6 +299,23 @@ export class ManifestReader {
       this.fd = null;
     }
   }
+}
+
+/** Parses and checks one manifest line; `where` names it in the error ("line 12"). */
+export function parseManifestLine(line: string, file: string, where: string): ManifestEntry {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(line);
+  } catch (err) {
+    throw new StagedrootError('STATE_CORRUPT', `Manifest ${file} ${where} is not JSON`, { path: file, cause: err });
+  }
+  const fast = checkEntry(raw);
+  if (fast !== null) return fast;
+  const r = manifestEntrySchema.safeParse(raw);
+  if (!r.success) {
+    throw new StagedrootError('STATE_CORRUPT', `Manifest ${file} ${where} is invalid: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, { path: file });
+  }
+  return r.data;
 }
 
 /** Iterates a manifest file (for callers that want every entry). */

@@ -52,15 +52,17 @@ export function patchManifest(tree: string, before: string, after: string, event
     return removed.has(p);
   };
 
+  // `before` was written by copyTree moments ago, line by line in ManifestWriter's
+  // format: its untouched lines are copied through as they are, never re-parsed.
   const r = new ManifestReader(before);
   const w = new ManifestWriter(after, faults);
   let k = 0;
   let entries = 0;
   try {
-    for (let e = r.next(); e !== null; e = r.next()) {
+    for (let e = r.nextRaw(); e !== null; e = r.nextRaw()) {
       while (k < fresh.length && comparePaths(fresh[k]!.p, e.p) < 0) w.write(fresh[k++]!);
       if (dirty.has(e.p) || underRemoved(e.p)) continue;
-      w.write(e);
+      w.writeLine(e.p, e.line);
     }
     while (k < fresh.length) w.write(fresh[k++]!);
     entries = w.count;

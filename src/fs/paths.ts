@@ -41,16 +41,23 @@ export function normalizeTreePath(p: string, what = 'path'): string {
  */
 export function comparePaths(a: string, b: string): number {
   if (a === b) return 0;
-  const pa = a.split('/');
-  const pb = b.split('/');
-  const n = Math.min(pa.length, pb.length);
+  // Equivalent to comparing the components one by one (a shorter component, or a
+  // parent, first): at the first differing code unit, the end of a component ("/")
+  // sorts before any other character. No arrays: this runs once or twice per entry.
+  const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {
-    const x = pa[i]!;
-    const y = pb[i]!;
-    if (x !== y) return x < y ? -1 : 1;
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) {
+      if (x === SLASH) return -1;
+      if (y === SLASH) return 1;
+      return x < y ? -1 : 1;
+    }
   }
-  return pa.length - pb.length;
+  return a.length < b.length ? -1 : 1;
 }
+
+const SLASH = 0x2f;
 
 /** True when `p` is `prefix` or below it. */
 export function isUnder(p: string, prefix: string): boolean {

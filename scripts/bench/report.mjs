@@ -1,0 +1,86 @@
+/** Medians, ratios against the issue's targets, and the Markdown report. */
+
+export function median(xs) {
+  if (!xs || xs.length === 0) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+const fmtMs = (ms) => (ms === null ? 'n/a' : ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
+const fmtN = (n) => n.toLocaleString('en-US');
+
+export const ROWS = [
+  ['stage', 'stagedroot stage (durable, default policy: hardlink usr/, reflink-or-copy the rest)'],
+  ['stage (hardlink all)', 'stagedroot stage (durable, hardlink policy: every top-level directory hardlinked)'],
+  ['finalize', 'stagedroot finalize'],
+  ['rollback', 'stagedroot rollback'],
+  ['status', 'stagedroot status (open + status)'],
+  ['prune', 'stagedroot prune (removes one deployment)'],
+  ['verify', 'stagedroot verify (whole tree, every file hashed)'],
+  ['cp -al', '`cp -al` of the base tree'],
+  ['cp -al + sync -f', '`cp -al` + `sync -f`'],
+  ['cp -a --reflink=auto', '`cp -a --reflink=auto` of the base tree'],
+  ['cp -a --reflink=auto + sync -f', '`cp -a --reflink=auto` + `sync -f`'],
+  ['rsync -a --link-dest', '`rsync -a --link-dest=base new/ dest/`'],
+  ['rsync -a --link-dest + sync -f', '`rsync -a --link-dest` + `sync -f`'],
+  ['ostree commit', '`ostree commit` of the new tree'],
+  ['ostree admin deploy', '`ostree admin deploy` (commit already imported)'],
+  ['ostree commit + deploy', '`ostree commit` + `ostree admin deploy`'],
+];
+
+/** The issue's targets, each a ratio (or an absolute bound) from this one run. */
+export function targets(results) {
+  const by = new Map(results.map((r) => [r.files, r]));
+  const big = results.reduce((a, b) => (b.files > a.files ? b : a));
+  const small = results.reduce((a, b) => (b.files < a.files ? b : a));
+  const med = (r, k) => median(r.samples[k]);
+  const out = [];
+  for (const r of results) {
+    const n = fmtN(r.files);
+    out.push(ratio(`stage (hardlink policy) ≤ 1.3 × cp -al (${n} files)`, med(r, 'stage (hardlink all)'), med(r, 'cp -al'), 1.3));
+    out.push(ratio(`stage (default policy, etc/ copied) ≤ 1.3 × cp -al (${n} files)`, med(r, 'stage'), med(r, 'cp -al'), 1.3));
+    out.push(ratio(`stage ≤ 1.0 × ostree admin deploy alone (${n} files)`, med(r, 'stage'), med(r, 'ostree admin deploy'), 1.0));
+    out.push(ratio(`stage ≤ 0.5 × ostree commit + deploy (${n} files)`, med(r, 'stage'), med(r, 'ostree commit + deploy'), 0.5));
+  }
+  if (big !== small) {
+    const scale = `${fmtN(big.files)} vs ${fmtN(small.files)} files`;
+    out.push(ratio(`finalize ≤ 1.5 × its time at ${fmtN(small.files)} (${scale})`, med(big, 'finalize'), med(small, 'finalize'), 1.5));
+    out.push(ratio(`rollback ≤ 1.5 × its time at ${fmtN(small.files)} (${scale})`, med(big, 'rollback'), med(small, 'rollback'), 1.5));
+  }
+  const s = med(big, 'status');
+  out.push({ target: `status < 50 ms (${fmtN(big.files)} files)`, measured: `${fmtMs(s)} ms`, ratio: s === null ? 'n/a' : `${(s / 50).toFixed(2)} of the bound`, pass: s === null ? null : s < 50 });
+  const rss = big.peakRssBytes / (1 << 20);
+  out.push({ target: `peak RSS of staging ≤ 200 MB (${fmtN(big.files)} files)`, measured: `${rss.toFixed(0)} MB`, ratio: `${(rss / 200).toFixed(2)} of the bound`, pass: rss <= 200 });
+  void by;
+  return out;
+}
+
+function ratio(target, a, b, bound) {
+  if (a === null || b === null) return { target, measured: `${fmtMs(a)} / ${fmtMs(b)} ms`, ratio: 'n/a (reference not run)', pass: null };
+  const x = a / b;
+  return { target, measured: `${fmtMs(a)} / ${fmtMs(b)} ms`, ratio: `${x.toFixed(2)}×`, pass: x <= bound };
+}
+
+export function resultsTable(results) {
+  const head = `| operation | ${results.map((r) => `${fmtN(r.files)} files: median ms (min–max)`).join(' | ')} |`;
+  const sep = `|---|${results.map(() => '---:').join('|')}|`;
+  const lines = [head, sep];
+  for (const [k, label] of ROWS) {
+    if (!results.some((r) => r.samples[k])) continue;
+    lines.push(`| ${label} | ${results.map((r) => cell(r.samples[k])).join(' | ')} |`);
+  }
+  lines.push(`| peak RSS of the staging process | ${results.map((r) => `${(r.peakRssBytes / (1 << 20)).toFixed(0)} MB`).join(' | ')} |`);
+  return lines.join('\n');
+}
+
+function cell(xs) {
+  if (!xs) return 'not run';
+  return `${fmtMs(median(xs))} (${fmtMs(Math.min(...xs))}–${fmtMs(Math.max(...xs))})`;
+}
+
+export function targetsTable(rows) {
+  const lines = ['| target | measured (stagedroot / reference) | ratio | met |', '|---|---|---:|:---:|'];
+  for (const t of rows) lines.push(`| ${t.target} | ${t.measured} | ${t.ratio} | ${t.pass === null ? 'not measured' : t.pass ? 'yes' : '**no**'} |`);
+  return lines.join('\n');
+}
