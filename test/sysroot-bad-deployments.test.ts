@@ -69,3 +69,21 @@ describe('stage() input', () => {
     }
   });
 });
+
+describe('deployment ids', () => {
+  it('are never reused, even after the newest one is discarded', async () => {
+    const t = await tempSysroot();
+    try {
+      const a = await t.sysroot.stage({ files: [{ path: '/etc/a', contents: 'a' }] });
+      await t.sysroot.discardStaged();
+      const b = await t.sysroot.stage({ files: [{ path: '/etc/b', contents: 'b' }] });
+      expect(Number(b.id)).toBeGreaterThan(Number(a.id));
+      await expect(t.sysroot.stage({ files: [{ path: '/x', contents: '1' }, { path: '/x/y', contents: '2' }] })).rejects.toMatchObject({ code: 'APPLY_FAILED' });
+      await t.sysroot.discardStaged();
+      const c = await t.sysroot.stage({ files: [{ path: '/etc/c', contents: 'c' }] });
+      expect(Number(c.id)).toBeGreaterThan(Number(b.id) + 1);
+    } finally {
+      t.cleanup();
+    }
+  });
+});

@@ -65,6 +65,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<Ba
     lastFailure: null,
     finalizeFailure: null,
     bootTries: o.bootTries ?? 3,
+    lastId: id,
     deployments: [newRecord({ id, label, parent: null, at: ctx.now().toISOString(), source: description, entries: built.entries, bytes: built.bytes, manifestSha256: fileSha256(layout.manifest(id)), good: true })],
   };
   saveState(layout, dfs, { ...state, intent: null });

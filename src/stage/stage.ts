@@ -62,7 +62,7 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
   const { layout, dfs } = ctx;
   const baseId = stageBase(state);
   const base = mustFind(state, baseId);
-  const id = nextId([...state.deployments.map((d) => d.id), ...listDir(layout.deployDir), ...listDir(layout.workDir)]);
+  const id = nextId([state.lastId, ...state.deployments.map((d) => d.id), ...listDir(layout.deployDir), ...listDir(layout.workDir)]);
   const work = layout.work(id);
   const tree = `${work}/tree`;
   let label = opts.label ?? 'update';

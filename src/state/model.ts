@@ -103,16 +103,21 @@ export function stageBase(s: BaseState): string {
   return booted && booted.status !== 'failed' ? booted.id : s.current;
 }
 
+/** Records that `id` was handed out (a later stage never takes it again). */
+function claim(s: BaseState, id: string): BaseState {
+  return Number(id) > Number(s.lastId) ? { ...s, lastId: id } : s;
+}
+
 export function stageSucceeded(s: BaseState, rec: DeploymentRecord): Transition {
   const drop = [...(s.staged === null ? [] : [s.staged]), ...supersededFailures(s)];
-  const next = dropIds({ ...s, staged: rec.id, lastFailure: null }, drop);
+  const next = dropIds(claim({ ...s, staged: rec.id, lastFailure: null }, rec.id), drop);
   return { next: { ...next, deployments: [...next.deployments, rec] }, drop };
 }
 
 /** A failed stage: recorded (its tree kept when `rec` is given); what was staged stays staged. */
 export function stageFailed(s: BaseState, failure: Failure, rec: DeploymentRecord | null): Transition {
   const drop = supersededFailures(s);
-  const next = dropIds({ ...s, lastFailure: failure }, drop);
+  const next = dropIds(claim({ ...s, lastFailure: failure }, failure.id), drop);
   return { next: rec ? { ...next, deployments: [...next.deployments, rec] } : next, drop };
 }
 

@@ -75,6 +75,8 @@ export const baseStateSchema = z
     finalizeFailure: failureSchema.extend({ reported: z.boolean() }).strict().nullable(),
     /** Boot tries a newly finalized deployment starts with. */
     bootTries: z.number().int().min(1).max(100),
+    /** The highest deployment id ever handed out: ids are never reused, even after discard or prune. */
+    lastId: z.string().regex(/^\d+$/).default('0000'),
     deployments: z.array(deploymentRecordSchema),
   })
   .strict();

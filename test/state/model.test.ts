@@ -25,7 +25,7 @@ function rec(id: string, o: Partial<DeploymentRecord> = {}): DeploymentRecord {
 
 /** A state, deep-frozen: transitions must be pure and never mutate their input. */
 function state(o: Partial<BaseState> & Pick<BaseState, 'deployments' | 'current'>): BaseState {
-  const s: BaseState = { version: 1, booted: o.current, staged: null, rollback: null, lastFailure: null, finalizeFailure: null, bootTries: 3, ...o };
+  const s: BaseState = { version: 1, booted: o.current, staged: null, rollback: null, lastFailure: null, finalizeFailure: null, bootTries: 3, lastId: '0000', ...o };
   baseStateSchema.parse(s);
   return deepFreeze(s);
 }
