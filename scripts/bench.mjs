@@ -15,7 +15,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { measureSize } from './bench/measure-size.mjs';
+import { CONTEXT_ROUNDS, prepareSize } from './bench/measure-size.mjs';
 import { resultsTable, targets, targetsTable } from './bench/report.mjs';
 import { ensureTools, run, versionOf } from './bench/tools.mjs';
 
@@ -51,10 +51,15 @@ log(`stagedroot benchmark: sizes ${sizes.join(', ')}, ${reps} repetitions, seed 
 
 const results = [];
 try {
+  const prepared = [];
   for (const files of sizes) {
     log(`${files.toLocaleString('en-US')} files:`);
-    results.push(await measureSize({ dir: path.join(base, String(files)), files, seed, reps, tools, log }));
+    prepared.push(await prepareSize({ dir: path.join(base, String(files)), files, seed, reps, tools, log }));
   }
+  // Sizes interleaved round by round: the size ratios (finalize, rollback) then compare
+  // measurements from the same stretch of time on this shared machine.
+  for (let r = 0; r < reps; r++) for (const p of prepared) await p.round(r);
+  for (const p of prepared) results.push(await p.finish());
 } finally {
   // ostree's deployments are immutable (chattr +i): a failed run leaves them for `chattr -i`.
   spawnSync('rm', ['-rf', base]);
@@ -87,7 +92,7 @@ ${table}
 
 - **Trees.** Generated from seed ${seed}: a deep \`usr/\` of package trees (\`usr/lib/PKG/...\`,
   \`usr/share/PKG/...\` up to 6 levels, \`usr/share/doc\`, \`usr/include\`, a flat \`usr/bin\`)
-  of many small files (100 B–16 KiB, log-uniform), one large file in a thousand (256 KiB–4 MiB),
+  of many small files (100 B–8 KiB, log-uniform), one large file in a thousand (256 KiB–2 MiB),
   \`.so\` symlinks, a kernel and initramfs in \`usr/lib/modules/\`, an \`etc/\` of small
   configs (3 % of the files) and usrmerge symlinks. The largest tree: ${g.files.toLocaleString('en-US')} files,
   ${g.symlinks} symlinks, ${(g.bytes / 1e6).toFixed(0)} MB.
@@ -97,21 +102,28 @@ ${table}
 - **stagedroot.** A sysroot initialised from the base tree. One round: \`stage\` of the spec in
   a child process with the default copy policy (hardlink \`usr/\`, reflink-or-copy the rest),
   durable (one \`sync -f\` before the rename), timed around \`Sysroot.stage()\`, and the
-  child's peak RSS read from \`VmHWM\`/\`maxRSS\`; \`verify\` of the staged tree (every file
-  hashed); \`finalize\`; \`status\` (a fresh \`Sysroot.open()\` + \`status()\`, in process:
-  Node's own start-up is not included); \`rollback\`; \`prune --keep 0\` removing the
-  rolled-back deployment, which brings the sysroot back to where the round started.
-- **References.** \`cp -al\` and \`cp -a --reflink=auto\` of the base tree, \`rsync -a
-  --link-dest=BASE NEW/ DEST/\` (builds the updated tree, hardlinking unchanged files), each
-  also shown with the \`sync -f\` that makes the result durable as a stage is. ostree
+  child's peak RSS read from \`VmHWM\`/\`maxRSS\` (the child has loaded its modules first, as a
+  running agent has; Node's start is not timed); the same with the hardlink policy (every
+  top-level directory hardlinked, as \`cp -al\` does), then discarded; \`verify\` of the
+  staged tree (every file hashed); \`finalize\`; \`status\` five times (a fresh
+  \`Sysroot.open()\` + \`status()\`, in process); \`rollback\`; \`prune --keep 0\` removing
+  the rolled-back deployment, which brings the sysroot back to where the round started.
+  After the rounds, ${4 * reps} more \`rollback\`s between two good deployments (it is cheap,
+  and its median should not rest on ${reps} samples).
+- **References.** \`cp -al\` and \`cp -a --reflink=auto\` of the booted tree (the tree stage
+  starts from, to a path as deep as stage's), \`rsync -a --link-dest=BOOTED NEW/ DEST/\`
+  (builds the updated tree, hardlinking unchanged files), each also shown with the \`sync -f\`
+  that makes the result durable as a stage is. \`cp -al\` runs every round; the full copy
+  and rsync, context for no target and the slowest part of a round, in the first
+  ${CONTEXT_ROUNDS(reps)} rounds. ostree
   (${env.ostree}): a sysroot set up as ostree's tests do it (\`ostree admin init-fs\`,
   \`ostree admin os-init\`, repo in \`ostree/repo\`, a stub syslinux \`boot/loader\`,
   \`--sysroot\`), the base tree (with \`etc/\` moved to \`usr/etc\`) committed and deployed
   once; each round times \`ostree commit --orphan\` of the new tree and \`ostree admin deploy
   --no-prune\` of that commit, then undeploys it (untimed; undeploy prunes its objects).
   \`--no-prune\` leaves the repo prune a plain deploy does out of ostree's time.
-- **Fairness.** One round runs every tool once, so a slow phase of the shared machine hits all
-  of them; \`sync\` runs (untimed) before each timed operation so that none pays for an
+- **Fairness.** One round runs every tool once, and the rounds of the two sizes alternate, so
+  a slow phase of the shared machine hits every tool and both sizes alike; \`sync\` runs (untimed) before each timed operation so that none pays for an
   earlier one's writeback. Caches are warm for every tool alike.
 - **Machine.** ${env.cpu}, ${env.memory}, Linux ${env.kernel}, ${env.fs} at the tree location,
   Node ${env.node}, ${env.cp}, ${env.rsync}; load average at the start ${env.load} (the machine is
