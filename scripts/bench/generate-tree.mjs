@@ -65,7 +65,7 @@ function planTree(files, rng) {
     }
     return rng.pick(list);
   };
-  const smallSize = () => rng.logSize(100, 16 * 1024);
+  const smallSize = () => rng.logSize(100, 8 * 1024);
 
   add({ rel: 'etc/os-release', size: 0, text: 'NAME="Bench OS"\nID=bench\nVERSION_ID=1\nPRETTY_NAME="Bench OS 1"\n', mode: 0o644 });
   add({ rel: `usr/lib/modules/${KERNEL_VERSION}/vmlinuz`, size: 2 << 20, mode: 0o644 });
@@ -78,16 +78,16 @@ function planTree(files, rng) {
     const idx = n;
     let e;
     if (n - 3 < large) {
-      e = { rel: `${deepDir('usr/lib', pkg)}/blob${idx}.bin`, size: rng.logSize(256 * 1024, 4 << 20), mode: 0o644 };
+      e = { rel: `${deepDir('usr/lib', pkg)}/blob${idx}.bin`, size: rng.logSize(256 * 1024, 2 << 20), mode: 0o644 };
     } else if (r < 0.03) {
       e = { rel: `etc/${pkg}/${rng.next() < 0.5 ? '' : `conf.d/`}c${idx}.conf`, size: rng.logSize(64, 4096), mode: 0o644 };
     } else if (r < 0.05) {
-      e = { rel: `usr/bin/${pkg}-tool${idx}`, size: rng.logSize(4 * 1024, 128 * 1024), mode: 0o755 };
+      e = { rel: `usr/bin/${pkg}-tool${idx}`, size: rng.logSize(4 * 1024, 64 * 1024), mode: 0o755 };
     } else if (r < 0.45) {
       if (rng.next() < 0.03) {
         e = { rel: `usr/lib/${pkg}/lib${idx}.so`, link: `lib${idx}.so.1` };
         add(e);
-        e = { rel: `usr/lib/${pkg}/lib${idx}.so.1`, size: rng.logSize(16 * 1024, 256 * 1024), mode: 0o755 };
+        e = { rel: `usr/lib/${pkg}/lib${idx}.so.1`, size: rng.logSize(16 * 1024, 128 * 1024), mode: 0o755 };
       } else {
         e = { rel: `${deepDir('usr/lib', pkg)}/m${idx}.py`, size: smallSize(), mode: 0o644 };
       }
@@ -152,7 +152,7 @@ export function generate(dir, files, seed) {
   const added = [];
   for (let i = 0; i < 50; i++) {
     const d = i < 40 ? rng.pick(dirs) : 'usr/lib/pkg-new/data';
-    added.push({ rel: `${d}/added${i}.dat`, size: rng.logSize(100, 16 * 1024), mode: 0o644 });
+    added.push({ rel: `${d}/added${i}.dat`, size: rng.logSize(100, 8 * 1024), mode: 0o644 });
   }
   const content = (e, tag) => {
     const head = Buffer.from(`${tag} ${e.rel}\n`);
