@@ -1,8 +1,7 @@
 import * as fs from 'node:fs';
 import { z } from 'zod';
 import { StagedrootError } from '../errors.js';
-import { hashFile } from './hash.js';
-import { entryFromStat, manifestEntrySchema, typeName, type ManifestEntry } from './manifest.js';
+import { manifestEntrySchema, readEntry, typeName, type ManifestEntry } from './manifest.js';
 import { compareEntry, type Drift } from './verify-tree.js';
 
 /**
@@ -37,7 +36,7 @@ export function verifyDelta(tree: string, delta: Delta): Drift[] {
       drift.push({ path: want.p, kind: 'missing', expected: typeName(want.t) });
       continue;
     }
-    const have: ManifestEntry = entryFromStat(want.p, st, st.isFile() ? { h: hashFile(host) } : st.isSymbolicLink() ? { l: fs.readlinkSync(host) } : {});
+    const have: ManifestEntry = readEntry(want.p, host, st);
     drift.push(...compareEntry(want, have));
   }
   for (const p of delta.removed) {

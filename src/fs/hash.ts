@@ -21,6 +21,3 @@ export function hashFile(hostPath: string): string {
   return h.digest('hex');
 }
 
-export function hashBytes(data: Uint8Array | string): string {
-  return createHash('sha256').update(data).digest('hex');
-}

@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import { z } from 'zod';
 import { StagedrootError } from '../errors.js';
 import { noFaults, type FaultHook } from './faults.js';
+import { hashFile } from './hash.js';
 import { comparePaths } from './paths.js';
 
 /**
@@ -79,6 +80,11 @@ export function entryFromStat(rel: string, st: fs.Stats, extra: { h?: string; l?
   }
   if (t === 'l' && extra.l !== undefined) e.l = extra.l;
   return e;
+}
+
+/** The manifest entry of what is on disk now: a file's content hashed, a symlink's target read. */
+export function readEntry(rel: string, host: string, st: fs.Stats): ManifestEntry {
+  return entryFromStat(rel, st, st.isFile() ? { h: hashFile(host) } : st.isSymbolicLink() ? { l: fs.readlinkSync(host) } : {});
 }
 
 /** Writes manifest lines through a 1 MiB buffer. */

@@ -1,6 +1,5 @@
 import * as fs from 'node:fs';
-import { hashFile } from './hash.js';
-import { ManifestReader, ManifestWriter, entryFromStat, type ManifestEntry } from './manifest.js';
+import { ManifestReader, ManifestWriter, readEntry, type ManifestEntry } from './manifest.js';
 import { comparePaths } from './paths.js';
 import type { TouchEvent } from './root-fs.js';
 import { noFaults, type FaultHook } from './faults.js';
@@ -39,8 +38,7 @@ export function patchManifest(tree: string, before: string, after: string, event
     } catch {
       continue; // touched, then removed
     }
-    const extra = st.isFile() ? { h: hashFile(tree + '/' + rel) } : st.isSymbolicLink() ? { l: fs.readlinkSync(tree + '/' + rel) } : {};
-    fresh.push(entryFromStat(rel, st, extra));
+    fresh.push(readEntry(rel, tree + '/' + rel, st));
   }
   fresh.sort((a, b) => comparePaths(a.p, b.p));
 

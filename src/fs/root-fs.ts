@@ -178,7 +178,7 @@ export class RootFs {
     try {
       let off = 0;
       while (off < data.length) off += fs.writeSync(fd, data, off, data.length - off);
-      this.finishFd(fd, attrs, 0o644, p);
+      this.finishFd(fd, attrs, 0o644);
     } catch (err) {
       fs.closeSync(fd);
       safeUnlink(tmp);
@@ -200,7 +200,7 @@ export class RootFs {
         while (off < chunk.length) off += fs.writeSync(fd, chunk, off, chunk.length - off);
         size += chunk.length;
       }
-      this.finishFd(fd, attrs, 0o644, p);
+      this.finishFd(fd, attrs, 0o644);
     } catch (err) {
       fs.closeSync(fd);
       safeUnlink(tmp);
@@ -415,12 +415,11 @@ export class RootFs {
     }
   }
 
-  private finishFd(fd: number, attrs: FileAttrs, defaultMode: number, p: string): void {
+  private finishFd(fd: number, attrs: FileAttrs, defaultMode: number): void {
     fs.fchmodSync(fd, attrs.mode ?? defaultMode);
     if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) fs.fchownSync(fd, attrs.uid ?? -1, attrs.gid ?? -1);
     if (attrs.mtime !== undefined) fs.futimesSync(fd, attrs.mtime, attrs.mtime);
     if (this.durable) fs.fsyncSync(fd);
-    void p;
   }
 
   private commitTmp(tmp: string, dir: string, name: string, target: Resolved, p: string): void {

@@ -1,6 +1,4 @@
-import * as fs from 'node:fs';
-import { hashFile } from './hash.js';
-import { ManifestReader, entryFromStat, typeName, type ManifestEntry } from './manifest.js';
+import { ManifestReader, entryFromStat, readEntry, typeName, type ManifestEntry } from './manifest.js';
 import { comparePaths } from './paths.js';
 import { walkTree } from './walk.js';
 
@@ -27,8 +25,6 @@ export function compareEntry(want: ManifestEntry, have: ManifestEntry): Drift[] 
 /** Verifies a tree against its manifest in one walk, streaming the manifest alongside. */
 export function verifyTree(tree: string, manifest: string, opts: { onProgress?: (done: number) => void } = {}): Drift[] {
   const drift: Drift[] = [];
-  const read = (rel: string, host: string, st: fs.Stats): ManifestEntry =>
-    entryFromStat(rel, st, st.isFile() ? { h: hashFile(host) } : st.isSymbolicLink() ? { l: fs.readlinkSync(host) } : {});
 
   const r = new ManifestReader(manifest);
   try {
@@ -42,7 +38,7 @@ export function verifyTree(tree: string, manifest: string, opts: { onProgress?: 
         const e = r.peek();
         if (e !== null && e.p === rel) {
           r.next();
-          drift.push(...compareEntry(e, read(rel, host, st)));
+          drift.push(...compareEntry(e, readEntry(rel, host, st)));
         } else {
           drift.push({ path: rel, kind: 'extra', actual: typeName(entryFromStat(rel, st, {}).t) });
         }

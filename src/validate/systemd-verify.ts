@@ -6,6 +6,7 @@ import { ScratchDir } from '../fs/scratch-dir.js';
 import { runCommand, describeOutcome } from '../util/run-command.js';
 import { classifySystemdOutput, type ClassifiedOutput } from './systemd-output.js';
 import type { ValidationContext } from './types.js';
+import { templateNameOf } from '../sources/ignition/unit-names.js';
 
 /** Where system units and their drop-ins live in a tree (etc/ overrides usr/lib/). */
 export const UNIT_DIRS = ['etc/systemd/system', 'usr/lib/systemd/system'] as const;
@@ -52,7 +53,7 @@ export function unitsToVerify(tree: string, delta: readonly string[]): UnitsToVe
     const m = DROPIN.exec(rest);
     if (!m || isFile(p, true) === null) continue;
     const unit = m[1]!;
-    const template = unit.replace(/@[^.]+\./, '@.');
+    const template = templateNameOf(unit);
     const fragment = UNIT_DIRS.flatMap((d) => [`${d}/${unit}`, `${d}/${template}`]).map((f) => isFile(f, true)).find((h) => h !== null);
     if (fragment) files.add(fragment);
     else if (!unitIsMasked(root, unit)) orphans.add(unit);
@@ -98,7 +99,7 @@ export async function verifySystemdUnits(ctx: ValidationContext, o: SystemdVerif
       return false;
     }
   })();
-  const unitPathOf = (base: string, names: Map<string, string>) => (unit: string): string => names.get(unit) ?? names.get(unit.replace(/@[^.]+\./, '@.')) ?? base;
+  const unitPathOf = (base: string, names: Map<string, string>) => (unit: string): string => names.get(unit) ?? names.get(templateNameOf(unit)) ?? base;
 
   if (files.length > 0) {
     const names = new Map(files.map((f) => [path.basename(f), path.relative(ctx.tree, f)]));

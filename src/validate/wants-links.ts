@@ -3,6 +3,7 @@ import { readLink } from '../fs/durable.js';
 import { RootFs } from '../fs/root-fs.js';
 import { UNIT_DIRS, listDirIn } from './systemd-verify.js';
 import type { ValidationContext } from './types.js';
+import { templateNameOf } from '../sources/ignition/unit-names.js';
 
 const DEPENDENCY_DIR = /\.(wants|requires|upholds)$/;
 
@@ -25,7 +26,7 @@ function dangling(root: RootFs, rel: string): string | null {
 
 /** Does a unit of this name exist in the tree's unit directories (systemd pulls a wanted unit in by name)? */
 function unitExists(root: RootFs, name: string): boolean {
-  const template = name.replace(/@[^.]+\./, '@.');
+  const template = templateNameOf(name);
   return UNIT_DIRS.some((d) =>
     [name, template].some((n) => {
       try {

@@ -15,23 +15,11 @@ import { StagedrootError } from '../../src/errors.js';
 import { Sysroot } from '../../src/sysroot.js';
 import { buildTree, hashTree, reboot } from '../../src/testing/index.js';
 import { expectConsistent, hashDeployments } from '../helpers/invariants.js';
+import { whyNoTmpfs } from '../helpers/mounts.js';
 
 const MIB = 1024 * 1024;
 
-/** Why a tmpfs cannot be mounted here, or null when it can. */
-const cannotMount = ((): string | null => {
-  if (process.getuid?.() !== 0) return 'not root (mounting a tmpfs needs root)';
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-mnt-probe-'));
-  try {
-    execaSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir]);
-    execaSync('umount', [dir]);
-    return null;
-  } catch (err) {
-    return `cannot mount a tmpfs: ${(err as Error).message.split('\n')[0]}`;
-  } finally {
-    fs.rmdirSync(dir);
-  }
-})();
+const cannotMount = whyNoTmpfs();
 if (cannotMount) console.warn(`SKIPPED the ENOSPC tests (test/reliability/enospc.test.ts): ${cannotMount}`);
 
 /**

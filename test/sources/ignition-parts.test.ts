@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeDataUrl, DataUrlError } from '../../src/sources/ignition/data-url.js';
 import { parseInstall } from '../../src/sources/ignition/unit-install.js';
-import { expandSpecifiers, parseUnitName, unitNameProblem } from '../../src/sources/ignition/unit-names.js';
+import { expandSpecifiers, parseUnitName, templateNameOf, unitNameProblem } from '../../src/sources/ignition/unit-names.js';
 import { parseGroup, parsePasswd } from '../../src/sources/ignition/passwd.js';
 import { parseIgnition } from '../../src/sources/ignition/parse.js';
 
@@ -85,5 +85,14 @@ describe('parseIgnition', () => {
     for (const v of ['3.0.0', '3.1.0', '3.2.0', '3.3.0', '3.4.0', '3.5.0']) {
       expect(parseIgnition({ ignition: { version: v }, storage: { files: [{ path: '/a', mode: null, contents: { source: 'data:,x', compression: null } }] } }, 't').ignition.version).toBe(v);
     }
+  });
+});
+
+describe('templateNameOf', () => {
+  it('maps an instance to its template, keeping dots inside the instance', () => {
+    expect(templateNameOf('getty@tty1.service')).toBe('getty@.service');
+    expect(templateNameOf('foo@a.b.service')).toBe('foo@.service');
+    expect(templateNameOf('foo@.service')).toBe('foo@.service');
+    expect(templateNameOf('sshd.service')).toBe('sshd.service');
   });
 });

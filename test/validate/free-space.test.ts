@@ -8,6 +8,7 @@ import { Sysroot } from '../../src/sysroot.js';
 import { StagedrootError } from '../../src/errors.js';
 import { bytes, type ChangeOp, type ChangeSet } from '../../src/changeset.js';
 import { estimateBytes } from '../../src/validate/free-space.js';
+import { whyNoTmpfs } from '../helpers/mounts.js';
 
 let t: TempSysroot | undefined;
 afterEach(() => t?.cleanup());
@@ -38,19 +39,7 @@ describe('free-space preflight', () => {
     expect(t.sysroot.status().lastFailure).toMatchObject({ phase: 'validate', code: 'NO_SPACE' });
   });
 
-  const canMount = ((): string | null => {
-    if (process.getuid?.() !== 0) return 'not root';
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-mnt-probe-'));
-    try {
-      execaSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir]);
-      execaSync('umount', [dir]);
-      return null;
-    } catch (err) {
-      return `cannot mount a tmpfs: ${(err as Error).message.split('\n')[0]}`;
-    } finally {
-      fs.rmdirSync(dir);
-    }
-  })();
+  const canMount = whyNoTmpfs();
   if (canMount) console.warn(`SKIPPED the real-statfs preflight test: ${canMount}`);
 
   it.skipIf(canMount !== null)('on a nearly full filesystem (a 4 MiB tmpfs): rejected before the copy, instead of ENOSPC halfway', async () => {

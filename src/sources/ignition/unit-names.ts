@@ -56,6 +56,12 @@ export function templateOf(u: UnitName): string {
   return `${u.prefix}@.${u.suffix}`;
 }
 
+/** The template a unit name is an instance of (foo@a.b.service → foo@.service), or the name itself. */
+export function templateNameOf(name: string): string {
+  const u = parseUnitName(name);
+  return isInstance(u) ? templateOf(u) : name;
+}
+
 /** foo@bar.service from the template foo@.service and "bar". */
 export function withInstance(template: UnitName, instance: string): string {
   return `${template.prefix}@${instance}.${template.suffix}`;
