@@ -41,6 +41,13 @@ export interface ChangeSet {
   ops: Iterable<ChangeOp> | AsyncIterable<ChangeOp>;
   /** Number of operations when known (for progress). */
   count?: number;
+  /**
+   * What entries under the sysroot's shared directories (var/) mean. 'initial' (layers,
+   * images, directories; the default): content for paths the shared directory does not
+   * have yet, never overwriting state. 'desired' (specs, Ignition configs): the agent's
+   * desired state, applied at finalize, each previous version kept aside.
+   */
+  sharedContent?: 'initial' | 'desired';
   /** Called after the ops are applied, e.g. to enable units. Writes only through the given root. */
   finish?: (root: import('./fs/root-fs.js').RootFs) => Promise<void>;
 }

@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'NO_ROLLBACK'
   | 'INVALID_TRANSITION' // the lifecycle does not allow this operation now
   | 'FINALIZE_FAILED'
+  | 'MERGE_CONFLICT' // local changes and the update disagree on a path's type (directory or not)
   | 'TOOL_MISSING' // an external tool (systemctl, sync) is not installed
   | 'IO'; // any other filesystem error
 
@@ -34,6 +35,7 @@ export const REJECTION_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'UNSAFE_ENTRY',
   'APPLY_FAILED',
   'VALIDATION_FAILED',
+  'MERGE_CONFLICT',
 ]);
 
 /** A problem found in an input or a tree, in the shape zod uses: code, path, message. */

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { StagedrootError, errnoOf } from '../errors.js';
 import { noFaults, type FaultHook } from './faults.js';
 import { splitSourcePath, MAX_PATH_DEPTH } from './paths.js';
+import { copyFileInto } from './copy-entry.js';
 
 /** What happened to a tree path, for incremental manifest updates. */
 export interface TouchEvent {
@@ -134,6 +135,40 @@ export class RootFs {
     return this.checked({ hostPath: this.root, rel: '', stat: fs.lstatSync(this.root) });
   }
 
+  /**
+   * The real tree-relative path `p` names, reading only: symlinks of the existing part
+   * are followed inside the root (the last component's only with `followLast`); from
+   * the first missing component on, the rest is taken as written. Never throws for a
+   * missing or non-directory parent (the write itself reports that).
+   */
+  realPath(p: string, followLast = false): string {
+    const queue = splitSourcePath(p, 'path', { allowBackslash: true });
+    const stack: string[] = [];
+    let hops = 0;
+    while (queue.length > 0) {
+      const c = queue.shift()!;
+      if (c === '..') {
+        stack.pop();
+        continue;
+      }
+      let st: fs.Stats | null = null;
+      try {
+        st = fs.lstatSync(this.hostOf([...stack, c]));
+      } catch {
+        st = null;
+      }
+      if (st !== null && st.isSymbolicLink() && (queue.length > 0 || followLast) && ++hops <= MAX_SYMLINK_HOPS) {
+        const target = fs.readlinkSync(this.hostOf([...stack, c]));
+        if (target.startsWith('/')) stack.length = 0;
+        queue.unshift(...target.split('/').filter((x) => x !== '' && x !== '.'));
+        continue;
+      }
+      stack.push(c);
+      if (st === null || !st.isDirectory()) return [...stack, ...queue].join('/');
+    }
+    return stack.join('/');
+  }
+
   /** Host path of a list of real components. */
   private hostOf(parts: string[]): string {
     return parts.length === 0 ? this.root : this.root + '/' + parts.join('/');
@@ -210,6 +245,43 @@ export class RootFs {
     fs.closeSync(fd);
     this.commitTmp(tmp, dir, name, target, p);
     return size;
+  }
+
+  /**
+   * Copies one entry of another tree (a host path, not followed) to `p`: a file's bytes
+   * (streamed, to a new inode), a symlink's target, or a directory's attributes (not its
+   * children), each with its mode, owner and (files) mtime. With `replace`, whatever is
+   * at `p`, a directory included, is replaced.
+   */
+  copyIn(p: string, srcHost: string, o: CreateOptions = {}): void {
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(srcHost);
+    } catch (err) {
+      throw ioError(err, p, srcHost, 'sysroot');
+    }
+    const owner = { uid: st.uid, gid: st.gid };
+    if (st.isDirectory()) {
+      this.mkdir(p, { mode: st.mode & 0o7777, ...owner, replace: o.replace });
+    } else if (st.isSymbolicLink()) {
+      this.symlink(p, fs.readlinkSync(srcHost), { ...owner, overwrite: o.overwrite, replace: o.replace });
+    } else if (st.isFile()) {
+      const { dir, name, target } = this.prepareCreate(p, o);
+      const tmp = this.tmpName(dir);
+      const fd = this.openTmp(tmp, p);
+      try {
+        copyFileInto(srcHost, fd, p);
+        this.finishFd(fd, { mode: st.mode & 0o7777, ...owner, mtime: st.mtimeMs / 1000 }, 0o644);
+      } catch (err) {
+        fs.closeSync(fd);
+        safeUnlink(tmp);
+        throw ioError(err, p, tmp);
+      }
+      fs.closeSync(fd);
+      this.commitTmp(tmp, dir, name, target, p);
+    } else {
+      throw new StagedrootError('UNSAFE_ENTRY', `${p} is not a file, directory or symlink and is not copied`, { path: p, resolvedPath: srcHost });
+    }
   }
 
   /** Appends to a file by writing old + new content to a new inode (a shared inode stays intact). */
@@ -305,6 +377,26 @@ export class RootFs {
     }
     this.removeResolved(r, p);
     return true;
+  }
+
+  /**
+   * Moves the entry at `p` (not followed) out of the tree to `hostDst` (same filesystem:
+   * one rename), reported as removed. Used to move a first tree's `var/` content into
+   * the sysroot's shared directory.
+   */
+  moveOut(p: string, hostDst: string): void {
+    const r = this.resolve(p);
+    if (r.stat === null) throw new StagedrootError('APPLY_FAILED', `Cannot move ${p}: it does not exist`, { path: p, resolvedPath: r.hostPath, errno: 'ENOENT' });
+    if (r.rel === '') throw new StagedrootError('PATH_ESCAPE', `Refusing to move the root itself (${p})`, { path: p });
+    try {
+      fs.renameSync(r.hostPath, hostDst);
+    } catch (err) {
+      throw ioError(err, p, hostDst, 'sysroot');
+    }
+    this.mutated('rename', hostDst);
+    fsyncDir(path.dirname(hostDst));
+    fsyncDir(path.dirname(r.hostPath));
+    this.onTouch({ kind: 'remove', path: r.rel });
   }
 
   /**

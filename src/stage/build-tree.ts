@@ -1,4 +1,4 @@
-import type { ChangeSet } from '../changeset.js';
+import type { ChangeOp, ChangeSet } from '../changeset.js';
 import type { Context } from '../context.js';
 import { copyTree, type CopyPolicy, type CopyProgress } from '../fs/copy-tree.js';
 import { writeJson } from '../fs/durable.js';
@@ -17,6 +17,10 @@ export interface BuildTreeOptions {
   onApply?: (p: ApplyProgress) => void;
   /** Called once the tree exists (a later failure then has a tree to keep for diagnosis). */
   onTreeBuilt?: () => void;
+  /** Takes the change set's ops under shared directories (see SharedDivert). */
+  divert?: (op: ChangeOp, root: RootFs) => Promise<number | null>;
+  /** Called after the change set, with the tree (writes recorded in the manifest): shared mount points settled. */
+  settle?: (root: RootFs) => void;
 }
 
 export interface BuiltTree {
@@ -58,10 +62,9 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   }
   o.onTreeBuilt?.();
   const events: TouchEvent[] = [];
-  if (o.changes) {
-    const root = new RootFs(tree, { faults: ctx.faults, durability: 'deferred', onTouch: (e) => events.push(e) });
-    bytes += (await applyChanges(root, o.changes, o.onApply)).bytes;
-  }
+  const root = new RootFs(tree, { faults: ctx.faults, durability: 'deferred', onTouch: (e) => events.push(e) });
+  if (o.changes) bytes += (await applyChanges(root, o.changes, o.onApply, o.divert)).bytes;
+  o.settle?.(root);
   const patched = patchManifest(tree, pre, manifest, events, ctx.faults);
   dfs.unlink(pre);
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });

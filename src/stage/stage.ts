@@ -7,6 +7,14 @@ import { applyTransition } from '../commit/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import type { BaseState, DeploymentRecord, Failure, Phase } from '../state/schema.js';
 import { buildTree } from './build-tree.js';
+import { SharedDivert } from './shared-divert.js';
+import { sharedDirs } from '../shared/config.js';
+import { settleMountPoints } from '../shared/mount-points.js';
+import { writeJson } from '../fs/durable.js';
+import { planEtcMerge } from '../merge/merge.js';
+import { planShared } from '../shared/apply.js';
+import { mergedDirs } from '../shared/config.js';
+import { conflictIssue } from '../commit/finalize.js';
 import type { Source } from '../sources/source.js';
 import type { ChangeSet } from '../changeset.js';
 import { resolveBuiltins, type BuiltinOptions } from '../validate/builtins.js';
@@ -114,6 +122,8 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     }
 
     dfs.mkdir(layout.workDir);
+    const shared = sharedDirs(state);
+    const divert = new SharedDivert({ shared, mode: cs.sharedContent ?? 'initial', contentRoot: `${work}/shared`, liveShared: (rel) => layout.shared(rel), faults: ctx.faults, warn: ctx.warn });
     const built = await buildTree(ctx, {
       work,
       from: { tree: layout.tree(baseId), manifest: layout.manifest(baseId), entries: base.entries, policy },
@@ -121,7 +131,18 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
       onCopy: (p) => progress({ phase: 'copy', ...p }),
       onApply: (p) => progress({ phase: 'apply', ...p }),
       onTreeBuilt: () => void (treeBuilt = true),
+      divert: (op, root) => divert.divert(op, root),
+      settle: (root) => settleMountPoints(root, shared),
     });
+    if (divert.ops.length > 0) writeJson(dfs, `${work}/shared-ops.json`, { ops: divert.ops });
+    // Conflicts finalize could not merge, found now when they exist now (bootc: "Merge conflicts found in etc").
+    const conflicts = [
+      ...(state.booted === baseId ? planEtcMerge(layout, baseId, id, mergedDirs(state), { manifest: built.manifest, delta: `${work}/delta.json` }).typeConflicts : []),
+      ...planShared(layout, id, shared, `${work}/shared`, divert.ops).typeConflicts,
+    ];
+    if (conflicts.length > 0) {
+      throw new StagedrootError('MERGE_CONFLICT', `Merge conflicts found: the running system and the update disagree on ${conflicts.length} path${conflicts.length === 1 ? '' : 's'} (a directory on one side, a non-directory on the other):\n${formatIssues(conflicts.map(conflictIssue))}`, { path: conflicts[0]!.path, issues: conflicts.map(conflictIssue) });
+    }
     const { delta, entries } = built;
     progress({ phase: 'manifest', done: 0, total: null, bytes: 0 });
 

@@ -10,6 +10,12 @@ import * as path from 'node:path';
  *   work/ID/                     a stage in progress (removed by recovery after a crash)
  *   trash/                       deployments being removed
  *   lock/                        the writer lock
+ *   shared/REL                   a shared directory (shared/var): machine state, in no deployment
+ *   shared.list                  the shared directories, one tree-relative path a line (for the initramfs)
+ *   kept/ID/PATH                 local versions the merge into deployment ID kept aside
+ *   deploy/ID/shared/REL/...     an update's entries under shared directories, applied at finalize
+ *   deploy/ID/shared-ops.json    what to do with them (see src/shared/ops.ts)
+ *   deploy/ID/merging.json       a merge into ID in progress (recovery redoes it)
  */
 export class Layout {
   readonly root: string;
@@ -45,6 +51,33 @@ export class Layout {
   }
   delta(id: string): string {
     return path.join(this.deployDir, id, 'delta.json');
+  }
+  get sharedRoot(): string {
+    return path.join(this.root, 'shared');
+  }
+  /** Host path of a shared directory (its tree-relative path, e.g. "var"). */
+  shared(rel: string): string {
+    return path.join(this.root, 'shared', rel);
+  }
+  get sharedList(): string {
+    return path.join(this.root, 'shared.list');
+  }
+  get keptRoot(): string {
+    return path.join(this.root, 'kept');
+  }
+  /** Where the merge into deployment `id` keeps local versions (`.partial` until the swap). */
+  kept(id: string, partial = false): string {
+    return path.join(this.root, 'kept', partial ? `${id}.partial` : id);
+  }
+  /** An update's entries under shared directories, staged beside its tree. */
+  sharedContent(id: string): string {
+    return path.join(this.deployDir, id, 'shared');
+  }
+  sharedOps(id: string): string {
+    return path.join(this.deployDir, id, 'shared-ops.json');
+  }
+  mergeMarker(id: string): string {
+    return path.join(this.deployDir, id, 'merging.json');
   }
   work(id: string): string {
     return path.join(this.workDir, id);

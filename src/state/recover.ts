@@ -6,6 +6,8 @@ import { removeDeployments } from '../commit/apply-transition.js';
 import { effectiveState } from './model.js';
 import type { BaseState } from './schema.js';
 import { loadState, saveState } from './store.js';
+import { recoverFinalize } from '../commit/finish.js';
+import { upgradeSharedLayout } from '../shared/upgrade.js';
 
 export interface RecoveryReport {
   state: BaseState;
@@ -61,6 +63,10 @@ export function recover(ctx: Context): RecoveryReport {
     actions.push(`pointed current at deployment ${state.current}`);
   }
 
+  // Shared directories (a sysroot from before them is upgraded), finalize's merge and last steps.
+  state = upgradeSharedLayout(ctx, state, actions);
+  state = recoverFinalize(ctx, state, actions);
+
   // Leftovers: unfinished stages, half-removed deployments, unknown deployment dirs, temp files.
   const known = new Set(state.deployments.map((d) => d.id));
   const strays = listDir(layout.deployDir).filter((n) => !known.has(n));
@@ -75,7 +81,7 @@ export function recover(ctx: Context): RecoveryReport {
     actions.push(`removed leftovers in ${dir.slice(layout.root.length + 1)}/: ${names.join(', ')}`);
   }
   for (const n of listDir(layout.root)) {
-    if (/^\.(state\.json(\.bak)?\.tmp|current\.new)-/.test(n)) {
+    if (/^\.(state\.json(\.bak)?\.tmp|current\.new|shared\.list\.tmp)-/.test(n)) {
       dfs.unlink(`${layout.root}/${n}`);
       actions.push(`removed temp file ${n}`);
     }

@@ -13,7 +13,7 @@ import { loadState } from '../../src/state/store.js';
 import { hashTree } from '../../src/testing/index.js';
 
 /** What may be at the top of a sysroot when no writer runs (no lock, no temp files). */
-export const ALLOWED_ROOT_ENTRIES = new Set(['state.json', 'state.json.bak', 'current', 'deploy', 'work', 'trash']);
+export const ALLOWED_ROOT_ENTRIES = new Set(['state.json', 'state.json.bak', 'current', 'deploy', 'work', 'trash', 'shared', 'shared.list', 'kept']);
 
 /** The state a reader sees, without recovering anything. */
 export function readState(dir: string): BaseState {

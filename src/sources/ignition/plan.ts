@@ -179,6 +179,7 @@ export function planIgnition(cfg: IgnitionConfig, base: BaseTree, describe: stri
     description: `Ignition ${cfg.ignition.version} ${describe}: ${summary.join(', ')}`,
     ops,
     count: ops.length,
+    sharedContent: 'desired',
     ...(actions.length ? { finish: async (root: RootFs) => applyUnitActions(root, actions) } : {}),
   };
 }
