@@ -3,7 +3,7 @@ import { StagedrootError, formatIssues, type Issue } from '../errors.js';
 import type { CopyPolicy } from '../fs/copy-tree.js';
 import { freeSpace, listDir, syncFilesystem, fileSha256 } from '../fs/durable.js';
 import { RootFs } from '../fs/root-fs.js';
-import { applyTransition } from '../commit/apply-transition.js';
+import { applyTransition } from '../store/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import type { BaseState, DeploymentRecord, Failure, Phase } from '../state/schema.js';
 import { buildTree } from './build-tree.js';
