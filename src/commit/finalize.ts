@@ -1,16 +1,16 @@
 import type { Context } from '../context.js';
-import { StagedrootError, type Issue } from '../errors.js';
+import { StagedrootError } from '../errors.js';
 import { exists, fileSha256, readText } from '../fs/durable.js';
 import { verifyTree } from '../fs/verify-tree.js';
 import { parseDelta, verifyDelta } from '../fs/delta.js';
 import { finalizeFailed, finalizeTransition, mustFind } from '../state/model.js';
 import type { BaseState, MergeReport } from '../state/schema.js';
-import { applyTransition } from './apply-transition.js';
-import { applyEtcMerge, keepLocalVersions, planEtcMerge, type PlannedMerge } from '../merge/merge.js';
+import { applyTransition } from '../store/apply-transition.js';
+import { applyEtcMerge, conflictIssue, keepLocalVersions, planEtcMerge, type PlannedMerge } from '../merge/merge.js';
 import type { TypeConflict } from '../merge/plan.js';
 import { keepSharedVersions, planShared, type SharedPlan } from '../shared/apply.js';
 import { mergedDirs, sharedDirs } from '../shared/config.js';
-import { finishFinalize } from './finish.js';
+import { finishFinalize } from '../merge/finish.js';
 
 export interface FinalizeOptions {
   /** Verify the whole staged tree, not only the manifest and the update's delta. */
@@ -87,10 +87,6 @@ function mergeReport(ctx: Context, id: string, merge: PlannedMerge | null, share
     carried: merge?.carried ?? 0,
     conflicts: [...(merge?.conflicts ?? []).map((c) => ({ path: c.path, kept: c.kept ? kept(c.path) : null })), ...shared.keep.map((k) => ({ path: k.path, kept: kept(k.path) }))],
   };
-}
-
-export function conflictIssue(c: TypeConflict): Issue {
-  return { code: 'MERGE_CONFLICT', path: c.path, message: `local ${c.local}, update ${c.update}`, severity: 'error' };
 }
 
 /** Why the staged tree cannot be trusted, or null. */

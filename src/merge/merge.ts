@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Context } from '../context.js';
-import { StagedrootError } from '../errors.js';
+import { StagedrootError, type Issue } from '../errors.js';
 import { copyOut, lstatOrNull } from '../fs/copy-entry.js';
 import { parseDelta } from '../fs/delta.js';
 import { exists, fileSha256, readText } from '../fs/durable.js';
@@ -47,6 +47,11 @@ export function planEtcMerge(layout: Layout, booted: string, staged: string, mer
     out.carried += p.carried;
   }
   return out;
+}
+
+/** A type conflict as an issue (stage's MERGE_CONFLICT, finalize's failure record). */
+export function conflictIssue(c: TypeConflict): Issue {
+  return { code: 'MERGE_CONFLICT', path: c.path, message: `local ${c.local}, update ${c.update}`, severity: 'error' };
 }
 
 /** The marker of a merge in progress (deploy/ID/merging.json): recovery redoes it from this. */

@@ -4,7 +4,7 @@ import { exists, fileSha256, listDir } from '../fs/durable.js';
 import { patchManifest } from '../fs/patch-manifest.js';
 import { RootFs } from '../fs/root-fs.js';
 import type { BaseState } from '../state/schema.js';
-import { saveState } from '../state/store.js';
+import { saveState } from '../store/state-file.js';
 import { DEFAULT_MERGED, sharedListText } from './config.js';
 
 /**

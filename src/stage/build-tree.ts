@@ -21,6 +21,8 @@ export interface BuildTreeOptions {
   divert?: (op: ChangeOp, root: RootFs) => Promise<number | null>;
   /** Called after the change set, with the tree (writes recorded in the manifest): shared mount points settled. */
   settle?: (root: RootFs) => void;
+  /** Called as each step starts (a failure after it belongs to that step). */
+  onStep?: (step: 'copy' | 'apply' | 'manifest') => void;
 }
 
 export interface BuiltTree {
@@ -44,6 +46,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   dfs.mkdir(o.work);
   dfs.mkdir(tree);
   let bytes = 0;
+  o.onStep?.('copy');
   if (o.from) {
     const copied = copyTree({
       src: o.from.tree,
@@ -62,9 +65,11 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   }
   o.onTreeBuilt?.();
   const events: TouchEvent[] = [];
+  o.onStep?.('apply');
   const root = new RootFs(tree, { faults: ctx.faults, durability: 'deferred', onTouch: (e) => events.push(e) });
   if (o.changes) bytes += (await applyChanges(root, o.changes, o.onApply, o.divert)).bytes;
   o.settle?.(root);
+  o.onStep?.('manifest');
   const patched = patchManifest(tree, pre, manifest, events, ctx.faults);
   dfs.unlink(pre);
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });

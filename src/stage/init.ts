@@ -2,9 +2,10 @@ import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
 import { exists, fileSha256, isDirectory, listDir, syncFilesystem } from '../fs/durable.js';
 import { RootFs } from '../fs/root-fs.js';
+import { isTempName } from '../state/layout.js';
 import { newRecord } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
-import { saveState } from '../state/store.js';
+import { saveState } from '../store/state-file.js';
 import type { Source } from '../sources/source.js';
 import { buildTree } from './build-tree.js';
 import { DEFAULT_MERGED, DEFAULT_SHARED, normalizeDirs, sharedListText } from '../shared/config.js';
@@ -54,7 +55,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<Ba
   }
   // Leftovers of an init that crashed before writing its state.
   for (const n of listDir(layout.root)) {
-    if (['deploy', 'work', 'trash', 'current', 'shared', 'shared.list', 'kept'].includes(n) || n.startsWith('.current.new-') || n.startsWith('.shared.list.tmp-')) dfs.removeTree(`${layout.root}/${n}`);
+    if (['deploy', 'work', 'trash', 'current', 'shared', 'shared.list', 'kept'].includes(n) || isTempName(n, ['current', 'shared.list'])) dfs.removeTree(`${layout.root}/${n}`);
   }
   dfs.mkdir(layout.deployDir);
   dfs.mkdir(layout.workDir);

@@ -4,7 +4,7 @@ import { readMarker, redoEtcMerge } from '../merge/merge.js';
 import { applySharedOps, clearSharedStamps } from '../shared/apply.js';
 import { sharedDirs } from '../shared/config.js';
 import type { BaseState } from '../state/schema.js';
-import { saveState } from '../state/store.js';
+import { saveState } from '../store/state-file.js';
 
 /**
  * The last steps of a finalize, after its pointer swap (the commit point): the kept

@@ -2,11 +2,12 @@ import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
 import { exists, isDirectory, listDir, readLink } from '../fs/durable.js';
 import { cleanLockLeftovers } from '../fs/lock.js';
-import { removeDeployments } from '../commit/apply-transition.js';
-import { effectiveState } from './model.js';
-import type { BaseState } from './schema.js';
-import { loadState, saveState } from './store.js';
-import { recoverFinalize } from '../commit/finish.js';
+import { isTempName } from '../state/layout.js';
+import { effectiveState } from '../state/model.js';
+import type { BaseState } from '../state/schema.js';
+import { removeDeployments } from './remove-deployments.js';
+import { loadState, saveState } from './state-file.js';
+import { recoverFinalize } from '../merge/finish.js';
 import { upgradeSharedLayout } from '../shared/upgrade.js';
 
 export interface RecoveryReport {
@@ -27,7 +28,7 @@ export function recover(ctx: Context): RecoveryReport {
   const loaded = loadState(layout);
   if (loaded.recoveredFrom) {
     if (exists(layout.stateFile)) {
-      const aside = `${layout.stateFile}.broken-${ctx.now().toISOString().replace(/[:.]/g, '-')}`;
+      const aside = layout.brokenStateAside(ctx.now());
       dfs.rename(layout.stateFile, aside);
       actions.push(`state.json was unreadable (${loaded.brokenReason}); moved it to ${aside} and restored the last good copy`);
     } else {
@@ -81,7 +82,7 @@ export function recover(ctx: Context): RecoveryReport {
     actions.push(`removed leftovers in ${dir.slice(layout.root.length + 1)}/: ${names.join(', ')}`);
   }
   for (const n of listDir(layout.root)) {
-    if (/^\.(state\.json(\.bak)?\.tmp|current\.new|shared\.list\.tmp)-/.test(n)) {
+    if (isTempName(n, ['state.json', 'state.json.bak', 'current', 'shared.list'])) {
       dfs.unlink(`${layout.root}/${n}`);
       actions.push(`removed temp file ${n}`);
     }
