@@ -30,7 +30,8 @@ export function formatStatus(s: Status): string {
 
 /** The last merge: what was carried, and where each local version the update won over was kept. */
 export function formatMerge(m: MergeStatus): string[] {
-  const lines = [`last merge into ${m.id} at ${m.at}: ${m.carried} local change${m.carried === 1 ? '' : 's'} carried, ${m.conflicts.length} conflict${m.conflicts.length === 1 ? '' : 's'} (the update won)`];
+  const n = m.conflicts.length;
+  const lines = [`last merge into ${m.id} at ${m.at}: ${m.carried} local change${m.carried === 1 ? '' : 's'} carried${n ? `, ${n} conflict${n === 1 ? '' : 's'} where the update won` : ''}`];
   for (const c of m.conflicts) lines.push(`  ${c.path}: ${c.kept === null ? 'deleted locally; the update keeps it' : `local version kept at ${c.kept}`}`);
   return lines;
 }
