@@ -64,6 +64,8 @@ function checkMerge(dir: string, state: BaseState, finished: boolean): void {
   const read = (p: string): string | null => (fs.existsSync(p) ? fs.readFileSync(p, 'utf8') : null);
   const booted = path.join(dir, 'deploy', state.booted!, 'tree');
   expect(read(path.join(booted, 'etc/motd'))).toBe('edited locally\n');
+  const temps = (root: string): string[] => (fs.readdirSync(root, { recursive: true }) as string[]).filter((n) => path.basename(n).startsWith('.stagedroot-tmp-'));
+  expect(temps(shared), 'temp files left in the shared /var').toEqual([]);
   expect(read(path.join(shared, 'db'))).toBe('written after the stage\n');
   if (!finished) {
     expect(state.current).toBe(state.booted);
@@ -72,6 +74,7 @@ function checkMerge(dir: string, state: BaseState, finished: boolean): void {
     return;
   }
   const cur = path.join(dir, 'deploy', state.current, 'tree');
+  expect(temps(path.join(cur, 'etc')), 'temp files left in the new etc/').toEqual([]);
   expect(read(path.join(cur, 'etc/hostname'))).toBe('node-1-renamed\n');
   expect(read(path.join(cur, 'etc/local.conf'))).toBe('added after the stage\n');
   expect(read(path.join(cur, 'etc/local.d/x.conf'))).toBe('x\n');

@@ -380,6 +380,22 @@ export class RootFs {
   }
 
   /**
+   * Removes the temp files a write killed part-way left in directory `dir` (a tree that
+   * is completed in place after a crash, as finalize's merge into a staged tree).
+   * Returns the names removed.
+   */
+  removeTempLeftovers(dir: string): string[] {
+    const r = /^\/*$/.test(dir) ? { hostPath: this.root, stat: fs.lstatSync(this.root) } : this.resolveIfReachable(dir);
+    if (r === null || r.stat === null || !r.stat.isDirectory()) return [];
+    const names = fs.readdirSync(r.hostPath).filter((n) => n.startsWith('.stagedroot-tmp-'));
+    for (const n of names) {
+      fs.rmSync(`${r.hostPath}/${n}`, { recursive: true, force: true });
+      this.mutated('remove', `${r.hostPath}/${n}`);
+    }
+    return names;
+  }
+
+  /**
    * Moves the entry at `p` (not followed) out of the tree to `hostDst` (same filesystem:
    * one rename), reported as removed. Used to move a first tree's `var/` content into
    * the sysroot's shared directory.

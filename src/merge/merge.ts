@@ -118,6 +118,9 @@ export function redoEtcMerge(ctx: Context, id: string, marker: MergeMarker): str
   if (!exists(layout.tree(marker.booted))) {
     throw new StagedrootError('STATE_CORRUPT', `An interrupted merge into ${id} came from deployment ${marker.booted}, whose tree is gone`, { path: layout.mergeMarker(id) });
   }
+  // Writes the crash cut short left temp files beside the paths they were writing.
+  const tree = new RootFs(layout.tree(id), { faults: ctx.faults });
+  for (const dir of new Set(marker.paths.map((p) => (p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '')))) tree.removeTempLeftovers(dir);
   const m = planEtcMerge(layout, marker.booted, id, marker.merged);
   return applyEtcMerge(ctx, m, marker.merged, marker.paths);
 }

@@ -104,11 +104,18 @@ export function keepSharedVersions(ctx: Context, id: string, plan: SharedPlan, s
 export function applySharedOps(ctx: Context, id: string, shared: readonly string[]): void {
   const { layout } = ctx;
   const content = new RootFs(layout.sharedContent(id));
+  const cleaned = new Set<string>();
   for (const op of readSharedOps(layout, id)) {
     const d = sharedRootOf(op.path, shared);
     if (d === null || d === op.path) continue;
     const root = new RootFs(layout.shared(d), { faults: ctx.faults });
     const rel = op.path.slice(d.length + 1);
+    // A write killed part-way (this is repeated after a crash) left a temp file beside its path.
+    const parent = rel.includes('/') ? rel.slice(0, rel.lastIndexOf('/')) : '';
+    if (!cleaned.has(`${d}/${parent}`)) {
+      cleaned.add(`${d}/${parent}`);
+      root.removeTempLeftovers(parent);
+    }
     const live = probe(root, rel);
     if (op.op === 'remove') {
       if (live !== 'blocked') root.remove(rel, { recursive: true, missingOk: true });
