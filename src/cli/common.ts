@@ -15,6 +15,7 @@ export interface CommonOptions {
   sysroot?: string;
   wait?: string;
   json?: boolean;
+  dropUnsupportedXattrs?: boolean;
 }
 
 /** Adds the options every verb takes. */
@@ -22,6 +23,7 @@ export function common(cmd: Command, o: { json?: boolean } = {}): Command {
   cmd.option('--sysroot <dir>', 'the sysroot directory (default: $STAGEDROOT_SYSROOT)');
   cmd.option('--wait <seconds>', 'wait this long for another writer instead of failing with exit 4');
   if (o.json !== false) cmd.option('--json', 'print machine-readable JSON');
+  cmd.option('--drop-unsupported-xattrs', 'drop (with a warning) extended attributes the sysroot filesystem refuses, instead of failing');
   return cmd;
 }
 
@@ -51,6 +53,7 @@ export async function openSysroot(env: CliEnv, o: CommonOptions, mode: { readOnl
     waitSeconds: waitSeconds(o),
     faults: env.faults,
     onWarning: (m) => env.io.err(`stagedroot: warning: ${m}\n`),
+    xattrPolicy: o.dropUnsupportedXattrs ? 'drop' : 'strict',
   });
 }
 

@@ -21,6 +21,8 @@ export function initCommand(program: Command, env: CliEnv): void {
           bootTries: nonNegativeInt('boot-tries', o.bootTries),
           waitSeconds: waitSeconds(o),
           faults: env.faults,
+          onWarning: (m) => env.io.err(`stagedroot: warning: ${m}\n`),
+          xattrPolicy: o.dropUnsupportedXattrs ? 'drop' : 'strict',
         });
         const st = s.status();
         if (o.json) printJson(env.io, st);
