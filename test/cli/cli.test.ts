@@ -31,7 +31,7 @@ async function initFromTree(): Promise<void> {
 }
 
 describe('stagedroot CLI', () => {
-  it('runs the whole lifecycle with the exit codes of DESIGN.md', async () => {
+  it('runs the whole lifecycle with the exit codes of docs/errors.md', async () => {
     await initFromTree();
     const good = write('good.json', { label: 'v2', files: [{ path: '/etc/app.conf', contents: 'x=1\n' }] });
     let r = await cli(['stage', good, '--sysroot', sysroot]);
