@@ -36,6 +36,7 @@ export const REJECTION_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'UNSAFE_ENTRY',
   'APPLY_FAILED',
   'VALIDATION_FAILED',
+  'NAME_UNREPRESENTABLE',
 ]);
 
 /** A problem found in an input or a tree, in the shape zod uses: code, path, message. */

@@ -23,8 +23,12 @@ export function common(cmd: Command, o: { json?: boolean } = {}): Command {
   cmd.option('--sysroot <dir>', 'the sysroot directory (default: $STAGEDROOT_SYSROOT)');
   cmd.option('--wait <seconds>', 'wait this long for another writer instead of failing with exit 4');
   if (o.json !== false) cmd.option('--json', 'print machine-readable JSON');
-  cmd.option('--drop-unsupported-xattrs', 'drop (with a warning) extended attributes the sysroot filesystem refuses, instead of failing');
   return cmd;
+}
+
+/** For the verbs that build trees (init, stage, finalize): what to do with an attribute the filesystem refuses. */
+export function xattrOption(cmd: Command): Command {
+  return cmd.option('--drop-unsupported-xattrs', 'drop (with a warning) extended attributes the sysroot filesystem refuses, instead of failing');
 }
 
 export function sysrootDir(env: CliEnv, o: CommonOptions): string {
