@@ -9,7 +9,7 @@ import type { Sysroot } from '../../src/sysroot.js';
 import { Layout } from '../../src/state/layout.js';
 import { effectiveState } from '../../src/state/model.js';
 import type { BaseState } from '../../src/state/schema.js';
-import { loadState } from '../../src/state/store.js';
+import { loadState } from '../../src/store/state-file.js';
 import { hashTree } from '../../src/testing/index.js';
 
 /** What may be at the top of a sysroot when no writer runs (no lock, no temp files). */
