@@ -114,7 +114,7 @@ describe('a stage whose sync fails', () => {
     useFakeSync(EIO_SYNC);
     const err = await syncError(t.sysroot.stage(motdUpdate('B')));
     expect(err.code).toBe('IO');
-    expect(t.sysroot.status()).toMatchObject({ staged: staged.id, lastFailure: { id: '0003', phase: 'sync', code: 'IO' } });
+    expect(t.sysroot.status()).toMatchObject({ staged: staged.id, lastFailure: { id: '0003', phase: 'apply', step: 'sync', code: 'IO' } });
     expect(fs.readdirSync(path.join(t.dir, 'deploy')).sort()).toEqual(['0001', staged.id]);
     expect(fs.readdirSync(path.join(t.dir, 'work'))).toEqual([]);
     expect(calls()).toEqual([`-f ${path.join(t.dir, 'work', '0003')}`]);
@@ -127,7 +127,7 @@ describe('a stage whose sync fails', () => {
     const reject = { name: 'no-motd', run: () => [{ code: 'NO', path: 'etc/motd', message: 'no', severity: 'error' as const }] };
     const err = await syncError(t.sysroot.stage(motdUpdate('B'), { validators: [reject] }));
     expect(err.code).toBe('VALIDATION_FAILED');
-    expect(t.sysroot.status().lastFailure).toMatchObject({ id: '0002', phase: 'validate' });
+    expect(t.sysroot.status().lastFailure).toMatchObject({ id: '0002', phase: 'validate', step: 'validate' });
     expect(t.sysroot.state().deployments.map((d) => d.id)).toEqual(['0001']);
     expect(fs.readdirSync(path.join(t.dir, 'deploy'))).toEqual(['0001']);
     expect(warnings.join('\n')).toMatch(/could not sync the rejected tree .*work\/0002 .*Input\/output error.*removed rather than kept/);
