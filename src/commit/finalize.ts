@@ -28,10 +28,10 @@ export type FinalizeResult =
  * manifest's checksum and the whole tree);
  * a mismatch is recorded durably as a finalize failure, and current stays as it was.
  */
-export function finalize(ctx: Context, s: BaseState, o: FinalizeOptions = {}): { state: BaseState; result: FinalizeResult } {
-  if (s.staged === null) return { state: s, result: { finalized: false, reason: 'nothing-staged' } };
+export function finalize(ctx: Context, s: BaseState, o: FinalizeOptions = {}): FinalizeResult {
+  if (s.staged === null) return { finalized: false, reason: 'nothing-staged' };
   const staged = mustFind(s, s.staged);
-  if (staged.locked) return { state: s, result: { finalized: false, reason: 'locked', id: staged.id } };
+  if (staged.locked) return { finalized: false, reason: 'locked', id: staged.id };
   const fail = (problem: string, issues: TypeConflict[] = []): never => {
     const failure = {
       id: staged.id,
@@ -63,10 +63,10 @@ export function finalize(ctx: Context, s: BaseState, o: FinalizeOptions = {}): {
   const report = mergeReport(ctx, staged.id, merge, shared);
   const merged: BaseState = { ...s, deployments: s.deployments.map((d) => (d.id === staged.id ? { ...d, manifestSha256: sha } : d)) };
   const t = finalizeTransition(merged);
-  let next = applyTransition(ctx, s, { next: { ...t.next, lastMerge: report, finishPending: staged.id }, drop: t.drop }, 'finalize');
+  const next = applyTransition(ctx, s, { next: { ...t.next, lastMerge: report, finishPending: staged.id }, drop: t.drop }, 'finalize');
   ctx.dfs.unlink(ctx.layout.mergeMarker(staged.id));
-  next = finishFinalize(ctx, next);
-  return { state: next, result: { finalized: true, id: staged.id, previous: s.current, merge: report } };
+  finishFinalize(ctx, next);
+  return { finalized: true, id: staged.id, previous: s.current, merge: report };
 }
 
 /** The merge plan, when the staged deployment was built from the booted one (else its etc/ is not the running system's). */

@@ -3,18 +3,19 @@ import * as path from 'node:path';
 import { StagedrootError, errnoOf } from '../errors.js';
 import { noFaults, type FaultHook } from './faults.js';
 import { fsyncDir, ioError } from './root-fs.js';
+import { readXattrs, writeXattrs } from './xattr.js';
 
 const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
 const CHUNK = 1 << 20;
 
 /** lstat, or null when nothing is there. */
-export function lstatOrNull(host: string): fs.Stats | null {
+export function lstatOrNull(host: string | Buffer): fs.Stats | null {
   try {
     return fs.lstatSync(host);
   } catch (err) {
     const e = errnoOf(err);
     if (e === 'ENOENT' || e === 'ENOTDIR') return null;
-    throw ioError(err, host, host, 'sysroot');
+    throw ioError(err, String(host), String(host), 'sysroot');
   }
 }
 
@@ -23,15 +24,15 @@ export function lstatOrNull(host: string): fs.Stats | null {
  * whole file in memory). The source is opened with O_NOFOLLOW and must still be a
  * regular file.
  */
-export function copyFileInto(srcHost: string, fd: number, rel: string): number {
+export function copyFileInto(srcHost: string | Buffer, fd: number, rel: string): number {
   let from: number;
   try {
     from = fs.openSync(srcHost, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   } catch (err) {
-    throw ioError(err, rel, srcHost, 'sysroot');
+    throw ioError(err, rel, String(srcHost), 'sysroot');
   }
   try {
-    if (!fs.fstatSync(from).isFile()) throw new StagedrootError('IO', `${rel} is no longer a regular file`, { path: rel, resolvedPath: srcHost });
+    if (!fs.fstatSync(from).isFile()) throw new StagedrootError('IO', `${rel} is no longer a regular file`, { path: rel, resolvedPath: String(srcHost) });
     const buf = Buffer.allocUnsafe(CHUNK);
     let total = 0;
     for (let n = fs.readSync(from, buf, 0, CHUNK, null); n > 0; n = fs.readSync(from, buf, 0, CHUNK, null)) {
@@ -51,7 +52,7 @@ export function copyFileInto(srcHost: string, fd: number, rel: string): number {
  * durable. Parents of `dstHost` are created private (0700): a kept `etc/shadow` stays
  * as private as the original. An existing `dstHost` is kept (a redo after a crash).
  */
-export function copyOut(srcHost: string, dstHost: string, o: { recursive?: boolean; faults?: FaultHook } = {}): boolean {
+export function copyOut(srcHost: string | Buffer, dstHost: string, o: { recursive?: boolean; faults?: FaultHook } = {}): boolean {
   const faults = o.faults ?? noFaults;
   const st = lstatOrNull(srcHost);
   if (st === null) return false;
@@ -64,24 +65,27 @@ export function copyOut(srcHost: string, dstHost: string, o: { recursive?: boole
     fs.renameSync(tmp, dstHost);
   } catch (err) {
     fs.rmSync(tmp, { recursive: true, force: true });
-    throw ioError(err, dstHost, srcHost, 'sysroot');
+    throw ioError(err, dstHost, String(srcHost), 'sysroot');
   }
   faults.afterMutation('rename', dstHost);
   fsyncDir(path.dirname(dstHost));
   return true;
 }
 
-function copyAny(src: string, dst: string, st: fs.Stats, recursive: boolean, faults: FaultHook): void {
+function copyAny(src: string | Buffer, dst: string, st: fs.Stats, recursive: boolean, faults: FaultHook): void {
   if (st.isDirectory()) {
     fs.mkdirSync(dst, { mode: 0o700 });
     faults.afterMutation('mkdir', dst);
     if (recursive) {
       for (const name of fs.readdirSync(src).sort()) {
-        const cst = fs.lstatSync(`${src}/${name}`);
-        if (cst.isFile() || cst.isDirectory() || cst.isSymbolicLink()) copyAny(`${src}/${name}`, `${dst}/${name}`, cst, true, faults);
+        const child = `${String(src)}/${name}`;
+        const cst = fs.lstatSync(child);
+        if (cst.isFile() || cst.isDirectory() || cst.isSymbolicLink()) copyAny(child, `${dst}/${name}`, cst, true, faults);
       }
     }
     setAttrs(dst, st);
+    const attrs = readXattrs(src);
+    if (attrs.length > 0) writeXattrs(dst, attrs, { rel: dst });
     fsyncDir(dst);
   } else if (st.isSymbolicLink()) {
     fs.symlinkSync(fs.readlinkSync(src), dst);
@@ -92,6 +96,9 @@ function copyAny(src: string, dst: string, st: fs.Stats, recursive: boolean, fau
     try {
       copyFileInto(src, fd, dst);
       if (canChown) fs.fchownSync(fd, st.uid, st.gid);
+      // After the chown (which clears security.capability): the kept copy keeps its labels and ACLs.
+      const attrs = readXattrs(src);
+      if (attrs.length > 0) writeXattrs(dst, attrs, { rel: dst });
       fs.fchmodSync(fd, st.mode & 0o7777);
       fs.futimesSync(fd, st.atime, st.mtime);
       fs.fsyncSync(fd);

@@ -4,6 +4,7 @@ import { StagedrootError, type Issue } from '../errors.js';
 import { copyOut, lstatOrNull } from '../fs/copy-entry.js';
 import { parseDelta } from '../fs/delta.js';
 import { exists, fileSha256, readText } from '../fs/durable.js';
+import { hostPath } from '../fs/names.js';
 import { patchManifest } from '../fs/patch-manifest.js';
 import { RootFs, type TouchEvent } from '../fs/root-fs.js';
 import type { Layout } from '../state/layout.js';
@@ -71,7 +72,7 @@ export function readMarker(layout: Layout, id: string): MergeMarker | null {
 /** Copies the local versions the update wins over to kept/ID.partial/PATH (the live tree is not changed). */
 export function keepLocalVersions(ctx: Context, m: PlannedMerge): void {
   const { layout } = ctx;
-  for (const p of m.keep) copyOut(`${layout.tree(m.booted)}/${p}`, `${layout.kept(m.staged, true)}/${p}`, { faults: ctx.faults });
+  for (const p of m.keep) copyOut(hostPath(layout.tree(m.booted), p), `${layout.kept(m.staged, true)}/${p}`, { faults: ctx.faults });
 }
 
 /**
@@ -88,8 +89,8 @@ export function applyEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly st
   const events: TouchEvent[] = [];
   const root = new RootFs(tree, { faults: ctx.faults, onTouch: (e) => events.push(e) });
   for (const a of m.actions) {
-    if (a.kind === 'carry' && lstatOrNull(`${live}/${a.path}`) !== null) {
-      root.copyIn(a.path, `${live}/${a.path}`, { replace: a.replace });
+    if (a.kind === 'carry' && lstatOrNull(hostPath(live, a.path)) !== null) {
+      root.copyIn(a.path, hostPath(live, a.path), { replace: a.replace });
     } else {
       // Removed locally (or gone since it was planned, rpm-ostree#1791): the target is "absent".
       root.remove(a.path, { recursive: true, missingOk: true });
@@ -97,7 +98,7 @@ export function applyEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly st
   }
   // Every path the merge (or an earlier, interrupted one) touched is re-read into the manifest.
   for (const p of paths) {
-    const st = lstatOrNull(`${tree}/${p}`);
+    const st = lstatOrNull(hostPath(tree, p));
     events.push({ kind: st !== null && st.isDirectory() ? 'touch' : 'remove', path: p });
   }
   const manifest = layout.manifest(m.staged);

@@ -58,10 +58,10 @@ const TYPE = { f: 'file', d: 'directory', l: 'symlink', o: 'special file' } as c
 const kind = (e: ManifestEntry | null): string => (e === null ? 'nothing' : TYPE[e.t]);
 const isDir = (e: ManifestEntry | null): boolean => e !== null && e.t === 'd';
 
-/** Same type, mode, owner, content and target (times are not compared). */
+/** Same type, mode, owner, extended attributes, content and target (times are not compared). */
 export function sameEntry(a: ManifestEntry | null, b: ManifestEntry | null): boolean {
   if (a === null || b === null) return a === b;
-  if (a.t !== b.t || a.m !== b.m || a.u !== b.u || a.g !== b.g) return false;
+  if (a.t !== b.t || a.m !== b.m || a.u !== b.u || a.g !== b.g || a.x !== b.x) return false;
   if (a.t === 'f') return a.s === b.s && a.h === b.h;
   if (a.t === 'l') return a.l === b.l;
   return true;

@@ -50,7 +50,7 @@ export function forEachRow(o: RowSources, fn: (row: Row) => void): void {
       fn({ p: x, b: take(rb, x), n: take(rn, x), l: null });
     }
   };
-  const visit = (rel: string, host: string, st: Stats): void => {
+  const visit = (rel: string, host: string | Buffer, st: Stats): void => {
     flushBefore(rel);
     const b = take(rb, rel);
     const n = take(rn, rel);

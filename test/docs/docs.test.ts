@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProgram } from '../../src/cli/program.js';
 import { StagedrootError, type ErrorCode } from '../../src/errors.js';
 import { EXIT, exitCodeFor } from '../../src/exit-codes.js';
-import { failureSchema, phaseSchema } from '../../src/state/schema.js';
+import { STAGE_PHASES, failureSchema, phaseSchema } from '../../src/state/schema.js';
 import type { Status } from '../../src/state/status.js';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 
@@ -122,6 +122,7 @@ describe('docs/status-json.md', () => {
 
   it('names every phase a failure can have', () => {
     for (const p of phaseSchema.options) expect(doc, `docs/status-json.md: phase ${p}`).toContain(`\`${p}\``);
+    for (const p of STAGE_PHASES) expect(doc, `docs/status-json.md: step ${p}`).toContain(`\`${p}\``);
   });
 
   it('shows an example with the fields a real status has (regenerate it with the commands shown there)', () => {
