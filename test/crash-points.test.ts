@@ -221,7 +221,8 @@ async function checkRecovered(p: Prepared, dir: string, n: number): Promise<void
   expect(warnings, where).toEqual(sysroot.recovery.map((a) => `recovery: ${a}`));
 
   // One current that verifies, staged absent or complete, no leftovers, no tree written into.
-  const state = expectConsistent(sysroot, dir, where, p.treeHashes, { localEdits: p.scenario.localEdits });
+  const localEdits = p.scenario.localEdits ? { paths: p.scenario.localEdits, ids: new Set([p.before.booted!]) } : undefined;
+  const state = expectConsistent(sysroot, dir, where, p.treeHashes, { localEdits });
 
   // Atomic: the recovered state is the one before the operation or the one after it.
   expect([summary(p.before), summary(p.after)], where).toContain(summary(state));

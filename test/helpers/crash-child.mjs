@@ -19,7 +19,7 @@
 // refusals the lifecycle allows; MS since the start) straight to fd 1, so that the last
 // line says what the process was doing when it was killed. Ends with "done"; any other
 // error exits 1.
-import { rmSync, writeFileSync, writeSync } from 'node:fs';
+import { appendFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { Sysroot, countingHook, killAfter } from '../../dist/index.js';
@@ -71,6 +71,8 @@ const ops = {
   'edit-local': (s) => {
     const st = s.status();
     const live = s.treePath(st.booted);
+    // Which deployments the running system edited (their drift in etc/ is expected), beside the sysroot.
+    appendFileSync(`${s.path}.local-edits`, `${st.booted}\n`);
     edits += 1;
     const token = `${process.pid}-${edits}`;
     writeFileSync(`${live}/etc/local-${token}.conf`, `local ${token}\n`);

@@ -64,11 +64,24 @@ export function hashDeployments(s: Sysroot, exclude: readonly string[] = []): Ma
  * absent or complete; every ready deployment verifies (no torn tree); no leftovers
  * (work/, trash/, temp files, unrecorded deployment dirs, the lock); the booted
  * deployment exists. With `treeHashes`, invariant 1 too: no deployment that existed
- * before was written into. `localEdits`: tree paths (etc) the test edits in the booted
- * tree as the running system would: the booted tree's drift there is expected, and
- * trees are compared outside them (finalize's merge completes the staged tree there).
+ * before was written into. `localEdits`: tree paths (etc) the test edited in those
+ * deployments while they ran, as the running system would: their drift there is
+ * expected, and trees are compared outside them (finalize's merge completes the staged
+ * tree there).
  */
-export function expectConsistent(sysroot: Sysroot, dir: string, where: string, treeHashes?: Map<string, string>, o: { localEdits?: readonly string[] } = {}): BaseState {
+/** Where a test edited deployments' trees as the running system would: these paths of these deployments. */
+export interface LocalEdits {
+  paths: readonly string[];
+  ids: ReadonlySet<string>;
+}
+
+/** The deployments a crash-child's `edit-local` edited in the sysroot `dir` (it notes them beside it). */
+export function editedDeployments(dir: string): Set<string> {
+  const f = `${dir}.local-edits`;
+  return new Set(fs.existsSync(f) ? fs.readFileSync(f, 'utf8').split('\n').filter(Boolean) : []);
+}
+
+export function expectConsistent(sysroot: Sysroot, dir: string, where: string, treeHashes?: Map<string, string>, o: { localEdits?: LocalEdits } = {}): BaseState {
   const state = sysroot.state();
   const status = sysroot.status();
 
@@ -77,7 +90,7 @@ export function expectConsistent(sysroot: Sysroot, dir: string, where: string, t
   expect(fs.realpathSync(path.join(dir, 'current')), where).toBe(fs.realpathSync(sysroot.treePath(state.current)));
   // The booted tree is the running system's root: the local edits a test made there are
   // its drift (what the merge carries), not a torn tree.
-  const local = (id: string, p: string): boolean => id === state.booted && (o.localEdits ?? []).some((e) => p === e || p.startsWith(`${e}/`));
+  const local = (id: string, p: string): boolean => (o.localEdits?.ids.has(id) ?? false) && o.localEdits!.paths.some((e) => p === e || p.startsWith(`${e}/`));
   expect(sysroot.verify(state.current).drift.filter((x) => !local(state.current, x.path)), `${where}: current ${state.current}`).toEqual([]);
 
   if (state.staged !== null) expect(state.deployments.find((d) => d.id === state.staged)?.status, where).toBe('ready');
@@ -102,7 +115,7 @@ export function expectConsistent(sysroot: Sysroot, dir: string, where: string, t
   if (treeHashes) {
     for (const d of state.deployments) {
       const h = treeHashes.get(d.id);
-      if (h !== undefined) expect(hashTreeOutside(sysroot.treePath(d.id), o.localEdits), `${where}: tree of ${d.id} changed`).toBe(h);
+      if (h !== undefined) expect(hashTreeOutside(sysroot.treePath(d.id), o.localEdits?.paths), `${where}: tree of ${d.id} changed`).toBe(h);
     }
   }
   return state;

@@ -15,7 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Sysroot } from '../../src/sysroot.js';
 import { buildTree, reboot, type TreeSpec } from '../../src/testing/index.js';
 import { bundledCrashChild, requireDist, scratchDir, startSequence, type SequenceChild } from '../helpers/crash.js';
-import { expectConsistent, expectReadable, hashDeployments } from '../helpers/invariants.js';
+import { editedDeployments, expectConsistent, expectReadable, hashDeployments } from '../helpers/invariants.js';
 import { prng, seedFrom } from '../helpers/random.js';
 import { BASE_TREE } from '../helpers/trees.js';
 
@@ -160,7 +160,7 @@ describe('kill test: SIGKILL at a random moment, then open() recovers', () => {
 
         expectReadable(dir, where);
         sysroot = await Sysroot.open(dir);
-        const state = expectConsistent(sysroot, dir, where, hashes, { localEdits: LOCAL });
+        const state = expectConsistent(sysroot, dir, where, hashes, { localEdits: { paths: LOCAL, ids: editedDeployments(dir) } });
         // The machine can always get back to a good deployment: current or rollback is one.
         const good = new Set(state.deployments.filter((d) => d.good && d.status === 'ready').map((d) => d.id));
         expect(good.has(state.current) || (state.rollback !== null && good.has(state.rollback)), `${where}: no good deployment to return to`).toBe(true);
@@ -172,7 +172,7 @@ describe('kill test: SIGKILL at a random moment, then open() recovers', () => {
       await sysroot.markGood();
       expect(sysroot.status().booted).toBe(staged.id);
       expect(fs.readFileSync(path.join(dir, 'current/etc/after-kills'), 'utf8')).toBe(`${n}\n`);
-      expectConsistent(sysroot, dir, `lane ${n} at the end`, undefined, { localEdits: LOCAL });
+      expectConsistent(sysroot, dir, `lane ${n} at the end`, undefined, { localEdits: { paths: LOCAL, ids: editedDeployments(dir) } });
     };
 
     try {
