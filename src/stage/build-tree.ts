@@ -72,7 +72,13 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   const events: TouchEvent[] = [];
   o.onStep?.('apply');
   if (o.changes) {
-    const root = new RootFs(tree, { faults: ctx.faults, durability: 'deferred', onTouch: (e) => events.push(e) });
+    const root = new RootFs(tree, {
+      faults: ctx.faults,
+      durability: 'deferred',
+      onTouch: (e) => events.push(e),
+      xattrPolicy: ctx.xattrPolicy,
+      onXattrDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`),
+    });
     bytes += (await applyChanges(root, o.changes, o.onApply)).bytes;
   }
   o.onStep?.('manifest');
