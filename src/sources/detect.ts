@@ -46,8 +46,6 @@ export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
       return tarLayerSource(p, o);
     case 'directory':
       return directorySource(p, o);
-    default:
-      throw new StagedrootError('SOURCE_UNSUPPORTED', `${p} is a ${kind} source, which this build of stagedroot cannot apply yet`, { path: p });
   }
 }
 

@@ -23,7 +23,7 @@ export interface InitOptions {
  * is written last: a crash before it leaves no sysroot, and the leftovers are cleared by
  * the next `init`.
  */
-export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<BaseState> {
+export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<void> {
   const { layout, dfs } = ctx;
   if (o.bootTries !== undefined && !(Number.isInteger(o.bootTries) && o.bootTries >= 1 && o.bootTries <= 100)) {
     throw new StagedrootError('USAGE', `Expected --boot-tries to be an integer from 1 to 100, got ${String(o.bootTries)}`, { option: 'bootTries', value: o.bootTries });
@@ -70,5 +70,4 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<Ba
     deployments: [newRecord({ id, label, parent: null, at: ctx.now().toISOString(), source: description, entries: built.entries, bytes: built.bytes, manifestSha256: fileSha256(layout.manifest(id)), good: true })],
   };
   saveState(layout, dfs, { ...state, intent: null });
-  return state;
 }
