@@ -17,7 +17,8 @@ export interface Owner {
  * Extended attributes an entry is created with (file capabilities, SELinux labels,
  * ACLs, user.*): [name, value] pairs. Absent: none of its own.
  */
-export type XattrList = ReadonlyArray<readonly [string, Uint8Array]>;
+export type { XattrList } from './fs/xattr.js';
+import type { XattrList } from './fs/xattr.js';
 
 /**
  * `replace` gives OCI layer semantics: whatever is at the path is removed first (a

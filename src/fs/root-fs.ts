@@ -7,8 +7,7 @@ import { splitSourcePath, MAX_PATH_DEPTH } from './paths.js';
 import { readLinkTarget } from './manifest.js';
 import { bytesOfName, hasRawBytes } from './names.js';
 import { readNames } from './walk.js';
-import { readXattrs, replaceXattrs, writeXattrs, type XattrPolicy, type Xattrs } from './xattr.js';
-import type { XattrList } from '../changeset.js';
+import { readXattrs, replaceXattrs, writeXattrs, type XattrList, type XattrPolicy, type Xattrs } from './xattr.js';
 
 /** What happened to a tree path, for incremental manifest updates. */
 export interface TouchEvent {
