@@ -488,7 +488,11 @@ export class RootFs {
     this.mutated('setattr', host);
   }
 
+  /** Tree paths whose SELinux label a source gave explicitly (they are not relabelled by the tree's policy). */
+  readonly explicitLabels = new Set<string>();
+
   private setXattrs(host: string, list: XattrList, p: string, exact: boolean): void {
+    if (list.some(([n]) => n === 'security.selinux')) this.explicitLabels.add(splitSourcePath(p, 'path', { allowBackslash: true }).join('/'));
     const attrs: Xattrs = list.map(([n, v]) => [n, Buffer.from(v.buffer, v.byteOffset, v.byteLength)]);
     attrs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     if (exact) replaceXattrs(B(host), attrs, { rel: p, ...this.xattrOptions });
