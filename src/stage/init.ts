@@ -1,7 +1,7 @@
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
 import { exists, fileSha256, isDirectory, listDir, syncFilesystem } from '../fs/durable.js';
-import { RootFs } from '../fs/root-fs.js';
+import { ReadOnlyTree } from '../fs/read-only-tree.js';
 import { isTempName } from '../state/layout.js';
 import { newRecord } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
@@ -46,12 +46,13 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
   dfs.mkdir(`${work}/tree`);
   // A source is planned against what it is applied to: the directory to copy, or the empty tree.
   const planRoot = o.fromDirectory ?? `${work}/tree`;
-  const cs = o.source ? await o.source.plan({ root: planRoot, readFile: (p) => new RootFs(planRoot).readFile(p) }) : undefined;
+  const cs = o.source ? await o.source.plan(new ReadOnlyTree(planRoot)) : undefined;
   const built = await buildTree(ctx, {
     work,
     from: o.fromDirectory === undefined ? undefined : { tree: o.fromDirectory, policy: { hardlinkPrefixes: [], mode: 'reflink' } },
     changes: cs,
   });
+  for (const w of built.warnings) ctx.warn(`${w.code} at ${w.path || '(root)'}: ${w.message}`);
   const description = cs?.description ?? (o.fromDirectory ? `directory ${o.fromDirectory}` : 'empty tree');
   const label = o.label ?? cs?.label ?? 'initial';
   await syncFilesystem(work);
