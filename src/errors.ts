@@ -23,6 +23,7 @@ export type ErrorCode =
   | 'INVALID_TRANSITION' // the lifecycle does not allow this operation now
   | 'FINALIZE_FAILED'
   | 'TOOL_MISSING' // an external tool (systemctl, sync) is not installed
+  | 'INVARIANT_VIOLATED' // a state write that would break an invariant was refused (a bug, nothing written)
   | 'XATTR_UNSUPPORTED' // the target filesystem refuses an extended attribute a tree carries
   | 'NAME_UNREPRESENTABLE' // a file name that cannot be kept byte for byte
   | 'IO'; // any other filesystem error
