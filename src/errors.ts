@@ -24,6 +24,7 @@ export type ErrorCode =
   | 'FINALIZE_FAILED'
   | 'MERGE_CONFLICT' // local changes and the update disagree on a path's type (directory or not)
   | 'TOOL_MISSING' // an external tool (systemctl, sync) is not installed
+  | 'INVARIANT_VIOLATED' // a state write that would break an invariant was refused (a bug, nothing written)
   | 'XATTR_UNSUPPORTED' // the target filesystem refuses an extended attribute a tree carries
   | 'NAME_UNREPRESENTABLE' // a file name that cannot be kept byte for byte
   | 'IO'; // any other filesystem error
