@@ -23,6 +23,7 @@ export type ErrorCode =
   | 'INVALID_TRANSITION' // the lifecycle does not allow this operation now
   | 'FINALIZE_FAILED'
   | 'TOOL_MISSING' // an external tool (systemctl, sync) is not installed
+  | 'SIGNATURE_INVALID' // a source is unsigned, wrongly signed, or signed by a key the sysroot does not trust
   | 'IO'; // any other filesystem error
 
 /** Codes that mean "the update was rejected; nothing changed but the failure record" (exit 3). */
@@ -34,6 +35,7 @@ export const REJECTION_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'UNSAFE_ENTRY',
   'APPLY_FAILED',
   'VALIDATION_FAILED',
+  'SIGNATURE_INVALID',
 ]);
 
 /** A problem found in an input or a tree, in the shape zod uses: code, path, message. */

@@ -19,6 +19,7 @@ import { specSource } from './sources/spec.js';
 import { ignitionSource } from './sources/ignition/index.js';
 import type { Source } from './sources/source.js';
 import { initSysroot, type InitOptions } from './stage/init.js';
+import { addTrustedKey, loadTrustedKeys, readPublicKeyFile, removeTrustedKey } from './trust/keys.js';
 import { stage, type StageOptions, type StageResult } from './stage/stage.js';
 import type { BuiltinOptions } from './validate/builtins.js';
 
@@ -198,6 +199,22 @@ export class Sysroot {
     const s = this.state();
     const which = id ?? s.booted ?? s.current;
     return { id: which, drift: verifyTree(this.ctx.layout.tree(which), this.manifestOf(s, which), o) };
+  }
+
+  /** The trusted keys' ids, as minisign prints them. With none, sources need no signature. */
+  trustedKeys(): string[] {
+    return loadTrustedKeys(this.ctx.layout).map((k) => k.keyId);
+  }
+
+  /** Trusts a minisign/signify public key (a key file, or the base64 line `minisign -P` takes). */
+  addTrustedKey(file: string): Promise<{ keyId: string; added: boolean }> {
+    const key = readPublicKeyFile(file);
+    return this.write('trust', () => addTrustedKey(this.ctx, key));
+  }
+
+  /** Stops trusting a key (by the id minisign prints). */
+  removeTrustedKey(keyId: string): Promise<{ keyId: string }> {
+    return this.write('trust', () => removeTrustedKey(this.ctx, keyId));
   }
 
   /** Host path of a deployment's tree. */

@@ -6,6 +6,7 @@ import type { Source } from './source.js';
 import { specSource } from './spec.js';
 import { ignitionFileSource } from './ignition/index.js';
 import { tarLayerSource } from './tar-layer.js';
+import { filePayload } from '../trust/payload.js';
 
 /** Spec and config documents larger than this are refused (a JSON bomb is not an update). */
 export const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
@@ -39,11 +40,11 @@ export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
   }
   switch (kind) {
     case 'spec':
-      return specFileSource(p);
+      return signedFile(specFileSource(p), p);
     case 'ignition':
-      return ignitionFileSource(p);
+      return signedFile(ignitionFileSource(p), p);
     case 'tar':
-      return tarLayerSource(p, o);
+      return signedFile(tarLayerSource(p, o), p);
     case 'directory':
       return directorySource(p, o);
     default:
@@ -59,11 +60,19 @@ export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
 export function pathSource(p: string, o: SourceOptions = {}): Source {
   if (statPath(p) === null) throw new StagedrootError('USAGE', `The source ${p} does not exist`, { value: p });
   if (o.replace) sourceFromPath(p, o); // --replace with a spec or Ignition config is a usage error, at once
+  let resolved: Source | undefined;
+  const get = (): Source => (resolved ??= sourceFromPath(p, o));
   return {
     kind: 'auto',
     describe: p,
-    plan: (base) => sourceFromPath(p, o).plan(base),
+    inspect: async () => (get().inspect ? get().inspect!() : {}),
+    plan: (base) => get().plan(base),
   };
+}
+
+/** A source read from one file: its detached signature covers the file, in SOURCE.minisig by default. */
+function signedFile(s: Source, p: string): Source {
+  return { ...s, inspect: async () => ({ signed: { payload: filePayload(p, s.describe), defaultSignature: `${p}.minisig` } }) };
 }
 
 export function specFileSource(p: string): Source {

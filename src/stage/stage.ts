@@ -7,6 +7,7 @@ import { applyTransition } from '../commit/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import type { BaseState, DeploymentRecord, Failure, Phase } from '../state/schema.js';
 import { buildTree } from './build-tree.js';
+import { checkSource } from './check-source.js';
 import type { Source } from '../sources/source.js';
 import type { ChangeSet } from '../changeset.js';
 import { resolveBuiltins, type BuiltinOptions } from '../validate/builtins.js';
@@ -36,6 +37,8 @@ export interface StageOptions {
   lock?: boolean;
   /** Called with the staged tree before validation (used by built-in checks that need setup). */
   signal?: AbortSignal;
+  /** The detached signature of the source (default: SOURCE.minisig); required when the sysroot trusts keys. */
+  signature?: string;
 }
 
 export interface StageResult {
@@ -46,6 +49,8 @@ export interface StageResult {
   warnings: Issue[];
   entries: number;
   bytes: number;
+  /** The image is what the booted deployment already runs: nothing was staged (`id` is the booted one). */
+  alreadyRunning?: boolean;
 }
 
 export const DEFAULT_COPY_POLICY: CopyPolicy = { hardlinkPrefixes: ['usr'], mode: 'reflink' };
@@ -103,6 +108,11 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
   let freeAtStart: number | null = null;
   try {
     progress({ phase: 'plan', done: 0, total: null, bytes: 0 });
+    const checked = await checkSource(layout, source, { signature: opts.signature });
+    if (checked.info.origin !== undefined && base.origin?.digest === checked.info.origin.digest) {
+      return { id: baseId, label: base.label, path: layout.tree(baseId), delta: [], warnings: [], entries: base.entries, bytes: base.bytes, alreadyRunning: true };
+    }
+    label = opts.label ?? checked.info.label ?? label;
     cs = await source.plan({ root: layout.tree(baseId), readFile: (p) => new RootFs(layout.tree(baseId)).readFile(p) });
     label = opts.label ?? cs.label ?? label;
     if (builtins.freeSpace) {
@@ -141,6 +151,8 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     dfs.rename(work, layout.deployment(id));
     const rec = newRecord({ id, label, parent: baseId, at: ctx.now().toISOString(), entries, bytes: built.bytes, manifestSha256: fileSha256(layout.manifest(id)), source: cs.description });
     rec.locked = opts.lock ?? false;
+    if (checked.info.origin) rec.origin = checked.info.origin;
+    if (checked.signature) rec.signature = checked.signature;
     progress({ phase: 'commit', done: 0, total: null, bytes: 0 });
     applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
     return { id, label, path: layout.tree(id), delta, warnings: result.issues.filter((i) => i.severity === 'warning'), entries: rec.entries, bytes: rec.bytes };

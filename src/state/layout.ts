@@ -10,6 +10,8 @@ import * as path from 'node:path';
  *   work/ID/                     a stage in progress (removed by recovery after a crash)
  *   trash/                       deployments being removed
  *   lock/                        the writer lock
+ *   trusted-keys/KEYID.pub       public keys a source's signature must match (none: unsigned sources are fine)
+ *   hooks/PHASE/                 executables run at each phase, in name order
  */
 export class Layout {
   readonly root: string;
@@ -33,6 +35,12 @@ export class Layout {
   }
   get trashDir(): string {
     return path.join(this.root, 'trash');
+  }
+  get trustedKeysDir(): string {
+    return path.join(this.root, 'trusted-keys');
+  }
+  get hooksDir(): string {
+    return path.join(this.root, 'hooks');
   }
   deployment(id: string): string {
     return path.join(this.deployDir, id);

@@ -22,6 +22,7 @@ interface StageCliOptions extends CommonOptions {
   minFree?: string;
   validator: string[];
   validatorTimeout?: string;
+  signature?: string;
 }
 
 const collect = (v: string, all: string[]): string[] => [...all, v];
@@ -56,6 +57,7 @@ export function stageCommand(program: Command, env: CliEnv): void {
     .option('--min-free <bytes>', 'bytes that must stay free after the stage')
     .option('--validator <command>', 'an executable that judges the staged tree ($STAGEDROOT_TREE); non-zero exit rejects (repeatable)', collect, [])
     .option('--validator-timeout <seconds>', 'time limit of each --validator (default 60)')
+    .option('--signature <file>', 'the detached minisign signature of the source (default: SOURCE.minisig); required when the sysroot trusts a key')
     .action(
       action(env, async (path: string, o: StageCliOptions) => {
         const source = pathSource(path, { replace: o.replace });
@@ -65,9 +67,10 @@ export function stageCommand(program: Command, env: CliEnv): void {
         const s = await openSysroot(env, o);
         const bar = progressBar(env.io);
         try {
-          const r = await s.stage(source, { label: o.label, lock: o.lock, onProgress: bar.update, copyPolicy: o.copy ? { mode: 'copy' } : undefined, builtins, commands });
+          const r = await s.stage(source, { label: o.label, lock: o.lock, onProgress: bar.update, copyPolicy: o.copy ? { mode: 'copy' } : undefined, builtins, commands, signature: o.signature });
           bar.done();
           if (o.json) printJson(env.io, { ok: true, ...r });
+          else if (r.alreadyRunning) env.io.out(`the booted deployment ${r.id} (${r.label}) already runs this image: nothing staged\n`);
           else {
             env.io.out(`staged deployment ${r.id} (${r.label}): ${r.delta.length} path${r.delta.length === 1 ? '' : 's'} changed; it becomes current at the next reboot\n`);
             for (const w of r.warnings) env.io.err(`stagedroot: warning: ${w.code} at ${w.path}: ${w.message}\n`);
