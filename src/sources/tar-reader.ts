@@ -123,6 +123,7 @@ export async function* readTarEntries(source: AsyncIterable<Uint8Array>, where: 
         gid: re.gid,
         mtime: re.mtime instanceof Date ? re.mtime.getTime() / 1000 : undefined,
         linkpath: re.linkpath,
+        offset: br.offset,
       };
       if (kind === 'file') {
         entry.open = () => {
@@ -137,7 +138,10 @@ export async function* readTarEntries(source: AsyncIterable<Uint8Array>, where: 
         };
       }
       yield entry;
-      if (!(await br.skip(size - consumed + padding))) return truncated();
+      if (!(await br.skip(size - consumed))) return truncated();
+      // The body is complete: a stream that ends in its padding ends the archive there.
+      // umoci 0.4.7's `insert` writes layers so (umoci#436); Go and Python read them too.
+      if (!(await br.skip(padding))) break;
     }
   } finally {
     await br.close();

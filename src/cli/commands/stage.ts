@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { StagedrootError } from '../../errors.js';
 import { pathSource } from '../../sources/detect.js';
+import { parsePlatform } from '../../sources/oci/platform.js';
 import type { BuiltinOptions } from '../../validate/builtins.js';
 import { DEFAULT_SETUID_ALLOW_LIST } from '../../validate/unsafe-modes.js';
 import { action, common, nonNegativeInt, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
@@ -23,6 +24,8 @@ interface StageCliOptions extends CommonOptions {
   validator: string[];
   validatorTimeout?: string;
   signature?: string;
+  platform?: string;
+  ref?: string;
 }
 
 const collect = (v: string, all: string[]): string[] => [...all, v];
@@ -41,7 +44,7 @@ function builtinsFrom(o: StageCliOptions): BuiltinOptions {
 
 export function stageCommand(program: Command, env: CliEnv): void {
   common(program.command('stage'))
-    .description('stage an update (a spec, Ignition config, tar layer or directory; kind detected from its content)')
+    .description('stage an update (a spec, Ignition config, tar layer, OCI image or directory; kind detected from its content)')
     .argument('<source>', 'file or directory to stage')
     .option('--label <label>', 'a label for the new deployment')
     .option('--lock', 'finalization lock: stage now, but finalize leaves it in place until `unlock`')
@@ -57,10 +60,12 @@ export function stageCommand(program: Command, env: CliEnv): void {
     .option('--min-free <bytes>', 'bytes that must stay free after the stage')
     .option('--validator <command>', 'an executable that judges the staged tree ($STAGEDROOT_TREE); non-zero exit rejects (repeatable)', collect, [])
     .option('--validator-timeout <seconds>', 'time limit of each --validator (default 60)')
+    .option('--platform <os/arch>', 'for an image: the manifest for this platform (default: linux and this host\'s architecture)')
+    .option('--ref <name>', 'for an image: the manifest its index names so (org.opencontainers.image.ref.name; a docker archive\'s tag)')
     .option('--signature <file>', 'the detached minisign signature of the source (default: SOURCE.minisig); required when the sysroot trusts a key')
     .action(
       action(env, async (path: string, o: StageCliOptions) => {
-        const source = pathSource(path, { replace: o.replace });
+        const source = pathSource(path, { replace: o.replace, ref: o.ref, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }) });
         const builtins = builtinsFrom(o);
         const timeout = nonNegativeInt('validator-timeout', o.validatorTimeout);
         const commands = o.validator.map((command) => ({ command, ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }) }));
