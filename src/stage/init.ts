@@ -40,11 +40,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<Ba
   const keys = (o.trustedKeys ?? []).map(readPublicKeyFile); // bad key files: USAGE, before anything is written
   // Leftovers of an init that crashed before writing its state.
   for (const n of listDir(layout.root)) {
-<<<<<<< HEAD
-    if (['deploy', 'work', 'trash', 'current', 'trusted-keys'].includes(n) || n.startsWith('.current.new-')) dfs.removeTree(`${layout.root}/${n}`);
-=======
-    if (['deploy', 'work', 'trash', 'current'].includes(n) || isTempName(n, ['current'])) dfs.removeTree(`${layout.root}/${n}`);
->>>>>>> main
+    if (['deploy', 'work', 'trash', 'current', 'trusted-keys'].includes(n) || isTempName(n, ['current'])) dfs.removeTree(`${layout.root}/${n}`);
   }
   dfs.mkdir(layout.deployDir);
   dfs.mkdir(layout.workDir);

@@ -5,14 +5,9 @@ import { freeSpace, listDir, syncFilesystem, fileSha256 } from '../fs/durable.js
 import { RootFs } from '../fs/root-fs.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
-<<<<<<< HEAD
-import type { BaseState, DeploymentRecord, Failure, Phase } from '../state/schema.js';
-import { buildTree } from './build-tree.js';
-import { checkSource } from './check-source.js';
-=======
 import type { BaseState, DeploymentRecord, Failure, StagePhase } from '../state/schema.js';
 import { buildTree, type BuiltTree } from './build-tree.js';
->>>>>>> main
+import { checkSource, type CheckedSource } from './check-source.js';
 import type { Source } from '../sources/source.js';
 import type { ChangeSet } from '../changeset.js';
 import { resolveBuiltins, type BuiltinOptions, type ResolvedBuiltins } from '../validate/builtins.js';
@@ -72,64 +67,14 @@ export const DEFAULT_COPY_POLICY: CopyPolicy = { hardlinkPrefixes: ['usr'], mode
 export async function stage(ctx: Context, state: BaseState, source: Source, opts: StageOptions = {}): Promise<StageResult> {
   const run = startRun(ctx, state, source, opts);
   try {
-<<<<<<< HEAD
-    progress({ phase: 'plan', done: 0, total: null, bytes: 0 });
-    const checked = await checkSource(layout, source, { signature: opts.signature });
-    if (checked.info.origin !== undefined && base.origin?.digest === checked.info.origin.digest) {
-      return { id: baseId, label: base.label, path: layout.tree(baseId), delta: [], warnings: [], entries: base.entries, bytes: base.bytes, alreadyRunning: true };
-    }
-    label = opts.label ?? checked.info.label ?? label;
-    cs = await source.plan({ root: layout.tree(baseId), readFile: (p) => new RootFs(layout.tree(baseId)).readFile(p) });
-    label = opts.label ?? cs.label ?? label;
-    if (builtins.freeSpace) {
-      phase = 'validate'; // the preflight is a built-in check, run before the tree is built
-      freeAtStart = checkFreeSpace(layout.root, estimateBytes(layout.manifest(baseId), policy.hardlinkPrefixes, cs), builtins.freeSpace).free;
-      phase = 'apply';
-    } else {
-      freeAtStart = freeSpace(layout.root).free; // one statfs, for the figures of an ENOSPC
-    }
-
-    dfs.mkdir(layout.workDir);
-    const built = await buildTree(ctx, {
-      work,
-      from: { tree: layout.tree(baseId), manifest: layout.manifest(baseId), entries: base.entries, policy },
-      changes: cs,
-      onCopy: (p) => progress({ phase: 'copy', ...p }),
-      onApply: (p) => progress({ phase: 'apply', ...p }),
-      onTreeBuilt: () => void (treeBuilt = true),
-    });
-    const { delta, entries } = built;
-    progress({ phase: 'manifest', done: 0, total: null, bytes: 0 });
-
-    phase = 'validate';
-    progress({ phase: 'validate', done: 0, total: opts.validators?.length ?? 0, bytes: 0 });
-    const vctx = { tree, id, label, manifest: built.manifest, delta, baseTree: layout.tree(baseId), signal: opts.signal };
-    const result = await validateTree(vctx, { builtins, commands: opts.commands, validators: opts.validators });
-    output = result.output;
-    const errors = result.issues.filter((i) => i.severity === 'error');
-    if (errors.length > 0) {
-      throw new StagedrootError('VALIDATION_FAILED', `Validation rejected deployment ${id} (${label}) with ${errors.length} error${errors.length === 1 ? '' : 's'}:\n${formatIssues(errors)}`, { issues: result.issues, path: errors[0]!.path });
-    }
-
-    phase = 'apply';
-    progress({ phase: 'sync', done: 0, total: null, bytes: 0 });
-    await syncFilesystem(work);
-    dfs.rename(work, layout.deployment(id));
-    const rec = newRecord({ id, label, parent: baseId, at: ctx.now().toISOString(), entries, bytes: built.bytes, manifestSha256: fileSha256(layout.manifest(id)), source: cs.description });
-    rec.locked = opts.lock ?? false;
-    if (checked.info.origin) rec.origin = checked.info.origin;
-    if (checked.signature) rec.signature = checked.signature;
-    progress({ phase: 'commit', done: 0, total: null, bytes: 0 });
-    applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
-    return { id, label, path: layout.tree(id), delta, warnings: result.issues.filter((i) => i.severity === 'warning'), entries: rec.entries, bytes: rec.bytes };
-=======
+    await check(run);
+    if (run.checked?.info.origin !== undefined && run.base.origin?.digest === run.checked.info.origin.digest) return alreadyRunning(run);
     const changes = await plan(run);
     preflight(run, changes);
     const built = await build(run, changes);
     const warnings = await validate(run, built);
     await sync(run);
     return commit(run, changes, built, warnings);
->>>>>>> main
   } catch (err) {
     return recordFailure(run, err);
   }
@@ -157,6 +102,8 @@ interface Run {
   /** Free bytes when the stage started (for the figures of an ENOSPC). */
   freeAtStart: number | null;
   changes?: ChangeSet;
+  /** The source's identity and verified signature (see checkSource). */
+  checked?: CheckedSource;
 }
 
 /** Checks the options (bad ones: USAGE, before anything is recorded) and picks the new id. */
@@ -186,6 +133,19 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOpt
 function enter(run: Run, phase: StagePhase, total: number | null = null): void {
   run.phase = phase;
   run.opts.onProgress?.({ phase, done: 0, total, bytes: 0 });
+}
+
+/** plan, first: the source's identity (an image's manifest) and, with trusted keys, its signature. */
+async function check(run: Run): Promise<void> {
+  enter(run, 'plan');
+  run.checked = await checkSource(run.ctx.layout, run.source, { signature: run.opts.signature });
+  run.label = run.opts.label ?? run.checked.info.label ?? run.label;
+}
+
+/** The image the booted deployment runs: nothing to stage (like `bootc upgrade` with no new image). */
+function alreadyRunning(run: Run): StageResult {
+  const { base } = run;
+  return { id: base.id, label: base.label, path: run.ctx.layout.tree(base.id), delta: [], warnings: [], entries: base.entries, bytes: base.bytes, alreadyRunning: true };
 }
 
 /** plan: the source reads its input against the base tree and says what to change. */
@@ -253,6 +213,8 @@ function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: Issue[
   ctx.dfs.rename(run.work, layout.deployment(id));
   const rec = newRecord({ id, label, parent: run.base.id, at: ctx.now().toISOString(), entries: built.entries, bytes: built.bytes, manifestSha256: fileSha256(layout.manifest(id)), source: changes.description });
   rec.locked = run.opts.lock ?? false;
+  if (run.checked?.info.origin) rec.origin = run.checked.info.origin;
+  if (run.checked?.signature) rec.signature = run.checked.signature;
   applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
   return { id, label, path: layout.tree(id), delta: built.delta, warnings, entries: rec.entries, bytes: rec.bytes };
 }

@@ -1,7 +1,6 @@
 import * as path from 'node:path';
-import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { listDir, readBytes } from '../fs/durable.js';
+import { listDir, readBytes, type DurableFs } from '../fs/durable.js';
 import type { Layout } from '../state/layout.js';
 import { parsePublicKey, type PublicKey } from './minisign.js';
 
@@ -36,7 +35,7 @@ export function readPublicKeyFile(file: string): PublicKey {
 }
 
 /** Adds a trusted key (durably; adding a key already trusted changes nothing). */
-export function addTrustedKey(ctx: Context, key: PublicKey): { keyId: string; added: boolean } {
+export function addTrustedKey(ctx: { layout: Layout; dfs: DurableFs }, key: PublicKey): { keyId: string; added: boolean } {
   const { layout, dfs } = ctx;
   if (loadTrustedKeys(layout).some((k) => k.keyId === key.keyId)) return { keyId: key.keyId, added: false };
   dfs.mkdir(layout.trustedKeysDir);
@@ -45,7 +44,7 @@ export function addTrustedKey(ctx: Context, key: PublicKey): { keyId: string; ad
 }
 
 /** Removes a trusted key by id (as minisign prints it); an unknown id is NOT_FOUND. */
-export function removeTrustedKey(ctx: Context, keyId: string): { keyId: string } {
+export function removeTrustedKey(ctx: { layout: Layout; dfs: DurableFs }, keyId: string): { keyId: string } {
   const id = keyId.trim().toUpperCase().replace(/^0+(?=.)/, '');
   const { layout, dfs } = ctx;
   if (!loadTrustedKeys(layout).some((k) => k.keyId === id)) {
