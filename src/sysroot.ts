@@ -21,6 +21,7 @@ import type { Source } from './sources/source.js';
 import { initSysroot, type InitOptions } from './stage/init.js';
 import { addTrustedKey, loadTrustedKeys, readPublicKeyFile, removeTrustedKey } from './trust/keys.js';
 import { stage, type StageOptions, type StageResult } from './stage/stage.js';
+import { dryRun, type DryRunOptions, type DryRunResult } from './stage/dry-run.js';
 import type { BuiltinOptions } from './validate/builtins.js';
 
 export interface SysrootOptions extends ContextOptions {
@@ -136,6 +137,15 @@ export class Sysroot {
   async stage(input: StageInput, o: StageOptions = {}): Promise<StageResult> {
     const source = toSource(input);
     return this.write('stage', (s) => stage(this.ctx, s, source, { ...o, builtins: { ...this.builtins, ...o.builtins } }));
+  }
+
+  /**
+   * What `stage` would do, without writing or recording anything: the changes against
+   * the booted tree and every check that needs no new tree. Takes no lock.
+   */
+  async dryRun(input: StageInput, o: DryRunOptions = {}): Promise<DryRunResult> {
+    const source = toSource(input);
+    return dryRun(this.ctx, this.state(), source, { ...o, builtins: { ...this.builtins, ...o.builtins } });
   }
 
   finalize(o: FinalizeOptions = {}): Promise<FinalizeResult> {

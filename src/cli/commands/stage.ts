@@ -6,6 +6,8 @@ import type { BuiltinOptions } from '../../validate/builtins.js';
 import { DEFAULT_SETUID_ALLOW_LIST } from '../../validate/unsafe-modes.js';
 import { action, common, nonNegativeInt, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson } from '../io.js';
+import { formatDryRun } from '../format.js';
+import { EXIT } from '../../exit-codes.js';
 import { progressBar } from '../progress.js';
 
 interface StageCliOptions extends CommonOptions {
@@ -26,6 +28,7 @@ interface StageCliOptions extends CommonOptions {
   signature?: string;
   platform?: string;
   ref?: string;
+  dryRun?: boolean;
 }
 
 const collect = (v: string, all: string[]): string[] => [...all, v];
@@ -62,6 +65,7 @@ export function stageCommand(program: Command, env: CliEnv): void {
     .option('--validator-timeout <seconds>', 'time limit of each --validator (default 60)')
     .option('--platform <os/arch>', 'for an image: the manifest for this platform (default: linux and this host\'s architecture)')
     .option('--ref <name>', 'for an image: the manifest its index names so (org.opencontainers.image.ref.name; a docker archive\'s tag)')
+    .option('--dry-run', 'print what the stage would add, modify and remove (the `diff` format) and its issues; write nothing; exit 3 when it would be rejected')
     .option('--signature <file>', 'the detached minisign signature of the source (default: SOURCE.minisig); required when the sysroot trusts a key')
     .action(
       action(env, async (path: string, o: StageCliOptions) => {
@@ -69,6 +73,12 @@ export function stageCommand(program: Command, env: CliEnv): void {
         const builtins = builtinsFrom(o);
         const timeout = nonNegativeInt('validator-timeout', o.validatorTimeout);
         const commands = o.validator.map((command) => ({ command, ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }) }));
+        if (o.dryRun) {
+          const r = await (await openSysroot(env, o, { readOnly: true })).dryRun(source, { label: o.label, builtins, signature: o.signature });
+          if (o.json) printJson(env.io, r);
+          else env.io.out(formatDryRun(r));
+          return r.ok ? EXIT.OK : EXIT.REJECTED;
+        }
         const s = await openSysroot(env, o);
         const bar = progressBar(env.io);
         try {
