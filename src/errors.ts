@@ -24,6 +24,8 @@ export type ErrorCode =
   | 'FINALIZE_FAILED'
   | 'TOOL_MISSING' // an external tool (systemctl, sync) is not installed
   | 'SIGNATURE_INVALID' // a source is unsigned, wrongly signed, or signed by a key the sysroot does not trust
+  | 'HOOK_REJECTED' // a pre-stage hook failed: the update is rejected
+  | 'HOOK_FAILED' // a pre-finalize hook failed: finalize did not run
   | 'IO'; // any other filesystem error
 
 /** Codes that mean "the update was rejected; nothing changed but the failure record" (exit 3). */
@@ -36,6 +38,7 @@ export const REJECTION_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'APPLY_FAILED',
   'VALIDATION_FAILED',
   'SIGNATURE_INVALID',
+  'HOOK_REJECTED',
 ]);
 
 /** A problem found in an input or a tree, in the shape zod uses: code, path, message. */

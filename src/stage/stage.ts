@@ -8,6 +8,8 @@ import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } f
 import type { BaseState, DeploymentRecord, Failure, StagePhase } from '../state/schema.js';
 import { buildTree, type BuiltTree } from './build-tree.js';
 import { checkSource, type CheckedSource } from './check-source.js';
+import { describeHookFailure, runHooks, type HookRun } from '../hooks/run-hooks.js';
+import { checkTimeout } from '../util/run-command.js';
 import type { Source } from '../sources/source.js';
 import type { ChangeSet } from '../changeset.js';
 import { resolveBuiltins, type BuiltinOptions, type ResolvedBuiltins } from '../validate/builtins.js';
@@ -40,6 +42,8 @@ export interface StageOptions {
   signal?: AbortSignal;
   /** The detached signature of the source (default: SOURCE.minisig); required when the sysroot trusts keys. */
   signature?: string;
+  /** Time limit of each phase hook (default 60 s). */
+  hookTimeoutMs?: number;
 }
 
 export interface StageResult {
@@ -52,6 +56,8 @@ export interface StageResult {
   bytes: number;
   /** The image is what the booted deployment already runs: nothing was staged (`id` is the booted one). */
   alreadyRunning?: boolean;
+  /** The pre-stage and post-stage hooks that ran. */
+  hooks?: HookRun[];
 }
 
 export const DEFAULT_COPY_POLICY: CopyPolicy = { hardlinkPrefixes: ['usr'], mode: 'reflink' };
@@ -102,6 +108,8 @@ interface Run {
   /** Free bytes when the stage started (for the figures of an ENOSPC). */
   freeAtStart: number | null;
   changes?: ChangeSet;
+  /** Hooks that ran (pre-stage). */
+  hooks: HookRun[];
   /** The source's identity and verified signature (see checkSource). */
   checked?: CheckedSource;
 }
@@ -111,6 +119,7 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOpt
   const { layout } = ctx;
   const builtins = resolveBuiltins(opts.builtins);
   planCommandValidators(opts.commands ?? []);
+  if (opts.hookTimeoutMs !== undefined) checkTimeout(opts.hookTimeoutMs, 'hookTimeoutMs');
   const id = nextId([state.lastId, ...state.deployments.map((d) => d.id), ...listDir(layout.deployDir), ...listDir(layout.workDir)]);
   return {
     ctx,
@@ -126,6 +135,7 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOpt
     phase: 'plan',
     treeBuilt: false,
     freeAtStart: null,
+    hooks: [],
   };
 }
 
@@ -138,14 +148,27 @@ function enter(run: Run, phase: StagePhase, total: number | null = null): void {
 /** plan, first: the source's identity (an image's manifest) and, with trusted keys, its signature. */
 async function check(run: Run): Promise<void> {
   enter(run, 'plan');
+  await preStage(run);
   run.checked = await checkSource(run.ctx.layout, run.source, { signature: run.opts.signature });
   run.label = run.opts.label ?? run.checked.info.label ?? run.label;
+}
+
+/** The pre-stage hooks: the first that fails rejects the update, its output the reason. */
+async function preStage(run: Run): Promise<void> {
+  const { layout } = run.ctx;
+  const runs = await runHooks(layout.hooksDir, 'pre-stage', { sysroot: layout.root, id: run.id, label: run.label, bootedTree: layout.tree(run.base.id) }, { stopOnFailure: true, timeoutMs: run.opts.hookTimeoutMs });
+  run.hooks.push(...runs);
+  const bad = runs.find((r) => !r.ok);
+  if (bad) {
+    run.output = bad.output;
+    throw new StagedrootError('HOOK_REJECTED', `The update was stopped by the ${describeHookFailure(bad)}`, { path: `hooks/pre-stage/${bad.hook}` });
+  }
 }
 
 /** The image the booted deployment runs: nothing to stage (like `bootc upgrade` with no new image). */
 function alreadyRunning(run: Run): StageResult {
   const { base } = run;
-  return { id: base.id, label: base.label, path: run.ctx.layout.tree(base.id), delta: [], warnings: [], entries: base.entries, bytes: base.bytes, alreadyRunning: true };
+  return { id: base.id, label: base.label, path: run.ctx.layout.tree(base.id), delta: [], warnings: [], entries: base.entries, bytes: base.bytes, alreadyRunning: true, hooks: run.hooks };
 }
 
 /** plan: the source reads its input against the base tree and says what to change. */
@@ -216,7 +239,7 @@ function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: Issue[
   if (run.checked?.info.origin) rec.origin = run.checked.info.origin;
   if (run.checked?.signature) rec.signature = run.checked.signature;
   applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
-  return { id, label, path: layout.tree(id), delta: built.delta, warnings, entries: rec.entries, bytes: rec.bytes };
+  return { id, label, path: layout.tree(id), delta: built.delta, warnings, entries: rec.entries, bytes: rec.bytes, hooks: run.hooks };
 }
 
 /**
