@@ -26,6 +26,8 @@ export type ErrorCode =
   | 'SIGNATURE_INVALID' // a source is unsigned, wrongly signed, or signed by a key the sysroot does not trust
   | 'HOOK_REJECTED' // a pre-stage hook failed: the update is rejected
   | 'HOOK_FAILED' // a pre-finalize hook failed: finalize did not run
+  | 'XATTR_UNSUPPORTED' // the target filesystem refuses an extended attribute a tree carries
+  | 'NAME_UNREPRESENTABLE' // a file name that cannot be kept byte for byte
   | 'IO'; // any other filesystem error
 
 /** Codes that mean "the update was rejected; nothing changed but the failure record" (exit 3). */
@@ -39,6 +41,7 @@ export const REJECTION_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'VALIDATION_FAILED',
   'SIGNATURE_INVALID',
   'HOOK_REJECTED',
+  'NAME_UNREPRESENTABLE',
 ]);
 
 /** A problem found in an input or a tree, in the shape zod uses: code, path, message. */

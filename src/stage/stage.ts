@@ -5,7 +5,7 @@ import { freeSpace, listDir, syncFilesystem, fileSha256 } from '../fs/durable.js
 import { RootFs } from '../fs/root-fs.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
-import type { BaseState, DeploymentRecord, Failure, StagePhase } from '../state/schema.js';
+import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
 import { buildTree, type BuiltTree } from './build-tree.js';
 import { checkSource, type CheckedSource } from './check-source.js';
 import { describeHookFailure, runHooks, type HookRun } from '../hooks/run-hooks.js';
@@ -262,7 +262,8 @@ async function recordFailure(run: Run, err: unknown): Promise<never> {
   const failure: Failure = {
     id,
     label: run.label,
-    phase: run.phase,
+    phase: phaseOfStep(run.phase),
+    step: run.phase,
     reason: e.message,
     at: ctx.now().toISOString(),
     code: e.code,

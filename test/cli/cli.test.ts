@@ -204,7 +204,7 @@ describe('stage sources through the CLI', () => {
     expect(r.code).toBe(3);
     expect(r.err).toContain('SOURCE_UNSUPPORTED');
     const st = JSON.parse((await cli(['status', '--json', '--sysroot', sysroot])).out);
-    expect(st.lastFailure).toMatchObject({ phase: 'plan', code: 'SOURCE_UNSUPPORTED' });
+    expect(st.lastFailure).toMatchObject({ phase: 'apply', step: 'plan', code: 'SOURCE_UNSUPPORTED' });
     expect((await cli(['stage', path.join(base, 'missing.json'), '--sysroot', sysroot])).code).toBe(2);
   });
 

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProgram } from '../../src/cli/program.js';
 import { StagedrootError, type ErrorCode } from '../../src/errors.js';
 import { EXIT, exitCodeFor } from '../../src/exit-codes.js';
-import { failureSchema } from '../../src/state/schema.js';
+import { STAGE_PHASES, failureSchema, phaseSchema } from '../../src/state/schema.js';
 import type { Status } from '../../src/state/status.js';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 
@@ -120,6 +120,11 @@ describe('docs/status-json.md', () => {
     for (const f of new Set(fields)) expect(doc, `docs/status-json.md: field ${f}`).toContain(`\`${f}\``);
   });
 
+  it('names every phase a failure can have', () => {
+    for (const p of phaseSchema.options) expect(doc, `docs/status-json.md: phase ${p}`).toContain(`\`${p}\``);
+    for (const p of STAGE_PHASES) expect(doc, `docs/status-json.md: step ${p}`).toContain(`\`${p}\``);
+  });
+
   it('shows an example with the fields a real status has (regenerate it with the commands shown there)', () => {
     const example = /```json\n([\s\S]*?)\n```/.exec(doc);
     expect(example).not.toBeNull();
@@ -150,6 +155,16 @@ describe('README.md and docs/', () => {
       }
     }
     expect(broken).toEqual([]);
+  });
+
+  it('name only source, test and unit files that exist', () => {
+    const missing: string[] = [];
+    for (const f of docFiles()) {
+      for (const m of read(f).matchAll(/`((?:src|test|scripts|units)\/[^`\s*]+)`/g)) {
+        if (!fs.existsSync(path.join(ROOT, m[1]!))) missing.push(`${f}: ${m[1]}`);
+      }
+    }
+    expect(missing).toEqual([]);
   });
 
   it('link every page under docs/ from the README', () => {
