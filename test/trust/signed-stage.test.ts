@@ -5,6 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { cli } from '../helpers/cli.js';
 import { minisignKey, minisignSign } from './minisign-keys.js';
+import { blob, manifestOf, rewriteManifest, skopeo, umociImage } from '../sources/oci-helpers.js';
+import { hostPlatform } from '../../src/sources/oci/platform.js';
 
 let t: TempSysroot | null = null;
 afterEach(() => {
@@ -101,5 +103,39 @@ describe('signed sources', () => {
     expect((await cli(['stage', d, '--sysroot', t.dir])).code).toBe(0);
     expect((await cli(['trust', 'remove', k.id, '--sysroot', t.dir])).code).toBe(1);
     expect((await cli(['trust', 'add', path.join(t.scratch, 'nope.pub'), '--sysroot', t.dir])).code).toBe(2);
+  });
+});
+
+describe('signed images', () => {
+  it('an image layout is signed through its selected manifest (DIR.minisig); an archive as a file', async () => {
+    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=test\n' } });
+    const k = await minisignKey(t.scratch, 'os');
+    await t.sysroot.addTrustedKey(k.pub);
+    const layout = path.join(t.scratch, 'os');
+    await umociImage(t.scratch, layout, 'latest', [{ add: { 'etc/os-release': 'ID=os\n' } }], { arch: hostPlatform().architecture });
+    const sig = `${layout}.minisig`;
+
+    let r = await cli(['stage', layout, '--sysroot', t.dir]);
+    expect(r.code).toBe(3);
+    expect(r.err).toContain(`no ${sig}`);
+
+    await minisignSign(k.key, blob(layout, manifestOf(layout).digest), { out: sig, comment: 'os 1' });
+    r = await cli(['stage', layout, '--sysroot', t.dir]);
+    expect(r.code, r.err).toBe(0);
+    const st = await status(t.dir);
+    expect(st.deployments.find((d: { id: string }) => d.id === st.staged).signature.trustedComment).toBe('os 1');
+
+    // the index now points at another manifest: the signature no longer covers what is staged
+    rewriteManifest(layout, 0, (m) => void (m.annotations = { changed: 'yes' }));
+    r = await cli(['stage', layout, '--sysroot', t.dir]);
+    expect(r.code).toBe(3);
+    expect(r.err).toContain(k.id);
+
+    // an oci-archive is signed as a file
+    const archive = path.join(t.scratch, 'os.tar');
+    await skopeo(['copy', `oci:${layout}:latest`, `oci-archive:${archive}`]);
+    await minisignSign(k.key, archive);
+    r = await cli(['stage', archive, '--sysroot', t.dir]);
+    expect(r.code, r.err).toBe(0);
   });
 });
