@@ -7,7 +7,6 @@ import { specSource } from './spec.js';
 import { ignitionFileSource } from './ignition/index.js';
 import { tarLayerSource } from './tar-layer.js';
 import { filePayload } from '../trust/payload.js';
-import { exists } from '../fs/durable.js';
 import { indexImageArchive } from './oci/blob-store.js';
 import { imageSource, isImageLayout } from './oci/image-source.js';
 import type { ImageOptions } from './oci/resolve.js';
@@ -21,7 +20,7 @@ export type SourceKind = 'spec' | 'ignition' | 'tar' | 'directory' | 'image';
 export function detectKind(p: string): SourceKind {
   const st = statPath(p);
   if (st === null) throw new StagedrootError('USAGE', `The source ${p} does not exist`, { value: p });
-  if (st.isDirectory()) return isImageLayout(p, exists) ? 'image' : 'directory';
+  if (st.isDirectory()) return isImageLayout(p) ? 'image' : 'directory';
   const head = readHead(p, 512);
   if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b) return 'tar'; // gzip
   if (head.length >= 4 && head.readUInt32LE(0) === 0xfd2fb528) return 'tar'; // zstd

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import type { ChangeOp, ChangeSet } from '../../changeset.js';
 import { StagedrootError } from '../../errors.js';
-import { isDirectory } from '../../fs/durable.js';
+import { exists, isDirectory } from '../../fs/durable.js';
 import { bytesPayload, filePayload } from '../../trust/payload.js';
 import { compressionOf, decompress } from '../decompress.js';
 import { DEFAULT_LAYER_LIMITS, type LayerLimits } from '../entry-checks.js';
@@ -114,6 +114,6 @@ function layerReader(store: BlobStore, layer: ImageLayer, where: string, limits:
 }
 
 /** Whether a directory is an OCI image layout (oci-layout and index.json). */
-export function isImageLayout(p: string, exists: (p: string) => boolean): boolean {
+export function isImageLayout(p: string): boolean {
   return exists(path.join(p, 'oci-layout')) && exists(path.join(p, 'index.json'));
 }
