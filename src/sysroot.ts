@@ -192,7 +192,7 @@ export class Sysroot {
       }
       let r: FinalizeResult;
       try {
-        r = finalize(this.ctx, s, o).result;
+        r = finalize(this.ctx, s, o);
       } catch (err) {
         await this.hooks('on-failure', { id: staged?.id, label: staged?.label, reason: (err as Error).message }, o);
         throw err;
@@ -205,7 +205,7 @@ export class Sysroot {
   /** The boot hook, then post-boot hooks (and on-rollback ones when it fell back). */
   boot(o: { hookTimeoutMs?: number } = {}): Promise<BootResult> {
     return this.write('boot', async (s) => {
-      const r = boot(this.ctx, s).result;
+      const r = boot(this.ctx, s);
       const id = r.event.kind === 'booted' ? r.event.id : r.event.to;
       const d = mustFind(this.state(), id);
       if (r.event.kind === 'fell-back') await this.hooks('on-rollback', { id, label: d.label, tree: this.ctx.layout.tree(id), reason: r.event.reason }, o);
@@ -241,13 +241,13 @@ export class Sysroot {
   }
 
   discardStaged(): Promise<{ removed: string }> {
-    return this.write('discard', (s) => ({ removed: discardStaged(this.ctx, s).removed }));
+    return this.write('discard', (s) => discardStaged(this.ctx, s));
   }
 
   async prune(o: { keep?: number } = {}): Promise<{ removed: string[] }> {
     const keep = o.keep ?? 3;
     if (!Number.isInteger(keep) || keep < 0) throw new StagedrootError('USAGE', `Expected --keep to be a non-negative integer, got ${String(o.keep)}`, { option: 'keep', value: o.keep });
-    return this.write('prune', (s) => ({ removed: prune(this.ctx, s, keep).removed }));
+    return this.write('prune', (s) => prune(this.ctx, s, keep));
   }
 
   pin(id: string, pinned = true): Promise<Status> {

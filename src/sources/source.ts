@@ -1,13 +1,13 @@
 import type { ChangeSet } from '../changeset.js';
 import type { Origin } from '../state/schema.js';
 import type { SignedPayload } from '../trust/verify.js';
+import type { ReadOnlyTree } from '../fs/read-only-tree.js';
 
-/** Read-only access to the tree an update is applied over (for names in etc/passwd, unit files). */
-export interface BaseTree {
-  /** Host path of the base tree's root (read only). */
-  root: string;
-  readFile(path: string): Buffer | null;
-}
+/**
+ * The tree an update is applied over (for names in etc/passwd, unit files), seen
+ * read-only: a source plans, it never writes into the booted tree.
+ */
+export type BaseTree = ReadOnlyTree;
 
 /** What a source is, known before it is planned: what its signature covers, which image it is. */
 export interface SourceInfo {

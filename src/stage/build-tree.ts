@@ -1,5 +1,6 @@
 import type { ChangeSet } from '../changeset.js';
 import type { Context } from '../context.js';
+import type { Issue } from '../errors.js';
 import { copyTree, type CopyPolicy, type CopyProgress } from '../fs/copy-tree.js';
 import { writeJson } from '../fs/durable.js';
 import { ManifestWriter } from '../fs/manifest.js';
@@ -28,6 +29,8 @@ export interface BuiltTree {
   delta: string[];
   entries: number;
   bytes: number;
+  /** What the change set's source warned about (accepted, but worth saying). */
+  warnings: Issue[];
 }
 
 /**
@@ -70,14 +73,17 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   }
   o.onTreeBuilt?.();
   const events: TouchEvent[] = [];
+  const warnings: Issue[] = [];
   o.onStep?.('apply');
   if (o.changes) {
     const root = new RootFs(tree, { faults: ctx.faults, durability: 'deferred', onTouch: (e) => events.push(e) });
-    bytes += (await applyChanges(root, o.changes, o.onApply)).bytes;
+    const applied = await applyChanges(root, o.changes, o.onApply);
+    bytes += applied.bytes;
+    warnings.push(...applied.warnings);
   }
   o.onStep?.('manifest');
   const patched = patchManifest(tree, pre, manifest, events, ctx.faults);
   dfs.unlink(pre);
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
-  return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes };
+  return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes, warnings };
 }

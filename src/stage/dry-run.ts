@@ -3,11 +3,10 @@ import type { ChangeOp, ChangeSet, Content } from '../changeset.js';
 import type { Context } from '../context.js';
 import { StagedrootError, type Issue } from '../errors.js';
 import type { PathChange } from '../fs/diff-manifests.js';
-import { readLink } from '../fs/durable.js';
 import { hashFile } from '../fs/hash.js';
 import { comparePaths } from '../fs/paths.js';
 import { readTree } from '../fs/read-tree.js';
-import { RootFs } from '../fs/root-fs.js';
+import { ReadOnlyTree } from '../fs/read-only-tree.js';
 import type { Source } from '../sources/source.js';
 import { mustFind, stageBase } from '../state/model.js';
 import type { BaseState, Origin, SignatureRecord } from '../state/schema.js';
@@ -69,7 +68,7 @@ export async function dryRun(ctx: Context, state: BaseState, source: Source, o: 
     if (checked.info.origin) result.origin = checked.info.origin;
     result.label = o.label ?? checked.info.label ?? result.label;
     if (checked.info.origin !== undefined && base.origin?.digest === checked.info.origin.digest) return { ...result, alreadyRunning: true };
-    cs = await source.plan({ root: layout.tree(base.id), readFile: (p) => new RootFs(layout.tree(base.id)).readFile(p) });
+    cs = await source.plan(new ReadOnlyTree(layout.tree(base.id)));
   } catch (err) {
     return reject(err);
   }
@@ -96,7 +95,7 @@ export async function dryRun(ctx: Context, state: BaseState, source: Source, o: 
 
 /** The change set applied to a map of the paths it touches, over the booted tree (read only). */
 class Simulation {
-  private readonly booted: RootFs;
+  private readonly booted: ReadOnlyTree;
   /** path -> what it becomes (null: removed); absent: as in the booted tree. */
   private readonly overlay = new Map<string, Kind | null>();
   private readonly modified = new Map<string, Set<string>>();
@@ -105,7 +104,7 @@ class Simulation {
   readonly issues: Issue[] = [];
 
   constructor(private readonly root: string) {
-    this.booted = new RootFs(root);
+    this.booted = new ReadOnlyTree(root);
   }
 
   private bootedKind(p: string): Kind | null {
@@ -180,7 +179,7 @@ class Simulation {
         if (was === null) return this.set(op.path, now);
         if (was !== now) return this.set(op.path, now, 'type');
         if (op.op === 'write') return this.set(op.path, now, !op.append && (await this.sameContent(op.path, op.content)) ? undefined : 'content');
-        if (op.op === 'symlink') return this.set(op.path, now, readLink(`${this.root}/${op.path}`) === op.target ? undefined : 'target');
+        if (op.op === 'symlink') return this.set(op.path, now, this.booted.readlink(op.path) === op.target ? undefined : 'target');
         return this.set(op.path, now, 'content');
       }
       case 'mkdir':

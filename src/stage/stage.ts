@@ -2,7 +2,7 @@ import type { Context } from '../context.js';
 import { StagedrootError, formatIssues, type Issue } from '../errors.js';
 import type { CopyPolicy } from '../fs/copy-tree.js';
 import { freeSpace, listDir, syncFilesystem, fileSha256 } from '../fs/durable.js';
-import { RootFs } from '../fs/root-fs.js';
+import { ReadOnlyTree } from '../fs/read-only-tree.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
@@ -175,7 +175,7 @@ function alreadyRunning(run: Run): StageResult {
 async function plan(run: Run): Promise<ChangeSet> {
   enter(run, 'plan');
   const baseTree = run.ctx.layout.tree(run.base.id);
-  const changes = await run.source.plan({ root: baseTree, readFile: (p) => new RootFs(baseTree).readFile(p) });
+  const changes = await run.source.plan(new ReadOnlyTree(baseTree));
   run.changes = changes;
   run.label = run.opts.label ?? changes.label ?? run.label;
   return changes;
@@ -239,7 +239,7 @@ function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: Issue[
   if (run.checked?.info.origin) rec.origin = run.checked.info.origin;
   if (run.checked?.signature) rec.signature = run.checked.signature;
   applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
-  return { id, label, path: layout.tree(id), delta: built.delta, warnings, entries: rec.entries, bytes: rec.bytes, hooks: run.hooks };
+  return { id, label, path: layout.tree(id), delta: built.delta, warnings: [...built.warnings, ...warnings], entries: rec.entries, bytes: rec.bytes, hooks: run.hooks };
 }
 
 /**
