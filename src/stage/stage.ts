@@ -13,7 +13,7 @@ import { checkTimeout } from '../util/run-command.js';
 import type { Source } from '../sources/source.js';
 import type { ChangeSet } from '../changeset.js';
 import { resolveBuiltins, type BuiltinOptions, type ResolvedBuiltins } from '../validate/builtins.js';
-import { planCommandValidators, type CommandValidator } from '../validate/command-validators.js';
+import { planCommandValidators, type CommandValidator, type PlannedValidator } from '../validate/command-validators.js';
 import { checkFreeSpace, estimateBytes, withSpaceFigures } from '../validate/free-space.js';
 import type { Validator } from '../validate/types.js';
 import { validateTree } from '../validate/validate-tree.js';
@@ -93,6 +93,8 @@ interface Run {
   readonly source: Source;
   readonly opts: StageOptions;
   readonly builtins: ResolvedBuiltins;
+  /** The command validators, their options checked once (startRun). */
+  readonly commands: readonly PlannedValidator[];
   readonly policy: CopyPolicy;
   readonly base: DeploymentRecord;
   readonly id: string;
@@ -118,7 +120,6 @@ interface Run {
 function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOptions): Run {
   const { layout } = ctx;
   const builtins = resolveBuiltins(opts.builtins);
-  planCommandValidators(opts.commands ?? []);
   if (opts.hookTimeoutMs !== undefined) checkTimeout(opts.hookTimeoutMs, 'hookTimeoutMs');
   const id = nextId([state.lastId, ...state.deployments.map((d) => d.id), ...listDir(layout.deployDir), ...listDir(layout.workDir)]);
   return {
@@ -127,6 +128,7 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOpt
     source,
     opts,
     builtins,
+    commands: planCommandValidators(opts.commands ?? []),
     policy: { ...DEFAULT_COPY_POLICY, ...opts.copyPolicy },
     base: mustFind(state, stageBase(state)),
     id,
@@ -213,7 +215,7 @@ async function validate(run: Run, built: BuiltTree): Promise<Issue[]> {
   const { id, label, opts } = run;
   enter(run, 'validate', opts.validators?.length ?? 0);
   const vctx = { tree: built.tree, id, label, manifest: built.manifest, delta: built.delta, baseTree: run.ctx.layout.tree(run.base.id), signal: opts.signal };
-  const result = await validateTree(vctx, { builtins: run.builtins, commands: opts.commands, validators: opts.validators });
+  const result = await validateTree(vctx, { builtins: run.builtins, commands: run.commands, validators: opts.validators });
   run.output = result.output;
   const errors = result.issues.filter((i) => i.severity === 'error');
   if (errors.length > 0) {
