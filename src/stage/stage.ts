@@ -9,7 +9,7 @@ import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type 
 import { buildTree, type BuiltTree } from './build-tree.js';
 import { checkSource, type CheckedSource } from './check-source.js';
 import { describeHookFailure, runHooks, type HookRun } from '../hooks/run-hooks.js';
-import { checkTimeout } from '../util/run-command.js';
+import { checkTimeoutMs } from '../util/options.js';
 import type { Source } from '../sources/source.js';
 import type { ChangeSet } from '../changeset.js';
 import { resolveBuiltins, type BuiltinOptions, type ResolvedBuiltins } from '../validate/builtins.js';
@@ -120,7 +120,7 @@ interface Run {
 function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOptions): Run {
   const { layout } = ctx;
   const builtins = resolveBuiltins(opts.builtins);
-  if (opts.hookTimeoutMs !== undefined) checkTimeout(opts.hookTimeoutMs, 'hookTimeoutMs');
+  if (opts.hookTimeoutMs !== undefined) checkTimeoutMs(opts.hookTimeoutMs, 'hookTimeoutMs');
   const id = nextId([state.lastId, ...state.deployments.map((d) => d.id), ...listDir(layout.deployDir), ...listDir(layout.workDir)]);
   return {
     ctx,
