@@ -24,6 +24,9 @@ export type ErrorCode =
   | 'FINALIZE_FAILED'
   | 'MERGE_CONFLICT' // local changes and the update disagree on a path's type (directory or not)
   | 'TOOL_MISSING' // an external tool (systemctl, sync) is not installed
+  | 'SIGNATURE_INVALID' // a source is unsigned, wrongly signed, or signed by a key the sysroot does not trust
+  | 'HOOK_REJECTED' // a pre-stage hook failed: the update is rejected
+  | 'HOOK_FAILED' // a pre-finalize hook failed: finalize did not run
   | 'INVARIANT_VIOLATED' // a state write that would break an invariant was refused (a bug, nothing written)
   | 'XATTR_UNSUPPORTED' // the target filesystem refuses an extended attribute a tree carries
   | 'NAME_UNREPRESENTABLE' // a file name that cannot be kept byte for byte
@@ -39,6 +42,8 @@ export const REJECTION_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'APPLY_FAILED',
   'VALIDATION_FAILED',
   'MERGE_CONFLICT',
+  'SIGNATURE_INVALID',
+  'HOOK_REJECTED',
   'NAME_UNREPRESENTABLE',
 ]);
 

@@ -11,6 +11,7 @@ import { buildTree } from './build-tree.js';
 import { DEFAULT_MERGED, DEFAULT_SHARED, normalizeDirs, sharedListText } from '../shared/config.js';
 import { moveOutShared } from '../shared/mount-points.js';
 import type { DurableFs } from '../fs/durable.js';
+import { addTrustedKey, readPublicKeyFile } from '../trust/keys.js';
 
 export interface InitOptions {
   /** A directory to copy as the first tree. */
@@ -27,6 +28,8 @@ export interface InitOptions {
   shared?: string[];
   /** Directories whose local changes finalize carries into a new deployment (default ["etc"]). */
   merged?: string[];
+  /** minisign/signify public key files: with one, every later stage needs a valid signature. */
+  trustedKeys?: readonly string[];
 }
 
 /** Creates `host` and its missing parents below `root`, each made durable. */
@@ -53,9 +56,10 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
   if (o.fromDirectory !== undefined && !isDirectory(o.fromDirectory)) {
     throw new StagedrootError('USAGE', `--from ${o.fromDirectory} is not a directory`, { option: 'from', value: o.fromDirectory });
   }
+  const keys = (o.trustedKeys ?? []).map(readPublicKeyFile); // bad key files: USAGE, before anything is written
   // Leftovers of an init that crashed before writing its state.
   for (const n of listDir(layout.root)) {
-    if (['deploy', 'work', 'trash', 'current', 'shared', 'shared.list', 'kept'].includes(n) || isTempName(n, ['current', 'shared.list'])) dfs.removeTree(`${layout.root}/${n}`);
+    if (['deploy', 'work', 'trash', 'current', 'trusted-keys', 'shared', 'shared.list', 'kept'].includes(n) || isTempName(n, ['current', 'shared.list'])) dfs.removeTree(`${layout.root}/${n}`);
   }
   dfs.mkdir(layout.deployDir);
   dfs.mkdir(layout.workDir);
@@ -95,5 +99,6 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
     finishPending: null,
     deployments: [newRecord({ id, label, parent: null, at: ctx.now().toISOString(), source: description, entries: built.entries, bytes: built.bytes, manifestSha256: fileSha256(layout.manifest(id)), good: true })],
   };
+  for (const k of keys) addTrustedKey(ctx, k);
   saveState(layout, dfs, { ...state, intent: null });
 }

@@ -17,6 +17,9 @@ import { randomSuffix } from '../util/random.js';
  *   deploy/ID/shared/REL/...     an update's entries under shared directories, applied at finalize
  *   deploy/ID/shared-ops.json    what to do with them (see src/shared/ops.ts)
  *   deploy/ID/merging.json       a merge into ID in progress (recovery redoes it)
+ *   trusted-keys/KEYID.pub       public keys a source's signature must match (none: unsigned sources are fine)
+ *   hooks/PHASE/                 executables run at each phase, in name order
+ *   hook-runs/PHASE.json         what the last run of each phase's hooks did (bounded output)
  *   .NAME.tmp-PID-R, .NAME.new-PID-R   a file or symlink being replaced (see tempPath)
  */
 export class Layout {
@@ -41,6 +44,15 @@ export class Layout {
   }
   get trashDir(): string {
     return path.join(this.root, 'trash');
+  }
+  get trustedKeysDir(): string {
+    return path.join(this.root, 'trusted-keys');
+  }
+  get hooksDir(): string {
+    return path.join(this.root, 'hooks');
+  }
+  get hookRunsDir(): string {
+    return path.join(this.root, 'hook-runs');
   }
   deployment(id: string): string {
     return path.join(this.deployDir, id);

@@ -13,8 +13,9 @@ export function initCommand(program: Command, env: CliEnv): void {
     .option('--boot-tries <n>', 'boot tries a new deployment gets before automatic rollback (default 3)')
     .option('--shared <dir>', 'a shared directory (machine state in no deployment, never rolled back); repeatable; default: var', collect, [])
     .option('--merged <dir>', 'a directory whose local changes finalize carries into the new deployment; repeatable; default: etc', collect, [])
+    .option('--trusted-key <file>', 'a minisign/signify public key; with one, every stage needs a valid signature (repeatable)', (v: string, all: string[]) => [...all, v], [] as string[])
     .action(
-      action(env, async (o: CommonOptions & { from?: string; label?: string; bootTries?: string; shared: string[]; merged: string[] }) => {
+      action(env, async (o: CommonOptions & { from?: string; label?: string; bootTries?: string; shared: string[]; merged: string[]; trustedKey: string[] }) => {
         const isDir = o.from !== undefined && statSafe(o.from);
         const s = await Sysroot.init(sysrootDir(env, o), {
           fromDirectory: isDir ? o.from : undefined,
@@ -23,6 +24,7 @@ export function initCommand(program: Command, env: CliEnv): void {
           bootTries: nonNegativeInt('boot-tries', o.bootTries),
           shared: o.shared.length ? o.shared : undefined,
           merged: o.merged.length ? o.merged : undefined,
+          trustedKeys: o.trustedKey,
           waitSeconds: waitSeconds(o),
           faults: env.faults,
           onWarning: (m) => env.io.err(`stagedroot: warning: ${m}\n`),
