@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { z } from 'zod';
-import { StagedrootError } from '../errors.js';
+import { StagedrootError, fieldPath } from '../errors.js';
 import { manifestEntrySchema, readEntry, typeName, type ManifestEntry } from './manifest.js';
 import { compareEntry, type Drift } from './verify-tree.js';
 
@@ -20,7 +20,7 @@ export function parseDelta(text: string, file: string): Delta {
     throw new StagedrootError('STATE_CORRUPT', `${file} is not valid JSON`, { path: file, cause: err });
   }
   const r = deltaSchema.safeParse(raw);
-  if (!r.success) throw new StagedrootError('STATE_CORRUPT', `${file} does not match the delta schema: ${r.error.issues[0]?.path.join('.') || '(root)'}: ${r.error.issues[0]?.message}`, { path: file });
+  if (!r.success) throw new StagedrootError('STATE_CORRUPT', `${file} does not match the delta schema: ${fieldPath(r.error.issues[0]?.path ?? []) || '(root)'}: ${r.error.issues[0]?.message}`, { path: file });
   return r.data;
 }
 
