@@ -140,6 +140,10 @@ describe('OCI images built with umoci and skopeo', () => {
     expect(await osRelease()).toBe(`ID=${host}\n`);
     expect((await cli(['stage', layout, '--platform', 'linux/riscv64', '--sysroot', t.dir])).code).toBe(3);
     expect((await cli(['stage', layout, '--platform', 'nonsense', '--sysroot', t.dir])).code).toBe(2);
+    // --platform and --ref mean nothing to other sources: a usage error
+    const spec = path.join(t.scratch, 'u.json');
+    fs.writeFileSync(spec, JSON.stringify({ version: 1, files: [{ path: '/etc/x', contents: 'x' }] }));
+    expect((await cli(['stage', spec, '--ref', 'host', '--sysroot', t.dir])).code).toBe(2);
   });
 
   it('the image the booted deployment already runs: says so, stages nothing, exit 0', async () => {
