@@ -17,6 +17,8 @@ export interface BuildTreeOptions {
   onApply?: (p: ApplyProgress) => void;
   /** Called once the tree exists (a later failure then has a tree to keep for diagnosis). */
   onTreeBuilt?: () => void;
+  /** Called as each step starts (a failure after it belongs to that step). */
+  onStep?: (step: 'copy' | 'apply' | 'manifest') => void;
 }
 
 export interface BuiltTree {
@@ -40,6 +42,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   dfs.mkdir(o.work);
   dfs.mkdir(tree);
   let bytes = 0;
+  o.onStep?.('copy');
   if (o.from) {
     const copied = copyTree({
       src: o.from.tree,
@@ -58,10 +61,12 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   }
   o.onTreeBuilt?.();
   const events: TouchEvent[] = [];
+  o.onStep?.('apply');
   if (o.changes) {
     const root = new RootFs(tree, { faults: ctx.faults, durability: 'deferred', onTouch: (e) => events.push(e) });
     bytes += (await applyChanges(root, o.changes, o.onApply)).bytes;
   }
+  o.onStep?.('manifest');
   const patched = patchManifest(tree, pre, manifest, events, ctx.faults);
   dfs.unlink(pre);
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });

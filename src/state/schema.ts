@@ -13,7 +13,19 @@ export const issueSchema = z
   })
   .strict();
 
-export const phaseSchema = z.enum(['apply', 'validate', 'finalize', 'boot', 'health']);
+/**
+ * The steps of a stage, in order: plan the changes (the source reads its input), copy the
+ * base tree, apply the changes, write the manifest, validate (the free-space preflight,
+ * run before the copy, is a built-in check and counts as validate), sync, commit (the
+ * tree moves into deploy/ and the state names it staged). A failed stage is recorded
+ * in the step that failed; state files written before these were split say `apply` for
+ * plan, copy, manifest, sync and commit.
+ */
+export const STAGE_PHASES = ['plan', 'copy', 'apply', 'manifest', 'validate', 'sync', 'commit'] as const;
+export type StagePhase = (typeof STAGE_PHASES)[number];
+
+/** Where a failure happened: a stage step, or finalize, boot (tries used up) or health (boot assessment). */
+export const phaseSchema = z.enum([...STAGE_PHASES, 'finalize', 'boot', 'health']);
 export type Phase = z.infer<typeof phaseSchema>;
 
 export const failureSchema = z
