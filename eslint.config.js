@@ -15,7 +15,7 @@ const LAYERS = [
   ['fs'], // the safe-fs layer: the only code that touches the disk
   ['changeset.ts', 'sources', 'validate'], // what an update is, and how a tree is judged
   ['context.ts', 'store'], // a sysroot on disk: state file, transition writer, recovery, removal
-  ['stage', 'commit', 'boot', 'rollback', 'gc'], // the operations, one per lifecycle step
+  ['stage', 'commit', 'boot', 'rollback', 'gc', 'install'], // the operations, one per lifecycle step; installing on a host
   ['sysroot.ts'], // the handle: lock and recovery around every operation
   ['assess-health.ts', 'agent', 'testing', 'cli', 'index.ts'], // works on a whole sysroot; entry points
 ];

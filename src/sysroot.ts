@@ -1,6 +1,7 @@
 import { makeContext, type Context, type ContextOptions } from './context.js';
 import { StagedrootError } from './errors.js';
 import { boot, markGood, type BootResult } from './boot/boot.js';
+import type { BootRecordPlace } from './boot/boot-record.js';
 import { finalize, type FinalizeOptions, type FinalizeResult } from './commit/finalize.js';
 import { applyTransition } from './store/apply-transition.js';
 import { diffManifests, type PathChange } from './fs/diff-manifests.js';
@@ -141,8 +142,9 @@ export class Sysroot {
     return this.write('finalize', (s) => finalize(this.ctx, s, o).result);
   }
 
-  boot(): Promise<BootResult> {
-    return this.write('boot', (s) => boot(this.ctx, s).result);
+  /** The early-boot hook. `place`: where the initramfs's record is (default /run/stagedroot, for the root /). */
+  boot(place: BootRecordPlace = {}): Promise<BootResult> {
+    return this.write('boot', (s) => boot(this.ctx, s, place).result);
   }
 
   markGood(): Promise<Status> {

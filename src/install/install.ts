@@ -1,7 +1,6 @@
-import type { Stats } from 'node:fs';
 import * as path from 'node:path';
 import { StagedrootError } from '../errors.js';
-import { readText } from '../fs/durable.js';
+import { readText, type statPath } from '../fs/durable.js';
 import { RootFs } from '../fs/root-fs.js';
 import { runCommand } from '../util/run-command.js';
 import { INITRAMFS_FILES, UNIT_NAMES, packageDir } from './package-files.js';
@@ -41,7 +40,7 @@ function packageText(rel: string): string {
 }
 
 /** What a path in the root resolves to (symlinks followed inside the root), or null when it does not exist. */
-function statIn(rfs: RootFs, p: string): Stats | null {
+function statIn(rfs: RootFs, p: string): ReturnType<typeof statPath> {
   try {
     return rfs.resolve(p, { followLast: true }).stat;
   } catch (err) {

@@ -1,6 +1,7 @@
 import type { Context } from '../context.js';
 import type { Transition } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
+import { syncBootFiles } from './boot-files.js';
 import { removeDeployments } from './remove-deployments.js';
 import { saveState } from './state-file.js';
 
@@ -11,14 +12,21 @@ import { saveState } from './state-file.js';
  * resolved by looking at the symlink (see effectiveState). Dropped deployments are
  * removed only after the new state is durable; a crash leaves them as leftovers that
  * recovery removes.
+ *
+ * The initramfs's files (boot tries, fallback) for the next state are written before the
+ * pointer moves, so a deployment under assessment is counted from its first boot; what
+ * the old state needed is removed only after the next state is durable. `tries: 'write'`
+ * (the boot hook) sets the tries file from the state.
  */
-export function applyTransition(ctx: Context, from: BaseState, t: Transition, op: string): BaseState {
+export function applyTransition(ctx: Context, from: BaseState, t: Transition, op: string, o: { tries?: 'keep' | 'write' } = {}): BaseState {
   const { layout, dfs } = ctx;
   if (t.next.current !== from.current) {
     saveState(layout, dfs, { ...from, intent: { op, next: t.next } });
+    syncBootFiles(ctx, t.next, { tries: 'keep', cleanup: false });
     dfs.replaceSymlink(layout.currentLink, layout.linkTarget(t.next.current));
   }
   saveState(layout, dfs, { ...t.next, intent: null });
+  syncBootFiles(ctx, t.next, { tries: o.tries ?? 'keep', cleanup: true });
   removeDeployments(ctx, t.drop);
   return t.next;
 }

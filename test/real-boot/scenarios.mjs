@@ -13,7 +13,7 @@ r record "$(tr '\\n' ' ' </run/stagedroot/booted 2>&1)"
 `;
 
 const spec = (o) => `cat >/run/spec.json <<'SPEC'\n${JSON.stringify(o)}\nSPEC\n`;
-const STAGE = 'stagedroot stage /run/spec.json; r stage-exit $?\n';
+const STAGE = 'stagedroot stage /run/spec.json >/run/stage.log 2>&1; r stage-exit $?; cat /run/stage.log >/dev/console\n';
 const REBOOT = 'r status "$(st)"\nsystemctl --no-block reboot\n';
 const POWEROFF = 'r status "$(st)"\nsystemctl --no-block poweroff\n';
 
