@@ -147,8 +147,9 @@ export class Sysroot {
     return this.write('boot', (s) => boot(this.ctx, s, place).result);
   }
 
-  markGood(): Promise<Status> {
-    return this.write('mark-good', (s) => statusView(markGood(this.ctx, s), this.ctx.layout));
+  /** `o.healthChecks`: how many health checks passed (the health service says; 0 when none are configured). */
+  markGood(o: { healthChecks?: number } = {}): Promise<Status> {
+    return this.write('mark-good', (s) => statusView(markGood(this.ctx, s, o.healthChecks ?? null), this.ctx.layout));
   }
 
   markBad(reason = 'marked bad', o: { phase?: Phase; output?: string } = {}): Promise<Status> {

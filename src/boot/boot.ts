@@ -22,6 +22,6 @@ export function boot(ctx: Context, s: BaseState, place: BootRecordPlace = {}): {
 }
 
 /** Health checks passed: the booted deployment is good and its tries are cleared. */
-export function markGood(ctx: Context, s: BaseState): BaseState {
-  return applyTransition(ctx, s, markGoodTransition(s), 'mark-good');
+export function markGood(ctx: Context, s: BaseState, checks: number | null = null): BaseState {
+  return applyTransition(ctx, s, markGoodTransition(s, checks), 'mark-good');
 }

@@ -66,9 +66,23 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     const root = new RootFs(tree, { faults: ctx.faults, durability: 'deferred', onTouch: (e) => events.push(e) });
     bytes += (await applyChanges(root, o.changes, o.onApply)).bytes;
   }
+  ensureMountPoints(new RootFs(tree, { faults: ctx.faults, durability: 'deferred', onTouch: (e) => events.push(e) }));
   o.onStep?.('manifest');
   const patched = patchManifest(tree, pre, manifest, events, ctx.faults);
   dfs.unlink(pre);
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
   return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes };
+}
+
+/**
+ * Where the boot path mounts things in a deployment: the physical root (bound at
+ * `sysroot/` by the initramfs step, as ostree does). Created, empty, in every tree that
+ * is an operating system root (has `usr/` and `etc/`), so no one makes them by hand.
+ */
+export const MOUNT_POINTS = ['sysroot'] as const;
+
+function ensureMountPoints(root: RootFs): void {
+  const isDir = (p: string): boolean => root.lstat(p)?.isDirectory() ?? false;
+  if (!isDir('/usr') || !isDir('/etc')) return;
+  for (const p of MOUNT_POINTS) if (root.lstat(`/${p}`) === null) root.mkdir(`/${p}`, { mode: 0o755 });
 }

@@ -229,11 +229,11 @@ export function bootTransition(s: BaseState, at: string, record: BootRecord | nu
   return fallBack(base, cur, to, `deployment ${cur.id} used all ${base.bootTries} boot tries without being marked good`, at, ff);
 }
 
-/** Health checks passed: the booted deployment is good. */
-export function markGoodTransition(s: BaseState): Transition {
+/** Health checks passed (`checks` of them; null: marked good by hand): the booted deployment is good. */
+export function markGoodTransition(s: BaseState, checks: number | null = null): Transition {
   if (s.booted === null) throw new StagedrootError('INVALID_TRANSITION', 'Nothing has been booted yet: run `stagedroot boot` first');
   const b = mustFind(s, s.booted);
-  return { next: replace(s, { ...b, good: true, triesLeft: null, status: 'ready', failure: null }), drop: [] };
+  return { next: replace(s, { ...b, good: true, triesLeft: null, status: 'ready', failure: null, healthChecks: checks }), drop: [] };
 }
 
 /** Health checks failed: the booted deployment is bad; current goes back to the last good one. */

@@ -66,6 +66,11 @@ export const deploymentRecordSchema = z
     manifestSha256: z.string().nullable(),
     source: z.string().optional(),
     failure: failureSchema.nullable(),
+    /**
+     * How it was last marked good: by `health` with this many checks (0: none were
+     * configured, so reaching the health service was all it took), or null by `mark-good`.
+     */
+    healthChecks: z.number().int().min(0).nullable().optional(),
   })
   .strict();
 export type DeploymentRecord = z.infer<typeof deploymentRecordSchema>;

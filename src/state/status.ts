@@ -19,6 +19,8 @@ export interface DeploymentStatus {
   staged: boolean;
   rollback: boolean;
   entries: number;
+  /** Marked good by `health` after this many checks (0: no health checks configured); null: by hand or never. */
+  healthChecks: number | null;
   source?: string;
   failure: Failure | null;
 }
@@ -72,6 +74,7 @@ export function statusView(s: BaseState, layout: Layout): Status {
         staged: d.id === s.staged,
         rollback: d.id === s.rollback,
         entries: d.entries,
+        healthChecks: d.healthChecks ?? null,
         ...(d.source === undefined ? {} : { source: d.source }),
         failure: d.failure,
       })),

@@ -28,7 +28,14 @@ class Scenario {
   async boot(label, step, o = {}) {
     const n = this.env.nextBoot();
     const logBase = `${this.env.out}/boot-${String(n).padStart(2, '0')}-${label}`;
-    const r = await boot({ ...this.env.machine, logBase, step: HELPERS + step, ...o });
+    let r = await boot({ ...this.env.machine, logBase, step: HELPERS + step, ...o });
+    // A boot whose kernel died before the initramfs step ran touched nothing on the disk
+    // (TCG on a loaded host): it is run again, its log kept beside.
+    for (let retry = 1; retry <= 2 && !fs.readFileSync(r.consoleLog, 'utf8').includes('stagedroot: '); retry++) {
+      fs.renameSync(r.consoleLog, `${logBase}.console.before-retry-${retry}.log`);
+      this.env.log(`  boot ${n} ${label}: the kernel died before the initramfs step (${r.ended}); booting again`);
+      r = await boot({ ...this.env.machine, logBase, step: HELPERS + step, ...o });
+    }
     const initramfs = consoleTime(r.consoleLog, /stagedroot: booting deployment/);
     this.boots.push({ label, seconds: r.seconds, initramfs, stepAt: r.results.has('uptime') ? Number(r.results.get('uptime')) : null, ended: r.ended });
     this.env.log(`  boot ${n} ${label}: ${r.ended} after ${r.seconds.toFixed(1)}s${r.results.has('uptime') ? `, step at ${r.results.get('uptime')}s of uptime` : ''} (${r.consoleLog})`);
