@@ -9,8 +9,8 @@ import type { BaseState } from '../state/schema.js';
  * boots when those tries are used up. Each is one atomic rename, so the initramfs (which
  * reads them without the lock, at any power cut) sees the old or the new, never a mix.
  *
- * `tries`: 'keep' leaves an existing tries file as it is (the initramfs counts down in it
- * between two transitions); 'write' sets it from the state (the boot hook, right after it
+ * `tries`: 'keep' leaves an existing tries file as it is when it is at or below the
+ * state's count (the initramfs counts down in it between two transitions); 'write' sets it from the state (the boot hook, right after it
  * took the count from the initramfs's record or counted itself). `cleanup`: remove what
  * the state no longer implies (only after the state naming the change is durable).
  */
@@ -20,7 +20,9 @@ export function syncBootFiles(ctx: Context, s: BaseState, o: { tries: 'keep' | '
   if (want.tries !== null) {
     dfs.mkdir(layout.bootTriesDir);
     const file = layout.bootTriesFile(want.tries.id);
-    if (o.tries === 'write' || !/^\d+\n?$/.test(readText(file) ?? '')) dfs.writeFileAtomic(file, `${want.tries.left}\n`);
+    const text = readText(file);
+    const onDisk = text !== null && /^\d+\n?$/.test(text) ? Number(text) : null;
+    if (o.tries === 'write' || onDisk === null || onDisk > want.tries.left) dfs.writeFileAtomic(file, `${want.tries.left}\n`);
   }
   if (want.fallback !== null) {
     const target = layout.linkTarget(want.fallback);

@@ -154,6 +154,7 @@ ${spec({ label: 's3-after', files: [{ path: '/etc/s3', contents: 'y\n' }] })}${S
   s.eq(after?.staged, null, 'staged after the power cut (the stage must not have finished)');
   s.eq(after?.current, old, 'current after the power cut');
   s.eq((b.results.get('leftovers') ?? 'missing').trim(), '', 'leftovers in work/ and trash/');
+  s.check((b.results.get('boot-log') ?? '').includes('recovery: removed leftovers in work/'), `the boot hook's recovery should remove the interrupted stage: ${b.results.get('boot-log')}`);
   s.eq(b.results.get('stage-exit'), '0', 'the next stage');
   s.check(b.status?.staged != null, 'the next stage left something staged');
   return s;
