@@ -1,5 +1,6 @@
 import { DurableFs } from './fs/durable.js';
 import { noFaults, type FaultHook } from './fs/faults.js';
+import type { XattrPolicy } from './fs/xattr.js';
 import { Layout } from './state/layout.js';
 
 /** What an operation needs, passed in (no hidden globals): where, how to write, the clock, reporting. */
@@ -10,12 +11,16 @@ export interface Context {
   now: () => Date;
   /** Non-fatal notes for the user (recovered state, skipped entries). */
   warn: (message: string) => void;
+  /** An extended attribute the sysroot's filesystem refuses: an error, or dropped with a warning. */
+  xattrPolicy: XattrPolicy;
 }
 
 export interface ContextOptions {
   faults?: FaultHook;
   now?: () => Date;
   onWarning?: (message: string) => void;
+  /** 'strict' (default): an attribute the filesystem refuses fails the operation; 'drop': dropped with a warning. */
+  xattrPolicy?: XattrPolicy;
 }
 
 export function makeContext(sysroot: string, o: ContextOptions = {}): Context {
@@ -26,5 +31,6 @@ export function makeContext(sysroot: string, o: ContextOptions = {}): Context {
     faults,
     now: o.now ?? (() => new Date()),
     warn: o.onWarning ?? (() => {}),
+    xattrPolicy: o.xattrPolicy ?? 'strict',
   };
 }

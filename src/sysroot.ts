@@ -139,12 +139,12 @@ export class Sysroot {
   }
 
   finalize(o: FinalizeOptions = {}): Promise<FinalizeResult> {
-    return this.write('finalize', (s) => finalize(this.ctx, s, o).result);
+    return this.write('finalize', (s) => finalize(this.ctx, s, o));
   }
 
   /** The early-boot hook. `place`: where the initramfs's record is (default /run/stagedroot, for the root /). */
   boot(place: BootRecordPlace = {}): Promise<BootResult> {
-    return this.write('boot', (s) => boot(this.ctx, s, place).result);
+    return this.write('boot', (s) => boot(this.ctx, s, place));
   }
 
   /** `o.healthChecks`: how many health checks passed (the health service says; 0 when none are configured). */
@@ -161,13 +161,13 @@ export class Sysroot {
   }
 
   discardStaged(): Promise<{ removed: string }> {
-    return this.write('discard', (s) => ({ removed: discardStaged(this.ctx, s).removed }));
+    return this.write('discard', (s) => discardStaged(this.ctx, s));
   }
 
   async prune(o: { keep?: number } = {}): Promise<{ removed: string[] }> {
     const keep = o.keep ?? 3;
     if (!Number.isInteger(keep) || keep < 0) throw new StagedrootError('USAGE', `Expected --keep to be a non-negative integer, got ${String(o.keep)}`, { option: 'keep', value: o.keep });
-    return this.write('prune', (s) => ({ removed: prune(this.ctx, s, keep).removed }));
+    return this.write('prune', (s) => prune(this.ctx, s, keep));
   }
 
   pin(id: string, pinned = true): Promise<Status> {

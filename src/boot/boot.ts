@@ -15,10 +15,10 @@ export interface BootResult {
  * it ran), its tries, and a fallback the initramfs made; without the initramfs step it
  * uses one try itself and falls back when none are left.
  */
-export function boot(ctx: Context, s: BaseState, place: BootRecordPlace = {}): { state: BaseState; result: BootResult } {
+export function boot(ctx: Context, s: BaseState, place: BootRecordPlace = {}): BootResult {
   const t = bootTransition(s, ctx.now().toISOString(), readBootRecord(ctx, place));
-  const state = applyTransition(ctx, s, t, 'boot', { tries: 'write' });
-  return { state, result: { event: t.event, finalizeFailure: t.finalizeFailure } };
+  applyTransition(ctx, s, t, 'boot', { tries: 'write' });
+  return { event: t.event, finalizeFailure: t.finalizeFailure };
 }
 
 /** Health checks passed: the booted deployment is good and its tries are cleared. */

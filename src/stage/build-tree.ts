@@ -1,8 +1,10 @@
 import type { ChangeSet } from '../changeset.js';
 import type { Context } from '../context.js';
+import type { Issue } from '../errors.js';
 import { copyTree, type CopyPolicy, type CopyProgress } from '../fs/copy-tree.js';
 import { writeJson } from '../fs/durable.js';
 import { ManifestWriter } from '../fs/manifest.js';
+import { displayPath } from '../fs/names.js';
 import { patchManifest } from '../fs/patch-manifest.js';
 import { RootFs, type TouchEvent } from '../fs/root-fs.js';
 import { applyChanges, type ApplyProgress } from './apply-changes.js';
@@ -27,6 +29,8 @@ export interface BuiltTree {
   delta: string[];
   entries: number;
   bytes: number;
+  /** What the change set's source warned about (accepted, but worth saying). */
+  warnings: Issue[];
 }
 
 /**
@@ -44,6 +48,8 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   let bytes = 0;
   o.onStep?.('copy');
   if (o.from) {
+    const sockets: string[] = [];
+    const devices: string[] = [];
     const copied = copyTree({
       src: o.from.tree,
       dst: tree,
@@ -53,25 +59,34 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
       faults: ctx.faults,
       total: o.from.entries ?? null,
       onProgress: o.onCopy,
-      onSkip: (rel, why) => ctx.warn(`skipped ${rel}: ${why}`),
+      onSkip: (rel, why) => (why === 'socket' ? sockets : devices).push(rel),
+      xattrPolicy: ctx.xattrPolicy,
+      onXattrDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`),
     });
     bytes += copied.bytes;
+    // Sockets are runtime objects (their listener is gone); device nodes come from
+    // devtmpfs at boot: neither is kept, and the user is told which.
+    if (sockets.length > 0) ctx.warn(`skipped ${sockets.length} socket${sockets.length === 1 ? '' : 's'} (runtime objects, not kept): ${sockets.map(displayPath).join(', ')}`);
+    if (devices.length > 0) ctx.warn(`skipped ${devices.length} device node${devices.length === 1 ? '' : 's'} (devices come from devtmpfs at boot, not from a tree): ${devices.map(displayPath).join(', ')}`);
   } else {
     new ManifestWriter(pre, ctx.faults).close(false);
   }
   o.onTreeBuilt?.();
   const events: TouchEvent[] = [];
+  const warnings: Issue[] = [];
   o.onStep?.('apply');
   if (o.changes) {
     const root = new RootFs(tree, { faults: ctx.faults, durability: 'deferred', onTouch: (e) => events.push(e) });
-    bytes += (await applyChanges(root, o.changes, o.onApply)).bytes;
+    const applied = await applyChanges(root, o.changes, o.onApply);
+    bytes += applied.bytes;
+    warnings.push(...applied.warnings);
   }
   ensureMountPoints(new RootFs(tree, { faults: ctx.faults, durability: 'deferred', onTouch: (e) => events.push(e) }));
   o.onStep?.('manifest');
   const patched = patchManifest(tree, pre, manifest, events, ctx.faults);
   dfs.unlink(pre);
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
-  return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes };
+  return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes, warnings };
 }
 
 /**

@@ -2,10 +2,10 @@ import type { Context } from '../context.js';
 import { StagedrootError, formatIssues, type Issue } from '../errors.js';
 import type { CopyPolicy } from '../fs/copy-tree.js';
 import { freeSpace, listDir, syncFilesystem, fileSha256 } from '../fs/durable.js';
-import { RootFs } from '../fs/root-fs.js';
+import { ReadOnlyTree } from '../fs/read-only-tree.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
-import type { BaseState, DeploymentRecord, Failure, StagePhase } from '../state/schema.js';
+import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
 import { buildTree, type BuiltTree } from './build-tree.js';
 import type { Source } from '../sources/source.js';
 import type { ChangeSet } from '../changeset.js';
@@ -130,7 +130,7 @@ function enter(run: Run, phase: StagePhase, total: number | null = null): void {
 async function plan(run: Run): Promise<ChangeSet> {
   enter(run, 'plan');
   const baseTree = run.ctx.layout.tree(run.base.id);
-  const changes = await run.source.plan({ root: baseTree, readFile: (p) => new RootFs(baseTree).readFile(p) });
+  const changes = await run.source.plan(new ReadOnlyTree(baseTree));
   run.changes = changes;
   run.label = run.opts.label ?? changes.label ?? run.label;
   return changes;
@@ -192,7 +192,7 @@ function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: Issue[
   const rec = newRecord({ id, label, parent: run.base.id, at: ctx.now().toISOString(), entries: built.entries, bytes: built.bytes, manifestSha256: fileSha256(layout.manifest(id)), source: changes.description });
   rec.locked = run.opts.lock ?? false;
   applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
-  return { id, label, path: layout.tree(id), delta: built.delta, warnings, entries: rec.entries, bytes: rec.bytes };
+  return { id, label, path: layout.tree(id), delta: built.delta, warnings: [...built.warnings, ...warnings], entries: rec.entries, bytes: rec.bytes };
 }
 
 /**
@@ -215,7 +215,8 @@ async function recordFailure(run: Run, err: unknown): Promise<never> {
   const failure: Failure = {
     id,
     label: run.label,
-    phase: run.phase,
+    phase: phaseOfStep(run.phase),
+    step: run.phase,
     reason: e.message,
     at: ctx.now().toISOString(),
     code: e.code,
