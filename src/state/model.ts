@@ -55,7 +55,7 @@ export function lastGood(s: BaseState, exclude: Iterable<string | null>): string
 }
 
 /** A new deployment record: not yet good, not under assessment; failed when given a failure. */
-export function newRecord(o: { id: string; label: string; parent: string | null; at: string; source: string; entries?: number; bytes?: number; manifestSha256?: string | null; failure?: Failure; good?: boolean }): DeploymentRecord {
+export function newRecord(o: { id: string; label: string; parent: string | null; at: string; source: string; entries?: number; bytes?: number; manifestSha256?: string | null; failure?: Failure; good?: boolean; kernelArguments?: string[] }): DeploymentRecord {
   return {
     id: o.id,
     label: o.label,
@@ -71,6 +71,7 @@ export function newRecord(o: { id: string; label: string; parent: string | null;
     manifestSha256: o.manifestSha256 ?? null,
     source: o.source,
     failure: o.failure ?? null,
+    ...(o.kernelArguments && o.kernelArguments.length > 0 ? { kernelArguments: o.kernelArguments } : {}),
   };
 }
 

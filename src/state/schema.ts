@@ -81,6 +81,8 @@ export const deploymentRecordSchema = z
      * configured, so reaching the health service was all it took), or null by `mark-good`.
      */
     healthChecks: z.number().int().min(0).nullable().optional(),
+    /** Its kernel command line arguments (its parent's, changed by its update); absent: none. */
+    kernelArguments: z.array(z.string()).optional(),
   })
   .strict();
 export type DeploymentRecord = z.infer<typeof deploymentRecordSchema>;

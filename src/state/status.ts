@@ -21,6 +21,8 @@ export interface DeploymentStatus {
   entries: number;
   /** Marked good by `health` after this many checks (0: no health checks configured); null: by hand or never. */
   healthChecks: number | null;
+  /** Its kernel arguments (its parent's, changed by its update: Ignition or spec `kernelArguments`). */
+  kernelArguments: string[];
   source?: string;
   failure: Failure | null;
 }
@@ -75,6 +77,7 @@ export function statusView(s: BaseState, layout: Layout): Status {
         rollback: d.id === s.rollback,
         entries: d.entries,
         healthChecks: d.healthChecks ?? null,
+        kernelArguments: d.kernelArguments ?? [],
         ...(d.source === undefined ? {} : { source: d.source }),
         failure: d.failure,
       })),
