@@ -92,12 +92,19 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
 /**
  * Where the boot path mounts things in a deployment: the physical root (bound at
  * `sysroot/` by the initramfs step, as ostree does). Created, empty, in every tree that
- * is an operating system root (has `usr/` and `etc/`), so no one makes them by hand.
+ * boots (it has an init: `sbin/init` or `usr/sbin/init`), so no one makes them by hand;
+ * other trees are left exactly as their source made them.
  */
 export const MOUNT_POINTS = ['sysroot'] as const;
 
 function ensureMountPoints(root: RootFs): void {
-  const isDir = (p: string): boolean => root.lstat(p)?.isDirectory() ?? false;
-  if (!isDir('/usr') || !isDir('/etc')) return;
+  const has = (p: string): boolean => {
+    try {
+      return root.lstat(p) !== null;
+    } catch {
+      return false;
+    }
+  };
+  if (!has('/sbin/init') && !has('/usr/sbin/init')) return;
   for (const p of MOUNT_POINTS) if (root.lstat(`/${p}`) === null) root.mkdir(`/${p}`, { mode: 0o755 });
 }

@@ -7,8 +7,8 @@ let t: TempSysroot | undefined;
 afterEach(() => t?.cleanup());
 
 describe('mount points of the boot path', () => {
-  it('every operating-system tree gets an empty sysroot/ (the physical root\'s mount point), in its manifest', async () => {
-    t = await tempSysroot({ tree: { 'usr/bin/sh': '#!\n', 'etc/os-release': 'ID=x\n' } });
+  it('every tree that boots (has an init) gets an empty sysroot/ (the physical root\'s mount point), in its manifest', async () => {
+    t = await tempSysroot({ tree: { 'usr/sbin/init': { symlink: '../lib/systemd/systemd' }, 'usr/bin/sh': '#!\n', 'etc/os-release': 'ID=x\n' } });
     const first = t.sysroot.treePath('0001');
     expect(fs.statSync(path.join(first, 'sysroot')).isDirectory()).toBe(true);
     expect(fs.readdirSync(path.join(first, 'sysroot'))).toEqual([]);
@@ -18,8 +18,8 @@ describe('mount points of the boot path', () => {
     expect(t.sysroot.verify('0001').drift).toEqual([]);
   });
 
-  it('a tree that is not an operating system root (no usr/) is left as it is', async () => {
-    t = await tempSysroot({ tree: { 'etc/a': '1\n' } });
+  it('a tree without an init is left exactly as its source made it', async () => {
+    t = await tempSysroot({ tree: { 'usr/bin/sh': '#!\n', 'etc/a': '1\n' } });
     expect(fs.existsSync(path.join(t.sysroot.treePath('0001'), 'sysroot'))).toBe(false);
   });
 });
