@@ -1,5 +1,5 @@
 import type { Layout } from './layout.js';
-import type { BaseState, Failure } from './schema.js';
+import type { BaseState, Failure, Origin, SignatureRecord } from './schema.js';
 
 export interface DeploymentStatus {
   id: string;
@@ -24,6 +24,10 @@ export interface DeploymentStatus {
   /** Its kernel arguments (its parent's, changed by its update: Ignition or spec `kernelArguments`). */
   kernelArguments: string[];
   source?: string;
+  /** An image deployment's origin (manifest digest, config labels). */
+  origin?: Origin;
+  /** The signature its source was verified with (key id, trusted comment). */
+  signature?: SignatureRecord;
   failure: Failure | null;
 }
 
@@ -79,6 +83,8 @@ export function statusView(s: BaseState, layout: Layout): Status {
         healthChecks: d.healthChecks ?? null,
         kernelArguments: d.kernelArguments ?? [],
         ...(d.source === undefined ? {} : { source: d.source }),
+        ...(d.origin === undefined ? {} : { origin: d.origin }),
+        ...(d.signature === undefined ? {} : { signature: d.signature }),
         failure: d.failure,
       })),
   };

@@ -1,4 +1,5 @@
 import type { Context } from '../context.js';
+import { verifyTransition } from '../state/invariants.js';
 import type { Transition } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
 import { syncBootFiles } from './boot-files.js';
@@ -11,7 +12,8 @@ import { saveState } from './state-file.js';
  * `current` symlink (the commit point), (3) the next state. A crash between them is
  * resolved by looking at the symlink (see effectiveState). Dropped deployments are
  * removed only after the new state is durable; a crash leaves them as leftovers that
- * recovery removes.
+ * recovery removes. A transition that breaks an invariant is refused before anything is
+ * written (INVARIANT_VIOLATED; see state/invariants.ts).
  *
  * The initramfs's files (boot tries, fallback) for the next state are written before the
  * pointer moves and before the state, so a deployment under assessment is counted from
@@ -21,6 +23,7 @@ import { saveState } from './state-file.js';
  */
 export function applyTransition(ctx: Context, from: BaseState, t: Transition, op: string, o: { tries?: 'keep' | 'write' } = {}): BaseState {
   const { layout, dfs } = ctx;
+  verifyTransition(from, t, op);
   const moves = t.next.current !== from.current;
   if (moves) saveState(layout, dfs, { ...from, intent: { op, next: t.next } });
   // Tries only ever go down: written before the state that says so, a crash leaves the
