@@ -96,7 +96,7 @@ export function specToChangeSet(spec: z.output<typeof updateSpecSchema>, describ
   const n = spec.files.length + spec.directories.length + spec.symlinks.length + spec.hardlinks.length + spec.remove.length;
   const kargs = spec.kernelArguments;
   const k = (kargs?.shouldExist?.length ?? 0) + (kargs?.shouldNotExist?.length ?? 0);
-  return { description: `${describe}: ${n} change${n === 1 ? '' : 's'}${k ? `, ${k} kernel argument change${k === 1 ? '' : 's'}` : ''}`, label: spec.label, ops, count: ops.length, ...(kargs ? { kernelArguments: kargs } : {}) };
+  return { description: `${describe}: ${n} change${n === 1 ? '' : 's'}${k ? `, ${k} kernel argument change${k === 1 ? '' : 's'}` : ''}`, label: spec.label, ops, count: ops.length, sharedContent: 'desired', ...(kargs ? { kernelArguments: kargs } : {}) };
 }
 
 /** A source from a spec object already in memory (library users, tests). */

@@ -8,6 +8,8 @@ import type { BaseState } from '../state/schema.js';
 import { syncBootFiles } from './boot-files.js';
 import { removeDeployments } from './remove-deployments.js';
 import { loadState, saveState } from './state-file.js';
+import { recoverFinalize } from '../merge/finish.js';
+import { upgradeSharedLayout } from '../shared/upgrade.js';
 
 export interface RecoveryReport {
   state: BaseState;
@@ -63,6 +65,10 @@ export function recover(ctx: Context): RecoveryReport {
     actions.push(`pointed current at deployment ${state.current}`);
   }
 
+  // Shared directories (a sysroot from before them is upgraded), finalize's merge and last steps.
+  state = upgradeSharedLayout(ctx, state, actions);
+  state = recoverFinalize(ctx, state, actions);
+
   // Leftovers: unfinished stages, half-removed deployments, unknown deployment dirs, temp files.
   const known = new Set(state.deployments.map((d) => d.id));
   const strays = listDir(layout.deployDir).filter((n) => !known.has(n));
@@ -77,7 +83,7 @@ export function recover(ctx: Context): RecoveryReport {
     actions.push(`removed leftovers in ${dir.slice(layout.root.length + 1)}/: ${names.join(', ')}`);
   }
   for (const n of listDir(layout.root)) {
-    if (isTempName(n)) {
+    if (isTempName(n, ['state.json', 'state.json.bak', 'current', 'shared.list'])) {
       dfs.unlink(`${layout.root}/${n}`);
       actions.push(`removed temp file ${n}`);
     }

@@ -192,6 +192,7 @@ export function planIgnition({ config: cfg, warnings }: CheckedIgnition, tree: R
     ...(kargs ? { kernelArguments: kargs } : {}),
     ops,
     count: ops.length,
+    sharedContent: 'desired',
     warnings: [...warnings, ...issues.warnings],
     ...(actions.length ? { finish: async (root: RootFs) => applyUnitActions(root, actions) } : {}),
   };
