@@ -35,8 +35,9 @@ describe('RootFs.copyEntryFrom (the faithful single-entry copy the /etc merge us
     fs.mkdirSync(tree);
     fs.writeFileSync(path.join(tree, 'old'), 'replaced\n');
     const root = new RootFs(tree);
-    for (const [rel, src] of [['etc/tool', 'tool'], ['etc/link', 'link'], ['etc/fifo', 'fifo'], ['etc/d', 'd'], ['old', 'tool']]) root.copyEntryFrom(rel, path.join(from, src));
-    for (const [rel, src] of [['etc/tool', 'tool'], ['etc/link', 'link'], ['etc/fifo', 'fifo'], ['etc/d', 'd'], ['old', 'tool']]) {
+    const pairs: [string, string][] = [['etc/tool', 'tool'], ['etc/link', 'link'], ['etc/fifo', 'fifo'], ['etc/d', 'd'], ['old', 'tool']];
+    for (const [rel, src] of pairs) root.copyEntryFrom(rel, path.join(from, src));
+    for (const [rel, src] of pairs) {
       const a = fs.lstatSync(path.join(tree, rel));
       const b = fs.lstatSync(path.join(from, src));
       expect([a.mode, a.uid, a.gid], rel).toEqual([b.mode, b.uid, b.gid]);
