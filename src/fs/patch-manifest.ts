@@ -23,7 +23,7 @@ export interface PatchResult {
   entries: number;
 }
 
-export function patchManifest(tree: string, before: string, after: string, events: readonly TouchEvent[], faults: FaultHook = noFaults): PatchResult {
+export function patchManifest(tree: string, before: string, after: string, events: readonly TouchEvent[], faults: FaultHook = noFaults, durable = false): PatchResult {
   const removed = new Set<string>();
   const dirty = new Set<string>();
   for (const ev of events) {
@@ -68,7 +68,7 @@ export function patchManifest(tree: string, before: string, after: string, event
     entries = w.count;
   } finally {
     r.close();
-    w.close(false);
+    w.close(durable);
   }
   const present = new Set(fresh.map((e) => e.p));
   return { delta: fresh.map((e) => e.p), changed: fresh, removed: [...removed].filter((p) => !present.has(p)).sort(), entries };
