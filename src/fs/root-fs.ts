@@ -15,7 +15,6 @@ import { makeFifo } from './path-tool.js';
 import { readNames } from './walk.js';
 import { readXattrs, replaceXattrs, writeXattrs, type XattrList, type XattrPolicy, type Xattrs } from './xattr.js';
 import { copyFileInto } from './copy-entry.js';
-import { readLinkTarget } from './manifest.js';
 import { realPathInRoot } from './resolve-in-root.js';
 import { splitSourcePath } from './paths.js';
 
@@ -219,8 +218,21 @@ export class RootFs {
       }
       fs.closeSync(fd);
       this.commitTmp(tmp, dir, name, target, p);
+    } else if (st.isFIFO()) {
+      // A FIFO is recreated (Node has no mkfifo: coreutils'), with its owner, mode, times and attributes.
+      const { dir, name, target } = this.prepareCreate(p, o);
+      const tmp = this.tmpName(dir);
+      try {
+        makeFifo(B(tmp), st.mode, p);
+        this.mutated('mkfifo', tmp);
+        this.applyAttrs(tmp, { mode: st.mode & 0o7777, ...owner, mtime: st.mtimeMs / 1000 }, p);
+      } catch (err) {
+        safeUnlink(tmp);
+        throw ioError(err, p, tmp);
+      }
+      this.commitTmp(tmp, dir, name, target, p);
     } else {
-      throw new StagedrootError('UNSAFE_ENTRY', `${p} is not a file, directory or symlink and is not copied`, { path: p, resolvedPath: String(srcHost) });
+      throw new StagedrootError('UNSAFE_ENTRY', `${p} is a socket or device node and is not copied`, { path: p, resolvedPath: String(srcHost) });
     }
   }
 
@@ -288,48 +300,6 @@ export class RootFs {
       throw ioError(err, p, tmp);
     }
     this.commitTmp(tmp, dir, name, existing, p);
-  }
-
-  /**
-   * Copies one entry from a host path (another deployment's tree, a kept local version)
-   * into the tree at `p`, faithfully: content (a reflink where the filesystem can),
-   * mode, owner, mtime, extended attributes (capabilities, labels, ACLs) and, for a FIFO,
-   * a new FIFO; atomically (temp + rename). A directory is created (or takes the source's
-   * attributes), not copied with its children. The /etc merge copies local changes with it.
-   */
-  copyEntryFrom(p: string, src: string | Buffer, o: CreateOptions = {}): void {
-    let st: fs.Stats;
-    try {
-      st = fs.lstatSync(src);
-    } catch (err) {
-      throw ioError(err, p, String(src));
-    }
-    const attrs = { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, mtime: st.mtimeMs / 1000, xattrs: readXattrs(src) };
-    if (st.isDirectory()) return this.mkdir(p, attrs);
-    if (st.isSymbolicLink()) return this.symlink(p, readLinkTarget(src), { uid: st.uid, gid: st.gid, xattrs: attrs.xattrs, ...o });
-    if (!st.isFile() && !st.isFIFO()) {
-      throw new StagedrootError('UNSAFE_ENTRY', `Cannot copy ${p}: it is a socket or device node`, { path: p, resolvedPath: String(src) });
-    }
-    const { dir, name, target } = this.prepareCreate(p, o);
-    const tmp = this.tmpName(dir);
-    try {
-      if (st.isFIFO()) makeFifo(B(tmp), st.mode, p);
-      else fs.copyFileSync(src, B(tmp), fs.constants.COPYFILE_EXCL);
-      this.mutated(st.isFIFO() ? 'mkfifo' : 'copy', tmp);
-      this.applyAttrs(tmp, attrs, p);
-      if (this.durable && st.isFile()) {
-        const fd = fs.openSync(B(tmp), fs.constants.O_RDONLY | O_NOFOLLOW);
-        try {
-          fs.fsyncSync(fd);
-        } finally {
-          fs.closeSync(fd);
-        }
-      }
-    } catch (err) {
-      safeUnlink(tmp);
-      throw ioError(err, p, tmp);
-    }
-    this.commitTmp(tmp, dir, name, target, p);
   }
 
   /** Creates a hard link at `p` to the existing entry `existing` (both inside the root). */

@@ -13,7 +13,7 @@ afterEach(() => {
 const run = (cmd: string, ...args: string[]): string => execFileSync(cmd, args, { encoding: 'utf8' });
 const attrs = (p: string): string => run('getfattr', '-h', '-d', '-m', '-', '-e', 'hex', '--absolute-names', p).replace(/^# file: .*\n/m, '');
 
-describe('RootFs.copyEntryFrom (the faithful single-entry copy the /etc merge uses)', () => {
+describe('RootFs.copyIn (the faithful single-entry copy the /etc merge uses)', () => {
   it('copies a file, a symlink, a FIFO and a directory with mode, owner, mtime and every extended attribute', () => {
     base = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-copy-entry-'));
     const from = path.join(base, 'from');
@@ -36,7 +36,7 @@ describe('RootFs.copyEntryFrom (the faithful single-entry copy the /etc merge us
     fs.writeFileSync(path.join(tree, 'old'), 'replaced\n');
     const root = new RootFs(tree);
     const pairs: [string, string][] = [['etc/tool', 'tool'], ['etc/link', 'link'], ['etc/fifo', 'fifo'], ['etc/d', 'd'], ['old', 'tool']];
-    for (const [rel, src] of pairs) root.copyEntryFrom(rel, path.join(from, src));
+    for (const [rel, src] of pairs) root.copyIn(rel, path.join(from, src));
     for (const [rel, src] of pairs) {
       const a = fs.lstatSync(path.join(tree, rel));
       const b = fs.lstatSync(path.join(from, src));
