@@ -57,7 +57,7 @@ const layersPlugin = {
           ExportNamedDeclaration: (n) => n.source && check(n, n.source.value),
           ExportAllDeclaration: (n) => check(n, n.source.value),
           ImportExpression: (n) => check(n, n.source.value),
-          TSImportType: (n) => check(n, n.argument?.literal?.value),
+          TSImportType: (n) => check(n, (n.source ?? n.argument?.literal)?.value),
         };
       },
     },

@@ -329,5 +329,5 @@ async function keepForDiagnosis(run: Run, failure: Failure): Promise<DeploymentR
     return null;
   }
   ctx.dfs.rename(work, ctx.layout.deployment(id));
-  return newRecord({ id, label: run.label, parent: run.base.id, at: ctx.now().toISOString(), source: run.source.describe, failure });
+  return newRecord({ id, label: run.label, parent: run.base.id, at: ctx.now().toISOString(), source: run.changes?.description ?? run.source.describe, failure });
 }
