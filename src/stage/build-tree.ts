@@ -7,7 +7,7 @@ import { ManifestWriter } from '../fs/manifest.js';
 import { displayPath } from '../fs/names.js';
 import { patchManifest } from '../fs/patch-manifest.js';
 import { RootFs, type TouchEvent } from '../fs/root-fs.js';
-import { labelWritten, treePolicy } from '../fs/selinux.js';
+import { labelTouched } from '../fs/selinux.js';
 import { applyChanges, type ApplyProgress } from './apply-changes.js';
 
 export interface BuildTreeOptions {
@@ -92,16 +92,33 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     bytes += applied.bytes;
     warnings.push(...applied.warnings);
     // What the update wrote is labelled by the new tree's own SELinux policy, if it has one.
-    const policy = treePolicy(root);
-    if (policy !== null) {
-      const written = new Set(events.filter((e) => e.kind === 'touch').map((e) => e.path));
-      labelWritten(tree, policy, written, { keep: root.explicitLabels, policy: ctx.xattrPolicy, onDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`) });
-    }
+    labelTouched(root, events, { policy: ctx.xattrPolicy, onDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`) });
   }
   o.settle?.(root);
+  ensureMountPoints(root);
   o.onStep?.('manifest');
   const patched = patchManifest(tree, pre, manifest, events, ctx.faults);
   dfs.unlink(pre);
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
   return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes, warnings };
+}
+
+/**
+ * Where the boot path mounts things in a deployment: the physical root (bound at
+ * `sysroot/` by the initramfs step, as ostree does). Created, empty, in every tree that
+ * boots (it has an init: `sbin/init` or `usr/sbin/init`), so no one makes them by hand;
+ * other trees are left exactly as their source made them.
+ */
+export const MOUNT_POINTS = ['sysroot'] as const;
+
+function ensureMountPoints(root: RootFs): void {
+  const has = (p: string): boolean => {
+    try {
+      return root.lstat(p) !== null;
+    } catch {
+      return false;
+    }
+  };
+  if (!has('/sbin/init') && !has('/usr/sbin/init')) return;
+  for (const p of MOUNT_POINTS) if (root.lstat(`/${p}`) === null) root.mkdir(`/${p}`, { mode: 0o755 });
 }

@@ -4,6 +4,7 @@ import type { CopyPolicy } from '../fs/copy-tree.js';
 import { freeSpace, listDir, syncFilesystem, fileSha256, writeJson } from '../fs/durable.js';
 import { ReadOnlyTree } from '../fs/read-only-tree.js';
 import { applyTransition } from '../store/apply-transition.js';
+import { applyKernelArguments } from '../state/kernel-args.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
 import { buildTree, type BuiltTree } from './build-tree.js';
@@ -272,7 +273,7 @@ function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: Issue[
   const { layout } = ctx;
   enter(run, 'commit');
   ctx.dfs.rename(run.work, layout.deployment(id));
-  const rec = newRecord({ id, label, parent: run.base.id, at: ctx.now().toISOString(), entries: built.entries, bytes: built.bytes, manifestSha256: fileSha256(layout.manifest(id)), source: changes.description });
+  const rec = newRecord({ id, label, parent: run.base.id, at: ctx.now().toISOString(), entries: built.entries, bytes: built.bytes, manifestSha256: fileSha256(layout.manifest(id)), source: changes.description, kernelArguments: applyKernelArguments(run.base.kernelArguments ?? [], changes.kernelArguments) });
   rec.locked = run.opts.lock ?? false;
   if (run.checked?.info.origin) rec.origin = run.checked.info.origin;
   if (run.checked?.signature) rec.signature = run.checked.signature;
