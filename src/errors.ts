@@ -23,6 +23,7 @@ export type ErrorCode =
   | 'INVALID_TRANSITION' // the lifecycle does not allow this operation now
   | 'FINALIZE_FAILED'
   | 'TOOL_MISSING' // an external tool (systemctl, sync) is not installed
+  | 'ABORTED' // the caller's AbortSignal cancelled the operation
   | 'IO'; // any other filesystem error
 
 /** Codes that mean "the update was rejected; nothing changed but the failure record" (exit 3). */

@@ -3,10 +3,11 @@ import { StagedrootError } from './errors.js';
 import { boot, markGood, type BootResult } from './boot/boot.js';
 import { finalize, type FinalizeOptions, type FinalizeResult } from './commit/finalize.js';
 import { applyTransition } from './commit/apply-transition.js';
-import { diffManifests, type PathChange } from './fs/diff-manifests.js';
+import type { PathChange } from './fs/diff-manifests.js';
 import { exists, readLink } from './fs/durable.js';
 import { acquireLock } from './fs/lock.js';
-import { verifyTree, type Drift } from './fs/verify-tree.js';
+import type { Drift } from './fs/verify-tree.js';
+import { runTreeTask } from './fs/tree-jobs.js';
 import { discardStaged, prune } from './gc/prune.js';
 import { markBad, rollback } from './rollback/rollback.js';
 import { effectiveState, mustFind, setLocked, setPinned } from './state/model.js';
@@ -176,10 +177,10 @@ export class Sysroot {
     return this.write(locked ? 'lock' : 'unlock', (s) => statusView(applyTransition(this.ctx, s, setLocked(s, locked), locked ? 'lock' : 'unlock'), this.ctx.layout));
   }
 
-  /** Changed paths between two deployments, by manifest. */
-  diff(a: string, b: string): PathChange[] {
+  /** Changed paths between two deployments, by manifest (compared on a worker thread). */
+  async diff(a: string, b: string): Promise<PathChange[]> {
     const s = this.state();
-    return diffManifests(this.manifestOf(s, a), this.manifestOf(s, b));
+    return runTreeTask('diffManifests', { a: this.manifestOf(s, a), b: this.manifestOf(s, b) });
   }
 
   /** A deployment's manifest; a deployment whose stage failed before it had one is named as such. */
@@ -193,11 +194,16 @@ export class Sysroot {
     return file;
   }
 
-  /** A deployment's tree (default: booted) against its manifest. */
-  verify(id?: string, o: { onProgress?: (done: number) => void } = {}): { id: string; drift: Drift[] } {
+  /**
+   * A deployment's tree (default: booted) against its manifest, walked and hashed on a
+   * worker thread; progress (entries done) arrives on the caller's thread, and a fired
+   * `signal` stops the walk (ABORTED).
+   */
+  async verify(id?: string, o: { onProgress?: (done: number) => void; signal?: AbortSignal } = {}): Promise<{ id: string; drift: Drift[] }> {
     const s = this.state();
     const which = id ?? s.booted ?? s.current;
-    return { id: which, drift: verifyTree(this.ctx.layout.tree(which), this.manifestOf(s, which), o) };
+    const drift = await runTreeTask('verifyTree', { tree: this.ctx.layout.tree(which), manifest: this.manifestOf(s, which) }, { onProgress: o.onProgress, signal: o.signal });
+    return { id: which, drift };
   }
 
   /** Host path of a deployment's tree. */

@@ -168,7 +168,7 @@ async function checkRecovered(p: Prepared, dir: string, n: number): Promise<void
   expect(fin, where).toMatchObject({ finalized: true, id: staged.id });
   await sysroot.boot();
   expect(sysroot.status().booted, where).toBe(staged.id);
-  expect(sysroot.verify(staged.id).drift, where).toEqual([]);
+  expect((await sysroot.verify(staged.id)).drift, where).toEqual([]);
   expect(fs.readFileSync(path.join(dir, 'current', 'etc', 'after-crash'), 'utf8'), where).toBe(`${n}\n`);
 }
 

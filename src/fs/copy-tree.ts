@@ -36,6 +36,8 @@ export interface CopyTreeOptions {
   onProgress?: (p: CopyProgress) => void;
   /** Entries that cannot be recreated (sockets, devices) are skipped and reported here. */
   onSkip?: (rel: string, why: string) => void;
+  /** Called before each entry; throws to stop the copy (an AbortSignal that fired). */
+  checkAbort?: () => void;
 }
 
 export interface CopyResult {
@@ -114,6 +116,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
   try {
     walkTree(o.src, {
       enter(rel, host, st) {
+        o.checkAbort?.();
         const dst = o.dst + '/' + rel;
         let extra: { h?: string; l?: string } = {};
         let copyMtime: number | null = null;

@@ -1,10 +1,10 @@
 import type { ChangeSet } from '../changeset.js';
 import type { Context } from '../context.js';
-import { copyTree, type CopyPolicy, type CopyProgress } from '../fs/copy-tree.js';
+import type { CopyPolicy, CopyProgress } from '../fs/copy-tree.js';
 import { writeJson } from '../fs/durable.js';
 import { ManifestWriter } from '../fs/manifest.js';
-import { patchManifest } from '../fs/patch-manifest.js';
 import { RootFs, type TouchEvent } from '../fs/root-fs.js';
+import { runTreeTask } from '../fs/tree-jobs.js';
 import { applyChanges, type ApplyProgress } from './apply-changes.js';
 
 export interface BuildTreeOptions {
@@ -17,6 +17,8 @@ export interface BuildTreeOptions {
   onApply?: (p: ApplyProgress) => void;
   /** Called once the tree exists (a later failure then has a tree to keep for diagnosis). */
   onTreeBuilt?: () => void;
+  /** Cancels the tree work between two entries (ABORTED). */
+  signal?: AbortSignal;
 }
 
 export interface BuiltTree {
@@ -41,17 +43,12 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   dfs.mkdir(tree);
   let bytes = 0;
   if (o.from) {
-    const copied = copyTree({
-      src: o.from.tree,
-      dst: tree,
-      policy: o.from.policy,
-      srcManifest: o.from.manifest,
-      manifestOut: pre,
-      faults: ctx.faults,
-      total: o.from.entries ?? null,
-      onProgress: o.onCopy,
-      onSkip: (rel, why) => ctx.warn(`skipped ${rel}: ${why}`),
-    });
+    // On a worker thread: the caller's event loop keeps running during the walk.
+    const copied = await runTreeTask(
+      'copyTree',
+      { src: o.from.tree, dst: tree, policy: o.from.policy, srcManifest: o.from.manifest, manifestOut: pre, total: o.from.entries ?? null },
+      { faults: ctx.faults, onProgress: o.onCopy, onSkip: (rel, why) => ctx.warn(`skipped ${rel}: ${why}`), signal: o.signal },
+    );
     bytes += copied.bytes;
   } else {
     new ManifestWriter(pre, ctx.faults).close(false);
@@ -62,7 +59,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     const root = new RootFs(tree, { faults: ctx.faults, durability: 'deferred', onTouch: (e) => events.push(e) });
     bytes += (await applyChanges(root, o.changes, o.onApply)).bytes;
   }
-  const patched = patchManifest(tree, pre, manifest, events, ctx.faults);
+  const patched = await runTreeTask('patchManifest', { tree, before: pre, after: manifest, events }, { faults: ctx.faults, signal: o.signal });
   dfs.unlink(pre);
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
   return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes };

@@ -1,6 +1,7 @@
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { exists, fileSha256, isDirectory, listDir, syncFilesystem } from '../fs/durable.js';
+import { exists, isDirectory, listDir, syncFilesystem } from '../fs/durable.js';
+import { runTreeTask } from '../fs/tree-jobs.js';
 import { RootFs } from '../fs/root-fs.js';
 import { newRecord } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
@@ -56,6 +57,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<Ba
   await syncFilesystem(work);
   dfs.rename(work, layout.deployment(id));
   dfs.replaceSymlink(layout.currentLink, layout.linkTarget(id));
+  const manifestSha256 = await runTreeTask('hashFile', { file: layout.manifest(id) });
   const state: BaseState = {
     version: 1,
     current: id,
@@ -66,7 +68,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<Ba
     finalizeFailure: null,
     bootTries: o.bootTries ?? 3,
     lastId: id,
-    deployments: [newRecord({ id, label, parent: null, at: ctx.now().toISOString(), source: description, entries: built.entries, bytes: built.bytes, manifestSha256: fileSha256(layout.manifest(id)), good: true })],
+    deployments: [newRecord({ id, label, parent: null, at: ctx.now().toISOString(), source: description, entries: built.entries, bytes: built.bytes, manifestSha256, good: true })],
   };
   saveState(layout, dfs, { ...state, intent: null });
   return state;

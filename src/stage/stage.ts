@@ -1,7 +1,8 @@
 import type { Context } from '../context.js';
 import { StagedrootError, formatIssues, type Issue } from '../errors.js';
 import type { CopyPolicy } from '../fs/copy-tree.js';
-import { freeSpace, listDir, syncFilesystem, fileSha256 } from '../fs/durable.js';
+import { freeSpace, listDir, syncFilesystem } from '../fs/durable.js';
+import { runTreeTask } from '../fs/tree-jobs.js';
 import { RootFs } from '../fs/root-fs.js';
 import { applyTransition } from '../commit/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
@@ -11,7 +12,7 @@ import type { Source } from '../sources/source.js';
 import type { ChangeSet } from '../changeset.js';
 import { resolveBuiltins, type BuiltinOptions } from '../validate/builtins.js';
 import { planCommandValidators, type CommandValidator } from '../validate/command-validators.js';
-import { checkFreeSpace, estimateBytes, withSpaceFigures } from '../validate/free-space.js';
+import { checkFreeSpace, estimateBytes, withSpaceFigures, type SpaceEstimate } from '../validate/free-space.js';
 import type { Validator } from '../validate/types.js';
 import { validateTree } from '../validate/validate-tree.js';
 
@@ -101,13 +102,15 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
   const policy = { ...DEFAULT_COPY_POLICY, ...opts.copyPolicy };
   let cs: ChangeSet | undefined;
   let freeAtStart: number | null = null;
+  let estimate: SpaceEstimate | null = null;
   try {
     progress({ phase: 'plan', done: 0, total: null, bytes: 0 });
     cs = await source.plan({ root: layout.tree(baseId), readFile: (p) => new RootFs(layout.tree(baseId)).readFile(p) });
     label = opts.label ?? cs.label ?? label;
     if (builtins.freeSpace) {
       phase = 'validate'; // the preflight is a built-in check, run before the tree is built
-      freeAtStart = checkFreeSpace(layout.root, estimateBytes(layout.manifest(baseId), policy.hardlinkPrefixes, cs), builtins.freeSpace).free;
+      estimate = await estimateBytes(layout.manifest(baseId), policy.hardlinkPrefixes, cs);
+      freeAtStart = checkFreeSpace(layout.root, estimate, builtins.freeSpace).free;
       phase = 'apply';
     } else {
       freeAtStart = freeSpace(layout.root).free; // one statfs, for the figures of an ENOSPC
@@ -121,6 +124,7 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
       onCopy: (p) => progress({ phase: 'copy', ...p }),
       onApply: (p) => progress({ phase: 'apply', ...p }),
       onTreeBuilt: () => void (treeBuilt = true),
+      signal: opts.signal,
     });
     const { delta, entries } = built;
     progress({ phase: 'manifest', done: 0, total: null, bytes: 0 });
@@ -139,7 +143,8 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     progress({ phase: 'sync', done: 0, total: null, bytes: 0 });
     await syncFilesystem(work);
     dfs.rename(work, layout.deployment(id));
-    const rec = newRecord({ id, label, parent: baseId, at: ctx.now().toISOString(), entries, bytes: built.bytes, manifestSha256: fileSha256(layout.manifest(id)), source: cs.description });
+    const manifestSha256 = await runTreeTask('hashFile', { file: layout.manifest(id) });
+    const rec = newRecord({ id, label, parent: baseId, at: ctx.now().toISOString(), entries, bytes: built.bytes, manifestSha256, source: cs.description });
     rec.locked = opts.lock ?? false;
     progress({ phase: 'commit', done: 0, total: null, bytes: 0 });
     applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
@@ -149,7 +154,7 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     if (e.code === 'NO_SPACE' && e.errno !== undefined) {
       // The filesystem ran out mid-way: say how much there was and how much it takes (before the partial tree goes).
       try {
-        e = withSpaceFigures(e, layout.root, freeAtStart, cs ? estimateBytes(layout.manifest(baseId), policy.hardlinkPrefixes, cs) : null);
+        e = withSpaceFigures(e, layout.root, freeAtStart, estimate ?? (cs ? await estimateBytes(layout.manifest(baseId), policy.hardlinkPrefixes, cs) : null));
       } catch {
         // The figures are extra: without them the error still names the path and the errno.
       }

@@ -11,6 +11,7 @@ import { effectiveState } from '../../src/state/model.js';
 import type { BaseState } from '../../src/state/schema.js';
 import { loadState } from '../../src/state/store.js';
 import { hashTree } from '../../src/testing/index.js';
+import { verifyTree, type Drift } from '../../src/fs/verify-tree.js';
 
 /** What may be at the top of a sysroot when no writer runs (no lock, no temp files). */
 export const ALLOWED_ROOT_ENTRIES = new Set(['state.json', 'state.json.bak', 'current', 'deploy', 'work', 'trash']);
@@ -27,6 +28,11 @@ export function expectReadable(dir: string, where: string): BaseState {
   expect(fs.readlinkSync(path.join(dir, 'current')), `${where}: before recovery`).toBe(`deploy/${seen.current}/tree`);
   expect(fs.statSync(path.join(dir, 'current')).isDirectory(), `${where}: before recovery`).toBe(true);
   return seen;
+}
+
+/** What `verify` reports, computed in place (the same check, without its worker thread: these helpers are synchronous). */
+function verifySync(s: Sysroot, id: string): Drift[] {
+  return verifyTree(s.treePath(id), s.ctx.layout.manifest(id));
 }
 
 /** Hashes of every deployment tree (to show later that none was written into). */
@@ -49,11 +55,11 @@ export function expectConsistent(sysroot: Sysroot, dir: string, where: string, t
   expect(status.deployments.filter((d) => d.current).map((d) => d.id), where).toEqual([state.current]);
   expect(fs.readlinkSync(path.join(dir, 'current')), where).toBe(`deploy/${state.current}/tree`);
   expect(fs.realpathSync(path.join(dir, 'current')), where).toBe(fs.realpathSync(sysroot.treePath(state.current)));
-  expect(sysroot.verify(state.current).drift, `${where}: current ${state.current}`).toEqual([]);
+  expect(verifySync(sysroot, state.current), `${where}: current ${state.current}`).toEqual([]);
 
   if (state.staged !== null) expect(state.deployments.find((d) => d.id === state.staged)?.status, where).toBe('ready');
   for (const d of state.deployments.filter((x) => x.status === 'ready')) {
-    expect(sysroot.verify(d.id).drift, `${where}: deployment ${d.id}`).toEqual([]);
+    expect(verifySync(sysroot, d.id), `${where}: deployment ${d.id}`).toEqual([]);
   }
 
   const rootEntries = fs.readdirSync(dir);

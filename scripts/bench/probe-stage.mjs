@@ -1,0 +1,16 @@
+import { performance, monitorEventLoopDelay } from 'node:perf_hooks';
+await import('execa');
+const { Sysroot } = await import(process.env.DIST ?? '/work/wt/perf/dist/index.js');
+const [dir, spec] = process.argv.slice(2);
+const s = await Sysroot.open(dir);
+const h = monitorEventLoopDelay({ resolution: 5 }); h.enable();
+const phases = {}; let last = performance.now(), lastP = 'start';
+const gaps = []; let gap = 0, prevTick = performance.now(), prevElu = performance.eventLoopUtilization(), maxActive = 0;
+const iv = setInterval(() => { const n = performance.now(); const e = performance.eventLoopUtilization(prevElu); prevElu = performance.eventLoopUtilization(); maxActive = Math.max(maxActive, e.active); const g = n - prevTick - 5; if (g > 20) gaps.push([lastP, Math.round(g), Math.round(e.active), Math.round(n - t0)]); gap = Math.max(gap, g); prevTick = n; }, 5);
+const t0 = performance.now();
+const r = await s.stage(spec, { onProgress: (p) => { if (p.phase !== lastP) { const n = performance.now(); phases[lastP] = (phases[lastP] ?? 0) + n - last; last = n; lastP = p.phase; } } });
+const ms = performance.now() - t0; phases[lastP] = performance.now() - last;
+await new Promise((r) => setTimeout(r, 20));
+h.disable(); clearInterval(iv);
+console.log(JSON.stringify({ ms: Math.round(ms), maxDelayMs: Math.round(h.max / 1e6), maxGapMs: Math.round(gap), maxActiveMs: Math.round(maxActive), gaps, phases: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, Math.round(v)])) }));
+await s.discardStaged();
