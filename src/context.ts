@@ -1,5 +1,6 @@
 import { DurableFs } from './fs/durable.js';
 import { noFaults, type FaultHook } from './fs/faults.js';
+import { parseStoragePreference, type StoragePreference } from './fs/storage.js';
 import { Layout } from './state/layout.js';
 
 /** What an operation needs, passed in (no hidden globals): where, how to write, the clock, reporting. */
@@ -10,12 +11,19 @@ export interface Context {
   now: () => Date;
   /** Non-fatal notes for the user (recovered state, skipped entries). */
   warn: (message: string) => void;
+  /** How new deployment trees are stored (see src/fs/storage.ts). */
+  storage: StoragePreference;
 }
 
 export interface ContextOptions {
   faults?: FaultHook;
   now?: () => Date;
   onWarning?: (message: string) => void;
+  /**
+   * `auto` (the default): deployment trees are btrfs subvolumes where the sysroot is on
+   * btrfs; `portable`: plain directories everywhere. Default from STAGEDROOT_STORAGE.
+   */
+  storage?: StoragePreference;
 }
 
 export function makeContext(sysroot: string, o: ContextOptions = {}): Context {
@@ -26,5 +34,6 @@ export function makeContext(sysroot: string, o: ContextOptions = {}): Context {
     faults,
     now: o.now ?? (() => new Date()),
     warn: o.onWarning ?? (() => {}),
+    storage: parseStoragePreference(o.storage ?? process.env.STAGEDROOT_STORAGE, o.storage === undefined ? 'STAGEDROOT_STORAGE' : 'storage'),
   };
 }

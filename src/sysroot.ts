@@ -8,6 +8,7 @@ import { exists, readLink } from './fs/durable.js';
 import { acquireLock } from './fs/lock.js';
 import type { Drift } from './fs/verify-tree.js';
 import { runTreeTask } from './fs/tree-jobs.js';
+import { storageKind, type StorageKind } from './fs/storage.js';
 import { discardStaged, prune } from './gc/prune.js';
 import { markBad, rollback } from './rollback/rollback.js';
 import { effectiveState, mustFind, setLocked, setPinned } from './state/model.js';
@@ -115,8 +116,17 @@ export class Sysroot {
     return effectiveState(loaded.state, layout.idFromLink(readLink(layout.currentLink)));
   }
 
+  /** How new deployment trees are stored here (statfs of the sysroot, and the storage option). */
+  storage(): StorageKind {
+    return storageKind(this.ctx.layout.root, this.ctx.storage);
+  }
+
+  private view(s: BaseState): Status {
+    return statusView(s, this.ctx.layout, this.storage());
+  }
+
   status(): Status {
-    return statusView(this.state(), this.ctx.layout);
+    return this.view(this.state());
   }
 
   private async write<T>(operation: string, fn: (s: BaseState) => Promise<T> | T): Promise<T> {
@@ -147,15 +157,15 @@ export class Sysroot {
   }
 
   markGood(): Promise<Status> {
-    return this.write('mark-good', (s) => statusView(markGood(this.ctx, s), this.ctx.layout));
+    return this.write('mark-good', (s) => this.view(markGood(this.ctx, s)));
   }
 
   markBad(reason = 'marked bad', o: { phase?: Phase; output?: string } = {}): Promise<Status> {
-    return this.write('mark-bad', (s) => statusView(markBad(this.ctx, s, reason, o.phase ?? 'health', o.output), this.ctx.layout));
+    return this.write('mark-bad', (s) => this.view(markBad(this.ctx, s, reason, o.phase ?? 'health', o.output)));
   }
 
   rollback(o: { discardStaged?: boolean } = {}): Promise<Status> {
-    return this.write('rollback', (s) => statusView(rollback(this.ctx, s, o), this.ctx.layout));
+    return this.write('rollback', (s) => this.view(rollback(this.ctx, s, o)));
   }
 
   discardStaged(): Promise<{ removed: string }> {
@@ -169,12 +179,12 @@ export class Sysroot {
   }
 
   pin(id: string, pinned = true): Promise<Status> {
-    return this.write('pin', (s) => statusView(applyTransition(this.ctx, s, setPinned(s, id, pinned), 'pin'), this.ctx.layout));
+    return this.write('pin', (s) => this.view(applyTransition(this.ctx, s, setPinned(s, id, pinned), 'pin')));
   }
 
   /** Finalization lock on the staged deployment (finalize leaves it until unlocked). */
   setFinalizationLock(locked: boolean): Promise<Status> {
-    return this.write(locked ? 'lock' : 'unlock', (s) => statusView(applyTransition(this.ctx, s, setLocked(s, locked), locked ? 'lock' : 'unlock'), this.ctx.layout));
+    return this.write(locked ? 'lock' : 'unlock', (s) => this.view(applyTransition(this.ctx, s, setLocked(s, locked), locked ? 'lock' : 'unlock')));
   }
 
   /** Changed paths between two deployments, by manifest (compared on a worker thread). */

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import { StagedrootError, errnoOf } from '../errors.js';
 import { noFaults, type FaultHook } from './faults.js';
 import { hashFile } from './hash.js';
-import { ManifestReader, ManifestWriter, entryFromStat, isFileLineFor } from './manifest.js';
+import { ManifestReader, ManifestWriter, entryFromStat, isFileLineFor, type RawLine } from './manifest.js';
 import { isUnder } from './paths.js';
 import { ioError } from './root-fs.js';
 import { walkTree } from './walk.js';
@@ -57,6 +57,19 @@ const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
  */
 function utime(ms: number): number | Date {
   return ms >= 0 ? Math.round(ms) / 1000 : new Date(Math.round(ms));
+}
+
+/**
+ * What the base manifest already knows of a regular file: its line, to reuse whole, when
+ * the file is unchanged (same size, mtime, mode, owner; no parse, no hash, no
+ * serialisation); else its hash when size and mtime match; else null (hash the file).
+ * `sameMtime` is false when the new inode's mtime differs from the source's.
+ */
+export function knownFile(prev: ManifestReader | null, raw: RawLine | null, rel: string, st: fs.Stats, sameMtime: boolean): string | { h: string } | null {
+  if (raw === null) return null;
+  if (sameMtime && isFileLineFor(raw.line, rel, st)) return raw.line;
+  const old = prev!.entryOf(raw);
+  return old.t === 'f' && old.s === st.size && old.mt === Math.trunc(st.mtimeMs) && old.h !== undefined ? { h: old.h } : null;
 }
 
 /**
@@ -127,20 +140,12 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
             faults.afterMutation('mkdir', dst);
           } else if (st.isFile()) {
             copyMtime = linkOrCopy(rel, host, dst, st);
-            const mt = Math.trunc(st.mtimeMs);
-            const raw = prev?.seekRaw(rel) ?? null;
-            if (raw !== null && (copyMtime === null || copyMtime === mt) && isFileLineFor(raw.line, rel, st)) {
-              // Unchanged (same size, mtime, mode, owner): the old line, hash and all, is
-              // this entry's line; no parse, no hash, no serialisation.
-              reused = raw.line;
+            const known = knownFile(prev, prev?.seekRaw(rel) ?? null, rel, st, copyMtime === null || copyMtime === Math.trunc(st.mtimeMs));
+            if (typeof known === 'string') {
+              reused = known;
             } else {
-              const old = raw === null ? null : prev!.entryOf(raw);
-              if (old && old.t === 'f' && old.s === st.size && old.mt === mt && old.h !== undefined) {
-                extra = { h: old.h };
-              } else {
-                extra = { h: hashFile(host) };
-                res.hashed += 1;
-              }
+              extra = { h: known?.h ?? hashFile(host) };
+              if (known === null) res.hashed += 1;
             }
             res.bytes += st.size;
           } else if (st.isSymbolicLink()) {

@@ -8,6 +8,7 @@ import { patchManifest, type PatchResult } from './patch-manifest.js';
 import type { TouchEvent } from './root-fs.js';
 import { verifyTree, type Drift } from './verify-tree.js';
 import { removeTreeNow } from './remove-tree.js';
+import { snapshotManifest, type SnapshotManifestArgs, type SnapshotManifestResult } from './snapshot-manifest.js';
 
 /**
  * The tree-sized work of the library, as tasks with plain (cloneable) arguments and
@@ -37,6 +38,7 @@ export interface CopyArgs {
 export const treeTasks = {
   copyTree: (a: CopyArgs, h: TaskHooks): CopyResult =>
     copyTree({ ...a, faults: h.faults, onProgress: (p) => h.progress(p), onSkip: (rel, why) => h.skip(rel, why), checkAbort: () => h.checkAbort() }),
+  snapshotManifest: (a: SnapshotManifestArgs, h: TaskHooks): SnapshotManifestResult => snapshotManifest(a, h.faults, () => h.checkAbort()),
   patchManifest: (a: { tree: string; before: string; after: string; events: TouchEvent[] }, h: TaskHooks): PatchResult =>
     patchManifest(a.tree, a.before, a.after, a.events, h.faults),
   verifyTree: (a: { tree: string; manifest: string }, h: TaskHooks): Drift[] =>

@@ -1,6 +1,7 @@
 import type { ChangeOp, ChangeSet } from '../changeset.js';
 import { StagedrootError } from '../errors.js';
 import type { RootFs } from '../fs/root-fs.js';
+import { performance } from 'node:perf_hooks';
 
 export interface ApplyProgress {
   done: number;
@@ -55,7 +56,14 @@ async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
 export async function applyChanges(root: RootFs, cs: ChangeSet, onProgress?: (p: ApplyProgress) => void): Promise<{ ops: number; bytes: number }> {
   let done = 0;
   let bytes = 0;
+  let lastYield = performance.now();
   for await (const op of cs.ops as AsyncIterable<ChangeOp>) {
+    // Each operation is a few synchronous calls: give the caller's event loop a turn
+    // every 10 ms, so that a large change set never holds it for long.
+    if (performance.now() - lastYield > 10) {
+      await new Promise((resolve) => setImmediate(resolve));
+      lastYield = performance.now();
+    }
     try {
       bytes += await applyOp(root, op);
     } catch (err) {

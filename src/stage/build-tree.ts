@@ -5,6 +5,7 @@ import { writeJson } from '../fs/durable.js';
 import { ManifestWriter } from '../fs/manifest.js';
 import { RootFs, type TouchEvent } from '../fs/root-fs.js';
 import { runTreeTask } from '../fs/tree-jobs.js';
+import { makeTree, snapshotTree, snapshotsFrom, storageKind, type StorageKind } from '../fs/storage.js';
 import { applyChanges, type ApplyProgress } from './apply-changes.js';
 
 export interface BuildTreeOptions {
@@ -27,6 +28,8 @@ export interface BuiltTree {
   delta: string[];
   entries: number;
   bytes: number;
+  /** How the tree is stored (a btrfs subvolume, or a plain directory). */
+  storage: StorageKind;
 }
 
 /**
@@ -39,19 +42,30 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   const tree = `${o.work}/tree`;
   const pre = `${o.work}/manifest.pre.ndjson`;
   const manifest = `${o.work}/manifest.ndjson`;
+  const storage = storageKind(ctx.layout.root, ctx.storage);
   dfs.mkdir(o.work);
-  dfs.mkdir(tree);
   let bytes = 0;
-  if (o.from) {
-    // On a worker thread: the caller's event loop keeps running during the walk.
-    const copied = await runTreeTask(
-      'copyTree',
-      { src: o.from.tree, dst: tree, policy: o.from.policy, srcManifest: o.from.manifest, manifestOut: pre, total: o.from.entries ?? null },
-      { faults: ctx.faults, onProgress: o.onCopy, onSkip: (rel, why) => ctx.warn(`skipped ${rel}: ${why}`), signal: o.signal },
-    );
-    bytes += copied.bytes;
+  const onSkip = (rel: string, why: string): void => ctx.warn(`skipped ${rel}: ${why}`);
+  if (o.from && o.from.manifest !== undefined && snapshotsFrom(ctx.layout.root, ctx.storage, o.from.tree)) {
+    // O(1) in the tree: a snapshot, and its manifest from the base one without walking usr/.
+    await snapshotTree(o.from.tree, tree, ctx.faults);
+    const r = await runTreeTask('snapshotManifest', { tree, base: o.from.manifest, out: pre, trust: o.from.policy.hardlinkPrefixes }, { faults: ctx.faults, signal: o.signal });
+    for (const s of r.skipped) onSkip(s.rel, s.why);
+    o.onCopy?.({ done: r.entries, total: r.entries, bytes: r.bytes });
+    bytes += r.bytes;
   } else {
-    new ManifestWriter(pre, ctx.faults).close(false);
+    await makeTree(storage, tree, ctx.faults);
+    if (o.from) {
+      // On a worker thread: the caller's event loop keeps running during the walk.
+      const copied = await runTreeTask(
+        'copyTree',
+        { src: o.from.tree, dst: tree, policy: o.from.policy, srcManifest: o.from.manifest, manifestOut: pre, total: o.from.entries ?? null },
+        { faults: ctx.faults, onProgress: o.onCopy, onSkip, signal: o.signal },
+      );
+      bytes += copied.bytes;
+    } else {
+      new ManifestWriter(pre, ctx.faults).close(false);
+    }
   }
   o.onTreeBuilt?.();
   const events: TouchEvent[] = [];
@@ -62,5 +76,5 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   const patched = await runTreeTask('patchManifest', { tree, before: pre, after: manifest, events }, { faults: ctx.faults, signal: o.signal });
   dfs.unlink(pre);
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
-  return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes };
+  return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes, storage };
 }

@@ -43,15 +43,16 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<Ba
   const id = '0001';
   const work = layout.work(id);
   dfs.mkdir(work);
-  dfs.mkdir(`${work}/tree`);
-  // A source is planned against what it is applied to: the directory to copy, or the empty tree.
-  const planRoot = o.fromDirectory ?? `${work}/tree`;
+  // A source is planned against what it is applied to: the directory to copy, or an empty tree.
+  const planRoot = o.fromDirectory ?? `${work}/empty`;
+  if (o.fromDirectory === undefined) dfs.mkdir(planRoot);
   const cs = o.source ? await o.source.plan({ root: planRoot, readFile: (p) => new RootFs(planRoot).readFile(p) }) : undefined;
   const built = await buildTree(ctx, {
     work,
     from: o.fromDirectory === undefined ? undefined : { tree: o.fromDirectory, policy: { hardlinkPrefixes: [], mode: 'reflink' } },
     changes: cs,
   });
+  if (o.fromDirectory === undefined) dfs.removeTree(planRoot);
   const description = cs?.description ?? (o.fromDirectory ? `directory ${o.fromDirectory}` : 'empty tree');
   const label = o.label ?? cs?.label ?? 'initial';
   await syncFilesystem(work);

@@ -3,6 +3,7 @@ import { StagedrootError, formatIssues, type Issue } from '../errors.js';
 import type { CopyPolicy } from '../fs/copy-tree.js';
 import { freeSpace, listDir, syncFilesystem } from '../fs/durable.js';
 import { runTreeTask } from '../fs/tree-jobs.js';
+import { snapshotsFrom } from '../fs/storage.js';
 import { RootFs } from '../fs/root-fs.js';
 import { applyTransition } from '../commit/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
@@ -109,7 +110,7 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     label = opts.label ?? cs.label ?? label;
     if (builtins.freeSpace) {
       phase = 'validate'; // the preflight is a built-in check, run before the tree is built
-      estimate = await estimateBytes(layout.manifest(baseId), policy.hardlinkPrefixes, cs);
+      estimate = await estimateBytes(layout.manifest(baseId), policy.hardlinkPrefixes, cs, { snapshot: snapshotsFrom(layout.root, ctx.storage, layout.tree(baseId)) });
       freeAtStart = checkFreeSpace(layout.root, estimate, builtins.freeSpace).free;
       phase = 'apply';
     } else {

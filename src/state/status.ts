@@ -36,11 +36,16 @@ export interface Status {
   lastFailure: Failure | null;
   finalizeFailure: (Failure & { reported: boolean }) | null;
   bootTries: number;
+  /**
+   * How this sysroot stores deployment trees: `btrfs` (each a subvolume, staged from a
+   * snapshot of the booted one) or `portable` (plain directories, usr/ hardlinked).
+   */
+  storage: 'btrfs' | 'portable';
   deployments: DeploymentStatus[];
 }
 
 /** The status object (`status --json`), a pure view of the state. */
-export function statusView(s: BaseState, layout: Layout): Status {
+export function statusView(s: BaseState, layout: Layout, storage: Status['storage'] = 'portable'): Status {
   const staged = s.staged === null ? undefined : s.deployments.find((d) => d.id === s.staged);
   return {
     sysroot: layout.root,
@@ -53,6 +58,7 @@ export function statusView(s: BaseState, layout: Layout): Status {
     lastFailure: s.lastFailure,
     finalizeFailure: s.finalizeFailure,
     bootTries: s.bootTries,
+    storage,
     deployments: [...s.deployments]
       .sort((a, b) => Number(b.id) - Number(a.id))
       .map((d) => ({

@@ -23,9 +23,10 @@ export interface SpaceEstimate {
  * base manifest (no tree walk) plus the sizes of the change set's contents when it is
  * a list held in memory. Conservative on reflink filesystems, where copies share blocks.
  */
-export async function estimateBytes(baseManifest: string, hardlinkPrefixes: readonly string[], cs: ChangeSet): Promise<SpaceEstimate> {
-  // A pass over the whole base manifest: on a worker thread, like the tree work.
-  const copyBytes = await runTreeTask('sumFileSizes', { manifest: baseManifest, prefixes: [...hardlinkPrefixes] });
+export async function estimateBytes(baseManifest: string, hardlinkPrefixes: readonly string[], cs: ChangeSet, o: { snapshot?: boolean } = {}): Promise<SpaceEstimate> {
+  // A pass over the base manifest, on a worker thread like the tree work; none for a
+  // btrfs snapshot, which shares every block of the base tree.
+  const copyBytes = o.snapshot ? 0 : await runTreeTask('sumFileSizes', { manifest: baseManifest, prefixes: [...hardlinkPrefixes] });
   let changeBytes: number | null = null;
   if (Array.isArray(cs.ops)) {
     changeBytes = 0;

@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isSubvolume } from '../../src/fs/storage.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const CRASH_CHILD = path.join(here, 'crash-child.mjs');
@@ -67,11 +68,25 @@ export function crashAt(dir: string, op: ChildOp, at: RegExp): void {
   if (k.signal !== 'SIGKILL') throw new Error(`${op} was not killed at ${n}: ${k.stderr}`);
 }
 
-/** Copies a sysroot; cp -a keeps the hardlinks shared between deployments (usr/), as on a real one. */
+/**
+ * Copies a sysroot; cp -a keeps the hardlinks shared between deployments (usr/), as on a
+ * real one. On btrfs, trees that are subvolumes are snapshotted into the copy, so that
+ * the copy stores its trees as the original does.
+ */
 export function copySysroot(from: string, to: string): void {
   fs.rmSync(to, { recursive: true, force: true });
   const r = spawnSync('cp', ['-a', from, to], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`cp -a ${from} ${to} failed: ${r.stderr}`);
+  for (const sub of ['deploy', 'work', 'trash']) {
+    for (const id of fs.existsSync(path.join(from, sub)) ? fs.readdirSync(path.join(from, sub)) : []) {
+      const tree = path.join(from, sub, id, 'tree');
+      if (!isSubvolume(tree)) continue;
+      const copy = path.join(to, sub, id, 'tree');
+      fs.rmSync(copy, { recursive: true, force: true });
+      const s = spawnSync('btrfs', ['subvolume', 'snapshot', tree, copy], { encoding: 'utf8' });
+      if (s.status !== 0) throw new Error(`btrfs subvolume snapshot ${tree} ${copy} failed: ${s.stderr}`);
+    }
+  }
 }
 
 /** Starts a process that holds the sysroot's lock for `holdMs`; resolves once it holds it. */
