@@ -1,6 +1,7 @@
 import { DurableFs } from './fs/durable.js';
 import { noFaults, type FaultHook } from './fs/faults.js';
 import { parseStoragePreference, type StoragePreference } from './fs/storage.js';
+import type { XattrPolicy } from './fs/xattr.js';
 import { Layout } from './state/layout.js';
 
 /** What an operation needs, passed in (no hidden globals): where, how to write, the clock, reporting. */
@@ -13,6 +14,8 @@ export interface Context {
   warn: (message: string) => void;
   /** How new deployment trees are stored (see src/fs/storage.ts). */
   storage: StoragePreference;
+  /** An extended attribute the sysroot's filesystem refuses: an error, or dropped with a warning. */
+  xattrPolicy: XattrPolicy;
 }
 
 export interface ContextOptions {
@@ -24,6 +27,8 @@ export interface ContextOptions {
    * btrfs; `portable`: plain directories everywhere. Default from STAGEDROOT_STORAGE.
    */
   storage?: StoragePreference;
+  /** 'strict' (default): an attribute the filesystem refuses fails the operation; 'drop': dropped with a warning. */
+  xattrPolicy?: XattrPolicy;
 }
 
 export function makeContext(sysroot: string, o: ContextOptions = {}): Context {
@@ -35,5 +40,6 @@ export function makeContext(sysroot: string, o: ContextOptions = {}): Context {
     now: o.now ?? (() => new Date()),
     warn: o.onWarning ?? (() => {}),
     storage: parseStoragePreference(o.storage ?? process.env.STAGEDROOT_STORAGE, o.storage === undefined ? 'STAGEDROOT_STORAGE' : 'storage'),
+    xattrPolicy: o.xattrPolicy ?? 'strict',
   };
 }

@@ -24,6 +24,8 @@ export type ErrorCode =
   | 'FINALIZE_FAILED'
   | 'TOOL_MISSING' // an external tool (systemctl, sync) is not installed
   | 'ABORTED' // the caller's AbortSignal cancelled the operation
+  | 'XATTR_UNSUPPORTED' // the target filesystem refuses an extended attribute a tree carries
+  | 'NAME_UNREPRESENTABLE' // a file name that cannot be kept byte for byte
   | 'IO'; // any other filesystem error
 
 /** Codes that mean "the update was rejected; nothing changed but the failure record" (exit 3). */
@@ -35,6 +37,7 @@ export const REJECTION_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'UNSAFE_ENTRY',
   'APPLY_FAILED',
   'VALIDATION_FAILED',
+  'NAME_UNREPRESENTABLE',
 ]);
 
 /** A problem found in an input or a tree, in the shape zod uses: code, path, message. */

@@ -1,6 +1,6 @@
 import { StagedrootError } from './errors.js';
 
-/** The CLI's exit codes (DESIGN.md). */
+/** The CLI's exit codes (docs/errors.md). */
 export const EXIT = {
   OK: 0,
   FAILED: 1,

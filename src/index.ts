@@ -30,5 +30,6 @@ export type { FreeSpaceOptions } from './validate/free-space.js';
 export { DEFAULT_SETUID_ALLOW_LIST } from './validate/unsafe-modes.js';
 export { DEFAULT_REQUIRED_PATHS } from './validate/required-paths.js';
 export { classifySystemdOutput, type NoiseRule } from './validate/systemd-output.js';
-export { assessHealth, runHealthChecks, DEFAULT_HEALTH_TIMEOUT_MS, type HealthCheck, type HealthOptions, type HealthReport, type CheckResult, type AssessResult, type HealthKind } from './boot/health.js';
+export { runHealthChecks, DEFAULT_HEALTH_TIMEOUT_MS, type HealthCheck, type HealthOptions, type HealthReport, type CheckResult, type HealthKind } from './boot/health.js';
+export { assessHealth, type AssessResult } from './assess-health.js';
 export { mcdAnnotations, MCD_ANNOTATION, type McdAnnotations, type McdState, type McdOptions } from './agent/mcd-annotations.js';

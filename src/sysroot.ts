@@ -2,7 +2,8 @@ import { makeContext, type Context, type ContextOptions } from './context.js';
 import { StagedrootError } from './errors.js';
 import { boot, markGood, type BootResult } from './boot/boot.js';
 import { finalize, type FinalizeOptions, type FinalizeResult } from './commit/finalize.js';
-import { applyTransition } from './commit/apply-transition.js';
+import { applyTransition } from './store/apply-transition.js';
+import { emptyTrash } from './store/remove-deployments.js';
 import type { PathChange } from './fs/diff-manifests.js';
 import { exists, readLink } from './fs/durable.js';
 import { acquireLock } from './fs/lock.js';
@@ -12,10 +13,10 @@ import { storageKind, type StorageKind } from './fs/storage.js';
 import { discardStaged, prune } from './gc/prune.js';
 import { markBad, rollback } from './rollback/rollback.js';
 import { effectiveState, mustFind, setLocked, setPinned } from './state/model.js';
-import { recover, type RecoveryReport } from './state/recover.js';
+import { recover, type RecoveryReport } from './store/recover.js';
 import type { BaseState, Phase } from './state/schema.js';
 import { statusView, type Status } from './state/status.js';
-import { loadState } from './state/store.js';
+import { loadState } from './store/state-file.js';
 import { pathSource } from './sources/detect.js';
 import { specSource } from './sources/spec.js';
 import { ignitionSource } from './sources/ignition/index.js';
@@ -133,7 +134,12 @@ export class Sysroot {
     const lock = await acquireLock(this.ctx.layout.root, { waitSeconds: this.waitSeconds, operation, faults: this.ctx.faults });
     try {
       const { state } = recover(this.ctx);
-      return await fn(state);
+      try {
+        return await fn(state);
+      } finally {
+        // Deployments the operation dropped were moved to trash/: deleted now, off the event loop.
+        await emptyTrash(this.ctx).catch((err: unknown) => this.ctx.warn(`could not empty trash/ (${(err as Error).message}); the next writer retries`));
+      }
     } finally {
       lock.release();
     }

@@ -1,5 +1,5 @@
 /**
- * Crash points (DESIGN.md invariant 3): for each lifecycle operation, the process is
+ * Crash points (docs/invariants.md invariant 3): for each lifecycle operation, the process is
  * SIGKILLed right after the n-th mutating filesystem call, for every n; then `open`
  * must recover the sysroot to a consistent state. The operation runs in a child process
  * (test/helpers/crash-child.mjs, over the compiled dist/) so no `finally` or cleanup of
@@ -139,7 +139,7 @@ interface Prepared {
   ops: string[];
 }
 
-/** Checks DESIGN.md invariant 3 (and 1) on a sysroot that a crash interrupted, through `open`. */
+/** Checks docs/invariants.md invariant 3 (and 1) on a sysroot that a crash interrupted, through `open`. */
 async function checkRecovered(p: Prepared, dir: string, n: number): Promise<void> {
   const where = `${p.scenario.name}, crash point ${n}/${p.count} (after ${p.ops[n - 1]})`;
   // Readers (which never recover) see the state before or after, never a torn one.

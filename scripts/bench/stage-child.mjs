@@ -1,9 +1,14 @@
 /**
  * Stages one update in its own process, so that its peak memory can be read:
  *   node stage-child.mjs SYSROOT SPEC POLICY_JSON
- * prints {"ms", "id", "maxRssKb", "vmHwmKb"} (stage time measured around stage() alone).
+ * prints {"ms", "id", "maxRssKb", "vmHwmKb", "eldMaxMs", "busyMaxMs"} (stage time measured
+ * around stage() alone). eldMaxMs is the largest event-loop delay that
+ * perf_hooks.monitorEventLoopDelay saw during the stage (what an agent's health probe
+ * would wait); busyMaxMs the longest stretch, between two 5 ms timer ticks, that the
+ * loop spent running code rather than waiting (from eventLoopUtilization: the part of a
+ * delay that is the library's, not the scheduler's on a loaded machine).
  */
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import * as fs from 'node:fs';
 import { Sysroot } from '../../dist/index.js';
 
@@ -12,8 +17,23 @@ const [dir, spec, policy] = process.argv.slice(2);
 // so that stage() is timed in a started process (as a long-lived agent runs it).
 await import('execa');
 const sysroot = await Sysroot.open(dir);
+const eld = monitorEventLoopDelay({ resolution: 5 });
+let busyMax = 0;
+let elu = performance.eventLoopUtilization();
+const tick = setInterval(() => {
+  const d = performance.eventLoopUtilization(elu);
+  elu = performance.eventLoopUtilization();
+  busyMax = Math.max(busyMax, d.active);
+}, 5);
+eld.enable();
 const t0 = performance.now();
 const r = await sysroot.stage(spec, { copyPolicy: JSON.parse(policy) });
 const ms = performance.now() - t0;
+// One more turn of the loop, so that a delay at the very end is recorded too.
+await new Promise((resolve) => setTimeout(resolve, 20));
+eld.disable();
+clearInterval(tick);
 const hwm = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync('/proc/self/status', 'utf8'));
-process.stdout.write(JSON.stringify({ ms, id: r.id, maxRssKb: process.resourceUsage().maxRSS, vmHwmKb: hwm ? Number(hwm[1]) : null }) + '\n');
+process.stdout.write(
+  JSON.stringify({ ms, id: r.id, maxRssKb: process.resourceUsage().maxRSS, vmHwmKb: hwm ? Number(hwm[1]) : null, eldMaxMs: eld.max / 1e6, busyMaxMs: busyMax }) + '\n',
+);

@@ -1,5 +1,5 @@
 import type { Context } from '../context.js';
-import { applyTransition } from '../commit/apply-transition.js';
+import { applyTransition } from '../store/apply-transition.js';
 import { bootTransition, markGoodTransition, type BootEvent } from '../state/model.js';
 import type { BaseState, Failure } from '../state/schema.js';
 

@@ -15,6 +15,7 @@ export interface CommonOptions {
   sysroot?: string;
   wait?: string;
   json?: boolean;
+  dropUnsupportedXattrs?: boolean;
 }
 
 /** Adds the options every verb takes. */
@@ -23,6 +24,11 @@ export function common(cmd: Command, o: { json?: boolean } = {}): Command {
   cmd.option('--wait <seconds>', 'wait this long for another writer instead of failing with exit 4');
   if (o.json !== false) cmd.option('--json', 'print machine-readable JSON');
   return cmd;
+}
+
+/** For the verbs that build trees (init, stage, finalize): what to do with an attribute the filesystem refuses. */
+export function xattrOption(cmd: Command): Command {
+  return cmd.option('--drop-unsupported-xattrs', 'drop (with a warning) extended attributes the sysroot filesystem refuses, instead of failing');
 }
 
 export function sysrootDir(env: CliEnv, o: CommonOptions): string {
@@ -51,6 +57,7 @@ export async function openSysroot(env: CliEnv, o: CommonOptions, mode: { readOnl
     waitSeconds: waitSeconds(o),
     faults: env.faults,
     onWarning: (m) => env.io.err(`stagedroot: warning: ${m}\n`),
+    xattrPolicy: o.dropUnsupportedXattrs ? 'drop' : 'strict',
   });
 }
 

@@ -1,5 +1,6 @@
 import type { PathChange } from '../fs/diff-manifests.js';
 import type { Drift } from '../fs/verify-tree.js';
+import { displayPath } from '../fs/names.js';
 import type { Status } from '../state/status.js';
 
 /** Human-readable views of results (pure functions; the CLI prints them). */
@@ -27,11 +28,11 @@ export function formatStatus(s: Status): string {
 
 export function formatDiff(changes: PathChange[]): string {
   const sign = { added: 'A', removed: 'D', modified: 'M' } as const;
-  return changes.map((c) => `${sign[c.change]} ${c.path}${c.what ? ` (${c.what.join(', ')})` : ''}`).join('\n') + (changes.length ? '\n' : '');
+  return changes.map((c) => `${sign[c.change]} ${displayPath(c.path)}${c.what ? ` (${c.what.join(', ')})` : ''}`).join('\n') + (changes.length ? '\n' : '');
 }
 
 export function formatDrift(id: string, drift: Drift[]): string {
   if (drift.length === 0) return `deployment ${id} matches its manifest\n`;
-  const lines = drift.map((d) => `${d.kind.padEnd(8)} ${d.path}${d.expected !== undefined || d.actual !== undefined ? `  expected ${d.expected ?? '-'}, found ${d.actual ?? '-'}` : ''}`);
+  const lines = drift.map((d) => `${d.kind.padEnd(8)} ${displayPath(d.path)}${d.expected !== undefined || d.actual !== undefined ? `  expected ${d.expected ?? '-'}, found ${d.actual ?? '-'}` : ''}`);
   return `deployment ${id} has drifted (${drift.length} difference${drift.length === 1 ? '' : 's'}):\n${lines.join('\n')}\n`;
 }

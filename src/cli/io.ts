@@ -8,6 +8,8 @@ export interface Io {
   /** True when stderr is a terminal (progress bars are drawn only then). */
   errIsTty: boolean;
   env: NodeJS.ProcessEnv;
+  /** Set by --debug: unexpected errors show their stack. */
+  debug?: boolean;
 }
 
 export const processIo: Io = {
@@ -16,6 +18,12 @@ export const processIo: Io = {
   errIsTty: Boolean(process.stderr.isTTY),
   env: process.env,
 };
+
+/** Stacks of unexpected errors are printed with --debug on the command line or STAGEDROOT_DEBUG set (not "0"). */
+export function debugWanted(io: Io): boolean {
+  const v = io.env.STAGEDROOT_DEBUG;
+  return (v !== undefined && v !== '' && v !== '0') || io.debug === true;
+}
 
 export function printJson(io: Io, value: unknown): void {
   io.out(JSON.stringify(value, null, 2) + '\n');
@@ -31,7 +39,11 @@ export function reportError(io: Io, err: unknown, json: boolean): number {
     else if (code === 3) io.err('(exit 3: the update was rejected; the booted deployment is untouched)\n');
     if (json) printJson(io, { ok: false, exitCode: code, error: err.toJSON() });
   } else {
-    io.err(`stagedroot: ${(err as Error)?.stack ?? String(err)}\n`);
+    // An unexpected error is still one line, `stagedroot: CODE: message`; the stack only
+    // when asked for (--debug or STAGEDROOT_DEBUG=1).
+    const errno = (err as NodeJS.ErrnoException)?.code;
+    io.err(`stagedroot: ${typeof errno === 'string' && /^E[A-Z0-9]+$/.test(errno) ? 'IO' : 'INTERNAL'}: ${(err as Error)?.message ?? String(err)}\n`);
+    if (debugWanted(io)) io.err(`${(err as Error)?.stack ?? String(err)}\n`);
     if (json) printJson(io, { ok: false, exitCode: code, error: { code: 'INTERNAL', message: String((err as Error)?.message ?? err) } });
   }
   return code;

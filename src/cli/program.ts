@@ -2,7 +2,7 @@ import { Command, CommanderError } from 'commander';
 import type { FaultHook } from '../fs/faults.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliEnv } from './common.js';
-import type { Io } from './io.js';
+import { reportError, type Io } from './io.js';
 import { initCommand } from './commands/init.js';
 import { statusCommand } from './commands/status.js';
 import { stageCommand } from './commands/stage.js';
@@ -35,7 +35,12 @@ export function buildProgram(env: CliEnv): Command {
 }
 
 /** Runs the CLI and returns its exit code (never calls process.exit: tests run it in-process). */
-export async function runCli(argv: string[], io: Io, faults?: FaultHook): Promise<number> {
+export async function runCli(argv: string[], baseIo: Io, faults?: FaultHook): Promise<number> {
+  // --debug is global (any position before `--`): unexpected errors then show their stack.
+  const end = argv.indexOf('--');
+  const debug = argv.findIndex((a, i) => a === '--debug' && (end === -1 || i < end));
+  const io: Io = debug === -1 ? baseIo : { ...baseIo, debug: true };
+  if (debug !== -1) argv = argv.filter((_, i) => i !== debug);
   const env: CliEnv = { io, faults, exitCode: 0 };
   const program = buildProgram(env);
   try {
@@ -45,7 +50,7 @@ export async function runCli(argv: string[], io: Io, faults?: FaultHook): Promis
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return EXIT.OK;
       return EXIT.USAGE;
     }
-    throw err;
+    return reportError(io, err, false);
   }
   return env.exitCode;
 }

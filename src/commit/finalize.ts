@@ -5,7 +5,7 @@ import { verifyTree } from '../fs/verify-tree.js';
 import { parseDelta, verifyDelta } from '../fs/delta.js';
 import { finalizeFailed, finalizeTransition, mustFind } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
-import { applyTransition } from './apply-transition.js';
+import { applyTransition } from '../store/apply-transition.js';
 
 export interface FinalizeOptions {
   /** Verify the whole staged tree, not only the manifest and the update's delta. */

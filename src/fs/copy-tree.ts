@@ -2,10 +2,13 @@ import * as fs from 'node:fs';
 import { StagedrootError, errnoOf } from '../errors.js';
 import { noFaults, type FaultHook } from './faults.js';
 import { hashFile } from './hash.js';
-import { ManifestReader, ManifestWriter, entryFromStat, isFileLineFor, type RawLine } from './manifest.js';
+import { ManifestReader, ManifestWriter, entryFromStat, isFileLineFor, readLinkTarget } from './manifest.js';
+import { bytesOfName, hasRawBytes, hostPath } from './names.js';
+import { makeFifo } from './path-tool.js';
 import { isUnder } from './paths.js';
 import { ioError } from './root-fs.js';
 import { walkTree } from './walk.js';
+import { readXattrs, writeXattrs, xattrDigest, xattrsSupported, type XattrPolicy, type Xattrs } from './xattr.js';
 
 export type CopyMode = 'reflink' | 'copy';
 
@@ -36,6 +39,9 @@ export interface CopyTreeOptions {
   onProgress?: (p: CopyProgress) => void;
   /** Entries that cannot be recreated (sockets, devices) are skipped and reported here. */
   onSkip?: (rel: string, why: string) => void;
+  /** An extended attribute the destination refuses: an error ('strict', the default) or dropped and reported. */
+  xattrPolicy?: XattrPolicy;
+  onXattrDrop?: (rel: string, name: string, why: string) => void;
   /** Called before each entry; throws to stop the copy (an AbortSignal that fired). */
   checkAbort?: () => void;
 }
@@ -60,19 +66,6 @@ function utime(ms: number): number | Date {
 }
 
 /**
- * What the base manifest already knows of a regular file: its line, to reuse whole, when
- * the file is unchanged (same size, mtime, mode, owner; no parse, no hash, no
- * serialisation); else its hash when size and mtime match; else null (hash the file).
- * `sameMtime` is false when the new inode's mtime differs from the source's.
- */
-export function knownFile(prev: ManifestReader | null, raw: RawLine | null, rel: string, st: fs.Stats, sameMtime: boolean): string | { h: string } | null {
-  if (raw === null) return null;
-  if (sameMtime && isFileLineFor(raw.line, rel, st)) return raw.line;
-  const old = prev!.entryOf(raw);
-  return old.t === 'f' && old.s === st.size && old.mt === Math.trunc(st.mtimeMs) && old.h !== undefined ? { h: old.h } : null;
-}
-
-/**
  * Builds a new deployment tree from an existing one in a single walk, writing its
  * manifest on the way. Files under the hardlink prefixes share their inode with the
  * source (their hash is reused from the source manifest when size and mtime match);
@@ -84,94 +77,130 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
   const out = new ManifestWriter(o.manifestOut, faults);
   const reflink = o.policy.mode === 'reflink';
   let buf: Buffer | undefined; // for plain copies, allocated on the first one
-  const inodes = new Map<string, string>(); // dev:ino -> dst host path, for hardlinks inside copied parts
+  const inodes = new Map<string, { dst: string | Buffer; x: string | undefined }>(); // dev:ino -> the first copy, for hardlinks inside copied parts
   const res: CopyResult = { entries: 0, bytes: 0, hardlinked: 0, copied: 0, hashed: 0 };
   const total = o.total ?? null;
   let nextReport = 0;
 
-  /** Links or copies one file; returns the copy's mtime in ms when it made a new inode. */
-  const linkOrCopy = (rel: string, src: string, dst: string, st: fs.Stats): number | null => {
+  // One probe per tree: a source filesystem without extended attributes costs no
+  // per-entry listxattr at all.
+  const srcXattrs = xattrsSupported(o.src);
+  const readAttrs = (host: string | Buffer): Xattrs => (srcXattrs ? readXattrs(host) : []);
+  const xo = { policy: o.xattrPolicy ?? 'strict', onDrop: o.onXattrDrop } as const;
+  /** Sets a new entry's attributes (after chown, which clears file capabilities); returns the digest of those kept. */
+  const putAttrs = (rel: string, dst: string | Buffer, attrs: Xattrs): string | undefined =>
+    attrs.length === 0 ? undefined : xattrDigest(writeXattrs(dst, attrs, { rel, ...xo }));
+  const dirAttrs = new Map<string, Xattrs>(); // set when the directory is left (a default ACL must not reach the copies of its children)
+
+  /**
+   * Links or copies one file; returns the copy's mtime in ms when it made a new inode
+   * (with the digest of the attributes it set), null for a hardlink.
+   */
+  const linkOrCopy = (rel: string, src: string | Buffer, dst: string | Buffer, st: fs.Stats): { mt: number; x: string | undefined } | null => {
     const hardlink = o.policy.hardlinkPrefixes.some((p) => isUnder(rel, p));
     if (hardlink) {
       try {
         fs.linkSync(src, dst);
-        faults.afterMutation('link', dst);
+        faults.afterMutation('link', String(dst));
         res.hardlinked += 1;
         return null;
       } catch (err) {
         const e = errnoOf(err);
         // As ostree does: fall back to a copy when the link count or device forbids a link.
-        if (e !== 'EMLINK' && e !== 'EXDEV' && e !== 'EPERM') throw ioError(err, rel, dst, 'sysroot');
+        if (e !== 'EMLINK' && e !== 'EXDEV' && e !== 'EPERM') throw ioError(err, rel, String(dst), 'sysroot');
       }
     } else if (st.nlink > 1) {
       const key = `${st.dev}:${st.ino}`;
       const first = inodes.get(key);
       if (first !== undefined) {
-        fs.linkSync(first, dst);
-        faults.afterMutation('link', dst);
-        return Math.trunc(fs.lstatSync(first).mtimeMs);
+        fs.linkSync(first.dst, dst);
+        faults.afterMutation('link', String(dst));
+        return { mt: Math.trunc(fs.lstatSync(first.dst).mtimeMs), x: first.x };
       }
-      inodes.set(key, dst);
     }
     if (reflink) fs.copyFileSync(src, dst, fs.constants.COPYFILE_FICLONE);
     else copyBytes(src, dst, (buf ??= Buffer.allocUnsafe(1 << 20)));
-    faults.afterMutation('copy', dst);
+    faults.afterMutation('copy', String(dst));
     if (canChown) fs.chownSync(dst, st.uid, st.gid);
+    const x = putAttrs(rel, dst, readAttrs(src));
     fs.chmodSync(dst, st.mode & 0o7777);
     fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
     res.copied += 1;
+    if (st.nlink > 1) inodes.set(`${st.dev}:${st.ino}`, { dst, x });
     // utimes goes through float seconds and may land a nanosecond below the source's
     // millisecond (…396 ms → …395.999999): the manifest records the copy's own mtime,
     // or the next stage would miss the hash cache and re-hash the file.
-    return Math.trunc(fs.lstatSync(dst).mtimeMs);
+    return { mt: Math.trunc(fs.lstatSync(dst).mtimeMs), x };
   };
 
   try {
     walkTree(o.src, {
       enter(rel, host, st) {
         o.checkAbort?.();
-        const dst = o.dst + '/' + rel;
-        let extra: { h?: string; l?: string } = {};
-        let copyMtime: number | null = null;
+        const dst = hostPath(o.dst, rel);
+        let extra: { h?: string; l?: string; x?: string } = {};
+        let copy: { mt: number; x: string | undefined } | null = null;
         let reused: string | null = null;
         try {
           if (st.isDirectory()) {
             fs.mkdirSync(dst, { mode: 0o700 });
-            faults.afterMutation('mkdir', dst);
+            faults.afterMutation('mkdir', String(dst));
+            const attrs = readAttrs(host);
+            if (attrs.length > 0) {
+              dirAttrs.set(rel, attrs);
+              extra = { x: xattrDigest(attrs) };
+            }
           } else if (st.isFile()) {
-            copyMtime = linkOrCopy(rel, host, dst, st);
-            const known = knownFile(prev, prev?.seekRaw(rel) ?? null, rel, st, copyMtime === null || copyMtime === Math.trunc(st.mtimeMs));
-            if (typeof known === 'string') {
-              reused = known;
+            copy = linkOrCopy(rel, host, dst, st);
+            const mt = Math.trunc(st.mtimeMs);
+            const raw = prev?.seekRaw(rel) ?? null;
+            // A hardlink shares its attributes with the source: the old line's digest stands.
+            if (raw !== null && (copy === null || copy.mt === mt) && isFileLineFor(raw.line, rel, st, copy === null ? null : copy.x)) {
+              // Unchanged (same size, mtime, mode, owner, attributes): the old line, hash
+              // and all, is this entry's line; no parse, no hash, no serialisation.
+              reused = raw.line;
             } else {
-              extra = { h: known?.h ?? hashFile(host) };
-              if (known === null) res.hashed += 1;
+              const old = raw === null ? null : prev!.entryOf(raw);
+              const x = copy === null ? xattrDigest(readAttrs(host)) : copy.x;
+              if (old && old.t === 'f' && old.s === st.size && old.mt === mt && old.h !== undefined) {
+                extra = { h: old.h, x };
+              } else {
+                extra = { h: hashFile(host), x };
+                res.hashed += 1;
+              }
             }
             res.bytes += st.size;
           } else if (st.isSymbolicLink()) {
-            const target = fs.readlinkSync(host);
-            fs.symlinkSync(target, dst);
-            faults.afterMutation('symlink', dst);
+            const target = readLinkTarget(host);
+            fs.symlinkSync(hasRawBytes(target) ? bytesOfName(target) : target, dst);
+            faults.afterMutation('symlink', String(dst));
             if (canChown) fs.lchownSync(dst, st.uid, st.gid);
-            extra = { l: target };
+            extra = { l: target, x: putAttrs(rel, dst, readAttrs(host)) };
+          } else if (st.isFIFO()) {
+            makeFifo(dst, st.mode, rel);
+            faults.afterMutation('mkfifo', String(dst));
+            if (canChown) fs.chownSync(dst, st.uid, st.gid);
+            extra = { x: putAttrs(rel, dst, readAttrs(host)) };
+            fs.chmodSync(dst, st.mode & 0o7777);
+            fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
           } else {
-            o.onSkip?.(rel, 'not a file, directory or symlink (device, FIFO or socket)');
+            o.onSkip?.(rel, st.isSocket() ? 'socket' : 'device node');
             return;
           }
         } catch (err) {
           if (err instanceof StagedrootError) throw err;
-          throw ioError(err, rel, dst, 'sysroot');
+          throw ioError(err, rel, String(dst), 'sysroot');
         }
         if (reused !== null) {
           out.writeLine(rel, reused);
         } else if (st.isFile()) {
           const entry = entryFromStat(rel, st, extra);
-          if (copyMtime !== null) entry.mt = copyMtime;
+          if (copy !== null) entry.mt = copy.mt;
           out.write(entry);
         } else {
-          // A directory or symlink: its old line is consumed here (checked, unless it is
-          // the same line), so that file seeks never parse lines they only pass over.
-          const line = JSON.stringify(entryFromStat(rel, st, st.isDirectory() ? {} : extra));
+          // A directory, symlink or FIFO: its old line is consumed here (checked, unless it
+          // is the same line), so that file seeks never parse lines they only pass over.
+          const line = JSON.stringify(entryFromStat(rel, st, extra));
           const raw = prev?.seekRaw(rel) ?? null;
           if (raw !== null && raw.line !== line) prev!.entryOf(raw);
           out.writeLine(rel, line);
@@ -183,20 +212,26 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
         }
       },
       leave(rel, _host, st) {
-        // Directory attributes last: their mode may forbid writing children, and
-        // creating children changes their mtime.
-        const dst = o.dst + '/' + rel;
+        // Directory attributes last: their mode may forbid writing children, creating
+        // children changes their mtime, and a default ACL would reach the children.
+        const dst = hostPath(o.dst, rel);
         try {
           if (canChown) fs.chownSync(dst, st.uid, st.gid);
+          const attrs = dirAttrs.get(rel);
+          if (attrs !== undefined) {
+            dirAttrs.delete(rel);
+            writeXattrs(dst, attrs, { rel, ...xo });
+          }
           fs.chmodSync(dst, st.mode & 0o7777);
           fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
         } catch (err) {
-          throw ioError(err, rel, dst, 'sysroot');
+          throw ioError(err, rel, String(dst), 'sysroot');
         }
-        faults.afterMutation('setattr', dst);
+        faults.afterMutation('setattr', String(dst));
       },
     });
     const rootSt = fs.lstatSync(o.src);
+    writeXattrs(o.dst, readAttrs(o.src), { rel: '/', ...xo });
     fs.chmodSync(o.dst, rootSt.mode & 0o7777);
     faults.afterMutation('setattr', o.dst);
   } finally {
@@ -212,7 +247,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
  * fs.copyFileSync: libuv copies with copy_file_range(2), which XFS and btrfs turn into a
  * reflink, so the copy would share its blocks with the source after all.
  */
-function copyBytes(src: string, dst: string, buf: Buffer): void {
+function copyBytes(src: string | Buffer, dst: string | Buffer, buf: Buffer): void {
   const from = fs.openSync(src, 'r');
   try {
     const to = fs.openSync(dst, 'w', 0o600);

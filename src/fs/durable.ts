@@ -1,11 +1,11 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { StagedrootError, errnoOf } from '../errors.js';
 import { noFaults, type FaultHook } from './faults.js';
 import { fsyncDir, ioError } from './root-fs.js';
 import { hashFile } from './hash.js';
 import { removeTreeNow } from './remove-tree.js';
+import { tempPath } from '../state/layout.js';
 
 /**
  * Durable operations on the sysroot's own files (state, pointers, deployment dirs).
@@ -21,7 +21,7 @@ export class DurableFs {
   /** Replaces a file atomically: write temp, fsync, rename over, fsync the directory. */
   writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o644): void {
     const dir = path.dirname(file);
-    const tmp = path.join(dir, `.${path.basename(file)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+    const tmp = tempPath(file, 'file');
     try {
       const fd = fs.openSync(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, mode);
       try {
@@ -43,7 +43,7 @@ export class DurableFs {
   /** Points a symlink at a new target atomically: symlink to a temp name, rename over, fsync dir. */
   replaceSymlink(link: string, target: string): void {
     const dir = path.dirname(link);
-    const tmp = path.join(dir, `.${path.basename(link)}.new-${process.pid}-${randomBytes(4).toString('hex')}`);
+    const tmp = tempPath(link, 'symlink');
     try {
       fs.symlinkSync(target, tmp);
       this.mutated('symlink', tmp);

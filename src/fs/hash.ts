@@ -5,7 +5,7 @@ const CHUNK = 1 << 20;
 let shared: Buffer | null = null;
 
 /** sha256 of a file, read in 1 MiB chunks (bounded memory, sync: fast in tight loops). */
-export function hashFile(hostPath: string): string {
+export function hashFile(hostPath: string | Buffer): string {
   const buf = (shared ??= Buffer.allocUnsafe(CHUNK));
   const h = createHash('sha256');
   const fd = fs.openSync(hostPath, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);

@@ -4,7 +4,9 @@ import { z } from 'zod';
 import { StagedrootError } from '../errors.js';
 import { noFaults, type FaultHook } from './faults.js';
 import { hashFile } from './hash.js';
+import { nameFromBytes } from './names.js';
 import { comparePaths } from './paths.js';
+import { readXattrs, xattrDigest } from './xattr.js';
 
 /**
  * A manifest lists every entry of a deployment's tree, one JSON object per line, in
@@ -22,13 +24,15 @@ export const manifestEntrySchema = z
     h: z.string().regex(/^[0-9a-f]{64}$/).optional(), // sha256 of a regular file
     l: z.string().optional(), // symlink target
     mt: z.number().int().optional(), // mtime in ms (a cache key for re-hashing, not compared)
+    x: z.string().regex(/^[0-9a-f]{32}$/).optional(), // digest of the extended attributes (see xattrDigest); absent: none
   })
   .strict();
 
 export type ManifestEntry = z.infer<typeof manifestEntrySchema>;
 
-const ENTRY_KEYS = new Set(['p', 't', 'm', 'u', 'g', 's', 'h', 'l', 'mt']);
+const ENTRY_KEYS = new Set(['p', 't', 'm', 'u', 'g', 's', 'h', 'l', 'mt', 'x']);
 const HASH_RE = /^[0-9a-f]{64}$/;
+const XATTR_RE = /^[0-9a-f]{32}$/;
 const isNat = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 0;
 
 /**
@@ -41,7 +45,7 @@ export function checkEntry(raw: unknown): ManifestEntry | null {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return null;
   const o = raw as Record<string, unknown>;
   for (const k in o) if (!ENTRY_KEYS.has(k)) return null;
-  const { p, t, m, u, g, s, h, l, mt } = o;
+  const { p, t, m, u, g, s, h, l, mt, x } = o;
   if (typeof p !== 'string' || p.length === 0) return null;
   if (t !== 'f' && t !== 'd' && t !== 'l' && t !== 'o') return null;
   if (!isNat(m) || m > 0o7777 || !isNat(u) || !isNat(g)) return null;
@@ -62,6 +66,10 @@ export function checkEntry(raw: unknown): ManifestEntry | null {
     if (typeof mt !== 'number' || !Number.isInteger(mt)) return null;
     e.mt = mt;
   }
+  if (x !== undefined) {
+    if (typeof x !== 'string' || !XATTR_RE.test(x)) return null;
+    e.x = x;
+  }
   return e;
 }
 
@@ -70,7 +78,7 @@ export function typeName(t: ManifestEntry['t']): string {
   return TYPE_NAMES[t];
 }
 
-export function entryFromStat(rel: string, st: fs.Stats, extra: { h?: string; l?: string }): ManifestEntry {
+export function entryFromStat(rel: string, st: fs.Stats, extra: { h?: string; l?: string; x?: string }): ManifestEntry {
   const t: ManifestEntry['t'] = st.isFile() ? 'f' : st.isDirectory() ? 'd' : st.isSymbolicLink() ? 'l' : 'o';
   const e: ManifestEntry = { p: rel, t, m: st.mode & 0o7777, u: st.uid, g: st.gid };
   if (t === 'f') {
@@ -79,12 +87,24 @@ export function entryFromStat(rel: string, st: fs.Stats, extra: { h?: string; l?
     e.mt = Math.trunc(st.mtimeMs);
   }
   if (t === 'l' && extra.l !== undefined) e.l = extra.l;
+  // Last, so that a line without attributes is the line older versions wrote.
+  if (extra.x !== undefined) e.x = extra.x;
   return e;
 }
 
-/** The manifest entry of what is on disk now: a file's content hashed, a symlink's target read. */
-export function readEntry(rel: string, host: string, st: fs.Stats): ManifestEntry {
-  return entryFromStat(rel, st, st.isFile() ? { h: hashFile(host) } : st.isSymbolicLink() ? { l: fs.readlinkSync(host) } : {});
+/** A symlink's target as a tree string (a target that is not UTF-8 keeps its bytes escaped, see names.ts). */
+export function readLinkTarget(host: string | Buffer): string {
+  const t = fs.readlinkSync(host);
+  return t.includes('\ufffd') ? nameFromBytes(fs.readlinkSync(host, { encoding: 'buffer' })) : t;
+}
+
+/**
+ * The manifest entry of what is on disk now: a file's content hashed, a symlink's
+ * target read, the extended attributes digested.
+ */
+export function readEntry(rel: string, host: string | Buffer, st: fs.Stats): ManifestEntry {
+  const x = xattrDigest(readXattrs(host));
+  return entryFromStat(rel, st, st.isFile() ? { h: hashFile(host), x } : st.isSymbolicLink() ? { l: readLinkTarget(host), x } : { x });
 }
 
 /** Writes manifest lines through a 1 MiB buffer. */
@@ -172,12 +192,17 @@ export function cheapPath(line: string): string | null {
 
 /**
  * True when `line` is exactly the line ManifestWriter writes for the regular file `rel`
- * with stat `st` and some valid hash: the unchanged file's line can be reused whole.
+ * with stat `st`, some valid hash, and the attribute digest `x` (undefined: none; null:
+ * any, for a hardlinked file whose attributes are shared with the source by construction):
+ * the unchanged file's line can be reused whole.
  */
-export function isFileLineFor(line: string, rel: string, st: fs.Stats): boolean {
+export function isFileLineFor(line: string, rel: string, st: fs.Stats, x: string | undefined | null = undefined): boolean {
   const head = `{"p":${JSON.stringify(rel)},"t":"f","m":${st.mode & 0o7777},"u":${st.uid},"g":${st.gid},"s":${st.size},"h":"`;
-  const tail = `","mt":${Math.trunc(st.mtimeMs)}}`;
-  return line.length === head.length + 64 + tail.length && line.startsWith(head) && line.endsWith(tail) && HASH_RE.test(line.slice(head.length, head.length + 64));
+  const mt = `","mt":${Math.trunc(st.mtimeMs)}`;
+  if (!line.startsWith(head) || !HASH_RE.test(line.slice(head.length, head.length + 64))) return false;
+  const rest = line.slice(head.length + 64);
+  if (x === null) return rest === mt + '}' || (rest.length === mt.length + 40 && rest.startsWith(mt + ',"x":"') && rest.endsWith('"}') && XATTR_RE.test(rest.slice(mt.length + 6, mt.length + 38)));
+  return rest === (x === undefined ? mt + '}' : `${mt},"x":"${x}"}`);
 }
 
 /** Reads manifest lines in order, synchronously, in 1 MiB chunks; each line checked against the schema. */

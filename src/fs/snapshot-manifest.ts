@@ -1,8 +1,10 @@
 import * as fs from 'node:fs';
-import { knownFile } from './copy-tree.js';
-import type { FaultHook } from './faults.js';
 import { hashFile } from './hash.js';
-import { ManifestReader, ManifestWriter, entryFromStat } from './manifest.js';
+import { ManifestReader, ManifestWriter, entryFromStat, isFileLineFor, readEntry } from './manifest.js';
+import { childPath } from './names.js';
+import type { TaskHooks } from './tree-tasks.js';
+import { readNames } from './walk.js';
+import { readXattrs, xattrDigest, xattrsSupported } from './xattr.js';
 import { comparePaths, isUnder } from './paths.js';
 import { ioError } from './root-fs.js';
 
@@ -26,8 +28,6 @@ export interface SnapshotManifestResult {
   bytes: number;
   walked: number;
   hashed: number;
-  /** Entries a copy would not recreate (devices, FIFOs, sockets), removed from the snapshot. */
-  skipped: { rel: string; why: string }[];
 }
 
 /**
@@ -37,8 +37,8 @@ export interface SnapshotManifestResult {
  * (unchanged files keep their line, changed ones are hashed). O(lines) of string work,
  * O(untrusted entries) of disk work.
  */
-export function snapshotManifest(a: SnapshotManifestArgs, faults: FaultHook, checkAbort: () => void = () => {}): SnapshotManifestResult {
-  const res: SnapshotManifestResult = { entries: 0, bytes: 0, walked: 0, hashed: 0, skipped: [] };
+export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'checkAbort' | 'skip'>): SnapshotManifestResult {
+  const res: SnapshotManifestResult = { entries: 0, bytes: 0, walked: 0, hashed: 0 };
   // Only a prefix that is a real directory in the snapshot is trusted.
   const trust = a.trust.filter((t) => {
     try {
@@ -48,8 +48,10 @@ export function snapshotManifest(a: SnapshotManifestArgs, faults: FaultHook, che
     }
   });
   const trusted = (p: string): boolean => trust.some((t) => p !== t && isUnder(p, t));
+  const withXattrs = xattrsSupported(a.tree);
+  const digest = (host: string | Buffer): string | undefined => (withXattrs ? xattrDigest(readXattrs(host)) : undefined);
   const prev = new ManifestReader(a.base);
-  const out = new ManifestWriter(a.out, faults);
+  const out = new ManifestWriter(a.out, h.faults);
   const emit = (p: string, line: string, size: number): void => {
     out.writeLine(p, line);
     res.entries += 1;
@@ -62,40 +64,43 @@ export function snapshotManifest(a: SnapshotManifestArgs, faults: FaultHook, che
       if (trusted(r.p)) emit(r.p, r.line, sizeOf(r.line));
     }
   };
-  const visit = (relDir: string): void => {
-    const hostDir = relDir === '' ? a.tree : `${a.tree}/${relDir}`;
-    for (const name of fs.readdirSync(hostDir).sort()) {
-      checkAbort();
+  const visit = (relDir: string, hostDir: string | Buffer): void => {
+    for (const name of readNames(hostDir)) {
+      h.checkAbort();
       const rel = relDir === '' ? name : `${relDir}/${name}`;
-      const host = `${a.tree}/${rel}`;
+      const host = childPath(hostDir, name);
       const st = fs.lstatSync(host);
       drain(rel);
       const raw = prev.peekRaw()?.p === rel ? prev.nextRaw() : null;
       res.walked += 1;
       if (st.isFile()) {
-        const known = knownFile(prev, raw, rel, st, true);
-        if (typeof known === 'string') emit(rel, known, st.size);
-        else {
-          if (known === null) res.hashed += 1;
-          emit(rel, JSON.stringify(entryFromStat(rel, st, { h: known?.h ?? hashFile(host) })), st.size);
+        // As a copy records it: the old line when nothing changed, the old hash when size and mtime match.
+        const x = digest(host);
+        if (raw !== null && isFileLineFor(raw.line, rel, st, x)) {
+          emit(rel, raw.line, st.size);
+        } else {
+          const old = raw === null ? null : prev.entryOf(raw);
+          const known = old !== null && old.t === 'f' && old.s === st.size && old.mt === Math.trunc(st.mtimeMs) ? old.h : undefined;
+          if (known === undefined) res.hashed += 1;
+          emit(rel, JSON.stringify(entryFromStat(rel, st, { h: known ?? hashFile(host), x })), st.size);
         }
-      } else if (st.isDirectory() || st.isSymbolicLink()) {
-        emit(rel, JSON.stringify(entryFromStat(rel, st, st.isSymbolicLink() ? { l: fs.readlinkSync(host) } : {})), 0);
-        if (st.isDirectory() && !trust.includes(rel)) visit(rel);
+      } else if (st.isDirectory() || st.isSymbolicLink() || st.isFIFO()) {
+        emit(rel, JSON.stringify(readEntry(rel, host, st)), 0);
+        if (st.isDirectory() && !trust.includes(rel)) visit(rel, host);
       } else {
-        // As a copy skips it: not in the new tree, not in its manifest.
+        // As a copy skips them: sockets and device nodes are not kept, nor recorded.
         try {
           fs.unlinkSync(host);
         } catch (err) {
-          throw ioError(err, rel, host, 'sysroot');
+          throw ioError(err, rel, String(host), 'sysroot');
         }
-        faults.afterMutation('unlink', host);
-        res.skipped.push({ rel, why: 'not a file, directory or symlink (device, FIFO or socket)' });
+        h.faults.afterMutation('unlink', String(host));
+        h.skip(rel, st.isSocket() ? 'socket' : 'device node');
       }
     }
   };
   try {
-    visit('');
+    visit('', a.tree);
     drain(null);
   } finally {
     prev.close();

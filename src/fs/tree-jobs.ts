@@ -12,6 +12,7 @@ export interface TreeJobOptions {
   faults?: FaultHook;
   onProgress?: (value: never) => void;
   onSkip?: (rel: string, why: string) => void;
+  onWarn?: (message: string) => void;
   /** Cancels the task between two entries (rejects with ABORTED). */
   signal?: AbortSignal;
 }
@@ -52,6 +53,7 @@ async function runInline<K extends TaskName>(task: K, args: TaskArgs<K>, o: Tree
     faults: o.faults ?? noFaults,
     progress: (p) => o.onProgress?.(p as never),
     skip: (rel, why) => o.onSkip?.(rel, why),
+    warn: (message) => o.onWarn?.(message),
     checkAbort: () => {
       if (o.signal?.aborted) throw abortedError();
     },
@@ -101,6 +103,9 @@ function runInWorker<K extends TaskName>(task: K, args: TaskArgs<K>, o: TreeJobO
           break;
         case 'skip':
           o.onSkip?.(m.rel, m.why);
+          break;
+        case 'warn':
+          o.onWarn?.(m.message);
           break;
         case 'fault': {
           let answer = 1;

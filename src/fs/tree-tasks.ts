@@ -8,6 +8,8 @@ import { patchManifest, type PatchResult } from './patch-manifest.js';
 import type { TouchEvent } from './root-fs.js';
 import { verifyTree, type Drift } from './verify-tree.js';
 import { removeTreeNow } from './remove-tree.js';
+import { displayPath } from './names.js';
+import type { XattrPolicy } from './xattr.js';
 import { snapshotManifest, type SnapshotManifestArgs, type SnapshotManifestResult } from './snapshot-manifest.js';
 
 /**
@@ -22,6 +24,8 @@ export interface TaskHooks {
   faults: FaultHook;
   progress(p: CopyProgress | number): void;
   skip(rel: string, why: string): void;
+  /** A note for the user (an extended attribute dropped, ...). */
+  warn(message: string): void;
   /** Throws ABORTED when the caller's AbortSignal has fired. */
   checkAbort(): void;
 }
@@ -33,12 +37,20 @@ export interface CopyArgs {
   srcManifest?: string;
   manifestOut: string;
   total?: number | null;
+  xattrPolicy?: XattrPolicy;
 }
 
 export const treeTasks = {
   copyTree: (a: CopyArgs, h: TaskHooks): CopyResult =>
-    copyTree({ ...a, faults: h.faults, onProgress: (p) => h.progress(p), onSkip: (rel, why) => h.skip(rel, why), checkAbort: () => h.checkAbort() }),
-  snapshotManifest: (a: SnapshotManifestArgs, h: TaskHooks): SnapshotManifestResult => snapshotManifest(a, h.faults, () => h.checkAbort()),
+    copyTree({
+      ...a,
+      faults: h.faults,
+      onProgress: (p) => h.progress(p),
+      onSkip: (rel, why) => h.skip(rel, why),
+      onXattrDrop: (rel, name, why) => h.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`),
+      checkAbort: () => h.checkAbort(),
+    }),
+  snapshotManifest: (a: SnapshotManifestArgs, h: TaskHooks): SnapshotManifestResult => snapshotManifest(a, h),
   patchManifest: (a: { tree: string; before: string; after: string; events: TouchEvent[] }, h: TaskHooks): PatchResult =>
     patchManifest(a.tree, a.before, a.after, a.events, h.faults),
   verifyTree: (a: { tree: string; manifest: string }, h: TaskHooks): Drift[] =>

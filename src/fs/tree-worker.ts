@@ -22,6 +22,7 @@ export interface JobRequest {
 export type JobMessage =
   | { id: number; type: 'progress'; value: unknown }
   | { id: number; type: 'skip'; rel: string; why: string }
+  | { id: number; type: 'warn'; message: string }
   | { id: number; type: 'fault'; op: string; path: string }
   | { id: number; type: 'done'; value: unknown }
   | { id: number; type: 'error'; error: ReturnType<typeof toWire> };
@@ -46,6 +47,7 @@ port.on('message', (m: JobRequest) => {
     faults,
     progress: (value) => post({ id: m.id, type: 'progress', value }),
     skip: (rel, why) => post({ id: m.id, type: 'skip', rel, why }),
+    warn: (message) => post({ id: m.id, type: 'warn', message }),
     checkAbort: () => {
       if (Atomics.load(ctl, 0) !== 0) throw abortedError();
     },

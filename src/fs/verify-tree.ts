@@ -2,7 +2,7 @@ import { ManifestReader, entryFromStat, readEntry, typeName, type ManifestEntry 
 import { comparePaths } from './paths.js';
 import { walkTree } from './walk.js';
 
-export type DriftKind = 'missing' | 'extra' | 'type' | 'content' | 'mode' | 'owner' | 'target';
+export type DriftKind = 'missing' | 'extra' | 'type' | 'content' | 'mode' | 'owner' | 'target' | 'xattrs';
 
 export interface Drift {
   path: string;
@@ -19,6 +19,8 @@ export function compareEntry(want: ManifestEntry, have: ManifestEntry): Drift[] 
   if (want.u !== have.u || want.g !== have.g) out.push({ path: want.p, kind: 'owner', expected: `${want.u}:${want.g}`, actual: `${have.u}:${have.g}` });
   if (want.t === 'f' && (want.s !== have.s || want.h !== have.h)) out.push({ path: want.p, kind: 'content', expected: `sha256:${want.h} (${want.s} bytes)`, actual: `sha256:${have.h} (${have.s} bytes)` });
   if (want.t === 'l' && want.l !== have.l) out.push({ path: want.p, kind: 'target', expected: want.l, actual: have.l });
+  // Extended attributes (capabilities, labels, ACLs) are compared by digest.
+  if (want.x !== have.x) out.push({ path: want.p, kind: 'xattrs', expected: want.x === undefined ? 'none' : `digest ${want.x}`, actual: have.x === undefined ? 'none' : `digest ${have.x}` });
   return out;
 }
 

@@ -1,10 +1,28 @@
 import * as fs from 'node:fs';
+import { childPath, nameFromBytes } from './names.js';
 
 export interface WalkVisitor {
-  /** Called for every entry below the root in depth-first order with sorted children. */
-  enter(rel: string, host: string, st: fs.Stats): void;
+  /**
+   * Called for every entry below the root in depth-first order with sorted children.
+   * `host` is a string, or a Buffer when the path holds a name that is not UTF-8
+   * (`rel` then carries those bytes escaped, see names.ts).
+   */
+  enter(rel: string, host: string | Buffer, st: fs.Stats): void;
   /** Called after a directory's children. */
-  leave?(rel: string, host: string, st: fs.Stats): void;
+  leave?(rel: string, host: string | Buffer, st: fs.Stats): void;
+}
+
+/**
+ * The names in a directory as tree path strings, sorted. Node decodes names as UTF-8 and
+ * turns invalid bytes into U+FFFD, losing them: a directory with such a name is read
+ * again as bytes (rare, so the usual directory costs one `includes` per name).
+ */
+export function readNames(host: string | Buffer): string[] {
+  const names = fs.readdirSync(host);
+  if (names.some((n) => n.includes('\ufffd'))) {
+    return fs.readdirSync(host, { encoding: 'buffer' }).map(nameFromBytes).sort();
+  }
+  return names.sort();
 }
 
 /**
@@ -13,11 +31,11 @@ export interface WalkVisitor {
  * equals the manifest order.
  */
 export function walkTree(root: string, visitor: WalkVisitor): void {
-  const recurse = (relDir: string, hostDir: string): void => {
-    const names = fs.readdirSync(hostDir).sort();
+  const recurse = (relDir: string, hostDir: string | Buffer): void => {
+    const names = readNames(hostDir);
     for (const name of names) {
       const rel = relDir === '' ? name : relDir + '/' + name;
-      const host = hostDir + '/' + name;
+      const host = childPath(hostDir, name);
       const st = fs.lstatSync(host);
       visitor.enter(rel, host, st);
       if (st.isDirectory()) {

@@ -1,5 +1,5 @@
 import type { Context } from '../context.js';
-import { applyTransition } from '../commit/apply-transition.js';
+import { applyTransition } from '../store/apply-transition.js';
 import { markBadTransition, mustFind, rollbackTransition } from '../state/model.js';
 import type { BaseState, Phase } from '../state/schema.js';
 

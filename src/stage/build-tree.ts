@@ -3,6 +3,7 @@ import type { Context } from '../context.js';
 import type { CopyPolicy, CopyProgress } from '../fs/copy-tree.js';
 import { writeJson } from '../fs/durable.js';
 import { ManifestWriter } from '../fs/manifest.js';
+import { displayPath } from '../fs/names.js';
 import { RootFs, type TouchEvent } from '../fs/root-fs.js';
 import { runTreeTask } from '../fs/tree-jobs.js';
 import { makeTree, snapshotTree, snapshotsFrom, storageKind, type StorageKind } from '../fs/storage.js';
@@ -18,6 +19,8 @@ export interface BuildTreeOptions {
   onApply?: (p: ApplyProgress) => void;
   /** Called once the tree exists (a later failure then has a tree to keep for diagnosis). */
   onTreeBuilt?: () => void;
+  /** Called as each step starts (a failure after it belongs to that step). */
+  onStep?: (step: 'copy' | 'apply' | 'manifest') => void;
   /** Cancels the tree work between two entries (ABORTED). */
   signal?: AbortSignal;
 }
@@ -45,35 +48,49 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   const storage = storageKind(ctx.layout.root, ctx.storage);
   dfs.mkdir(o.work);
   let bytes = 0;
-  const onSkip = (rel: string, why: string): void => ctx.warn(`skipped ${rel}: ${why}`);
+  const sockets: string[] = [];
+  const devices: string[] = [];
+  const jobs = {
+    faults: ctx.faults,
+    signal: o.signal,
+    onSkip: (rel: string, why: string) => (why === 'socket' ? sockets : devices).push(rel),
+    onWarn: ctx.warn,
+  };
   if (o.from && o.from.manifest !== undefined && snapshotsFrom(ctx.layout.root, ctx.storage, o.from.tree)) {
     // O(1) in the tree: a snapshot, and its manifest from the base one without walking usr/.
+    o.onStep?.('copy');
     await snapshotTree(o.from.tree, tree, ctx.faults);
-    const r = await runTreeTask('snapshotManifest', { tree, base: o.from.manifest, out: pre, trust: o.from.policy.hardlinkPrefixes }, { faults: ctx.faults, signal: o.signal });
-    for (const s of r.skipped) onSkip(s.rel, s.why);
+    const r = await runTreeTask('snapshotManifest', { tree, base: o.from.manifest, out: pre, trust: o.from.policy.hardlinkPrefixes }, jobs);
     o.onCopy?.({ done: r.entries, total: r.entries, bytes: r.bytes });
     bytes += r.bytes;
   } else {
     await makeTree(storage, tree, ctx.faults);
+    o.onStep?.('copy');
     if (o.from) {
       // On a worker thread: the caller's event loop keeps running during the walk.
       const copied = await runTreeTask(
         'copyTree',
-        { src: o.from.tree, dst: tree, policy: o.from.policy, srcManifest: o.from.manifest, manifestOut: pre, total: o.from.entries ?? null },
-        { faults: ctx.faults, onProgress: o.onCopy, onSkip, signal: o.signal },
+        { src: o.from.tree, dst: tree, policy: o.from.policy, srcManifest: o.from.manifest, manifestOut: pre, total: o.from.entries ?? null, xattrPolicy: ctx.xattrPolicy },
+        { ...jobs, onProgress: o.onCopy },
       );
       bytes += copied.bytes;
     } else {
       new ManifestWriter(pre, ctx.faults).close(false);
     }
   }
+  // Sockets are runtime objects (their listener is gone); device nodes come from
+  // devtmpfs at boot: neither is kept, and the user is told which.
+  if (sockets.length > 0) ctx.warn(`skipped ${sockets.length} socket${sockets.length === 1 ? '' : 's'} (runtime objects, not kept): ${sockets.map(displayPath).join(', ')}`);
+  if (devices.length > 0) ctx.warn(`skipped ${devices.length} device node${devices.length === 1 ? '' : 's'} (devices come from devtmpfs at boot, not from a tree): ${devices.map(displayPath).join(', ')}`);
   o.onTreeBuilt?.();
   const events: TouchEvent[] = [];
+  o.onStep?.('apply');
   if (o.changes) {
     const root = new RootFs(tree, { faults: ctx.faults, durability: 'deferred', onTouch: (e) => events.push(e) });
     bytes += (await applyChanges(root, o.changes, o.onApply)).bytes;
   }
-  const patched = await runTreeTask('patchManifest', { tree, before: pre, after: manifest, events }, { faults: ctx.faults, signal: o.signal });
+  o.onStep?.('manifest');
+  const patched = await runTreeTask('patchManifest', { tree, before: pre, after: manifest, events }, jobs);
   dfs.unlink(pre);
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
   return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes, storage };

@@ -3,9 +3,10 @@ import { StagedrootError } from '../errors.js';
 import { exists, isDirectory, listDir, syncFilesystem } from '../fs/durable.js';
 import { runTreeTask } from '../fs/tree-jobs.js';
 import { RootFs } from '../fs/root-fs.js';
+import { isTempName } from '../state/layout.js';
 import { newRecord } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
-import { saveState } from '../state/store.js';
+import { saveState } from '../store/state-file.js';
 import type { Source } from '../sources/source.js';
 import { buildTree } from './build-tree.js';
 
@@ -36,7 +37,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<Ba
   }
   // Leftovers of an init that crashed before writing its state.
   for (const n of listDir(layout.root)) {
-    if (['deploy', 'work', 'trash', 'current'].includes(n) || n.startsWith('.current.new-')) dfs.removeTree(`${layout.root}/${n}`);
+    if (['deploy', 'work', 'trash', 'current'].includes(n) || isTempName(n, ['current'])) dfs.removeTree(`${layout.root}/${n}`);
   }
   dfs.mkdir(layout.deployDir);
   dfs.mkdir(layout.workDir);

@@ -5,20 +5,20 @@ import { freeSpace, listDir, syncFilesystem } from '../fs/durable.js';
 import { runTreeTask } from '../fs/tree-jobs.js';
 import { snapshotsFrom } from '../fs/storage.js';
 import { RootFs } from '../fs/root-fs.js';
-import { applyTransition } from '../commit/apply-transition.js';
+import { applyTransition } from '../store/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
-import type { BaseState, DeploymentRecord, Failure, Phase } from '../state/schema.js';
-import { buildTree } from './build-tree.js';
+import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
+import { buildTree, type BuiltTree } from './build-tree.js';
 import type { Source } from '../sources/source.js';
 import type { ChangeSet } from '../changeset.js';
-import { resolveBuiltins, type BuiltinOptions } from '../validate/builtins.js';
+import { resolveBuiltins, type BuiltinOptions, type ResolvedBuiltins } from '../validate/builtins.js';
 import { planCommandValidators, type CommandValidator } from '../validate/command-validators.js';
 import { checkFreeSpace, estimateBytes, withSpaceFigures, type SpaceEstimate } from '../validate/free-space.js';
 import type { Validator } from '../validate/types.js';
 import { validateTree } from '../validate/validate-tree.js';
 
 export interface StageProgress {
-  phase: 'plan' | 'copy' | 'apply' | 'manifest' | 'validate' | 'sync' | 'commit';
+  phase: StagePhase;
   done: number;
   total: number | null;
   bytes: number;
@@ -33,10 +33,11 @@ export interface StageOptions {
   commands?: readonly (CommandValidator | string)[];
   /** How the new tree is built from the booted one (default: hardlink usr/, reflink the rest). */
   copyPolicy?: Partial<CopyPolicy>;
+  /** Called as each step starts (done 0) and as copy and apply progress. */
   onProgress?: (p: StageProgress) => void;
   /** Finalization lock: finalize leaves this deployment staged until `unlock`. */
   lock?: boolean;
-  /** Called with the staged tree before validation (used by built-in checks that need setup). */
+  /** Aborts running validator commands. */
   signal?: AbortSignal;
 }
 
@@ -53,114 +54,209 @@ export interface StageResult {
 export const DEFAULT_COPY_POLICY: CopyPolicy = { hardlinkPrefixes: ['usr'], mode: 'reflink' };
 
 /**
- * Builds, validates and records a new staged deployment from the booted one. Nothing
- * outside work/ID is written until the tree is complete, validated and durable; then
- * one rename moves it into deploy/ and one atomic state write stages it. Any failure
- * leaves the booted, current and rollback trees untouched and is recorded in
- * lastFailure (phase, reason, issues); the tree of a rejected update is kept for
- * diagnosis.
+ * Builds, validates and records a new staged deployment from the booted one, as a plain
+ * sequence of steps (STAGE_PHASES). Nothing outside work/ID is written until the tree
+ * is complete, validated and durable; then one rename moves it into deploy/ and one
+ * atomic state write stages it. Any failure leaves the booted, current and rollback
+ * trees untouched and is recorded in lastFailure under the step that failed (reason,
+ * issues); the tree of a rejected update is kept for diagnosis.
  */
 export async function stage(ctx: Context, state: BaseState, source: Source, opts: StageOptions = {}): Promise<StageResult> {
-  const { layout, dfs } = ctx;
-  const baseId = stageBase(state);
-  const base = mustFind(state, baseId);
-  const id = nextId([state.lastId, ...state.deployments.map((d) => d.id), ...listDir(layout.deployDir), ...listDir(layout.workDir)]);
-  const work = layout.work(id);
-  const tree = `${work}/tree`;
-  let label = opts.label ?? 'update';
-  const progress = opts.onProgress ?? (() => {});
-  let phase: Phase = 'apply';
-  let treeBuilt = false;
-  let output: string | undefined;
-  const builtins = resolveBuiltins(opts.builtins); // bad options: USAGE, before anything is recorded
-  planCommandValidators(opts.commands ?? []);
-
-  const fail = async (err: StagedrootError, keepTree: boolean): Promise<never> => {
-    const failure: Failure = {
-      id,
-      label,
-      phase,
-      reason: err.message,
-      at: ctx.now().toISOString(),
-      code: err.code,
-      ...(err.path === undefined ? {} : { path: err.path }),
-      ...(err.issues.length ? { issues: err.issues } : {}),
-      ...(output === undefined ? {} : { output }),
-    };
-    let rec: DeploymentRecord | null = null;
-    if (keepTree && treeBuilt) {
-      // Kept for diagnosis: durable like any deployment, so a power loss cannot tear it.
-      await syncFilesystem(work).catch(() => ctx.warn(`could not sync the failed tree ${work}`));
-      dfs.rename(work, layout.deployment(id));
-      rec = newRecord({ id, label, parent: baseId, at: ctx.now().toISOString(), source: source.describe, failure });
-    } else {
-      dfs.removeTree(work);
-    }
-    applyTransition(ctx, state, stageFailed(state, failure, rec), 'stage-failed');
-    throw err;
-  };
-
-  const policy = { ...DEFAULT_COPY_POLICY, ...opts.copyPolicy };
-  let cs: ChangeSet | undefined;
-  let freeAtStart: number | null = null;
-  let estimate: SpaceEstimate | null = null;
+  const run = startRun(ctx, state, source, opts);
   try {
-    progress({ phase: 'plan', done: 0, total: null, bytes: 0 });
-    cs = await source.plan({ root: layout.tree(baseId), readFile: (p) => new RootFs(layout.tree(baseId)).readFile(p) });
-    label = opts.label ?? cs.label ?? label;
-    if (builtins.freeSpace) {
-      phase = 'validate'; // the preflight is a built-in check, run before the tree is built
-      estimate = await estimateBytes(layout.manifest(baseId), policy.hardlinkPrefixes, cs, { snapshot: snapshotsFrom(layout.root, ctx.storage, layout.tree(baseId)) });
-      freeAtStart = checkFreeSpace(layout.root, estimate, builtins.freeSpace).free;
-      phase = 'apply';
-    } else {
-      freeAtStart = freeSpace(layout.root).free; // one statfs, for the figures of an ENOSPC
-    }
-
-    dfs.mkdir(layout.workDir);
-    const built = await buildTree(ctx, {
-      work,
-      from: { tree: layout.tree(baseId), manifest: layout.manifest(baseId), entries: base.entries, policy },
-      changes: cs,
-      onCopy: (p) => progress({ phase: 'copy', ...p }),
-      onApply: (p) => progress({ phase: 'apply', ...p }),
-      onTreeBuilt: () => void (treeBuilt = true),
-      signal: opts.signal,
-    });
-    const { delta, entries } = built;
-    progress({ phase: 'manifest', done: 0, total: null, bytes: 0 });
-
-    phase = 'validate';
-    progress({ phase: 'validate', done: 0, total: opts.validators?.length ?? 0, bytes: 0 });
-    const vctx = { tree, id, label, manifest: built.manifest, delta, baseTree: layout.tree(baseId), signal: opts.signal };
-    const result = await validateTree(vctx, { builtins, commands: opts.commands, validators: opts.validators });
-    output = result.output;
-    const errors = result.issues.filter((i) => i.severity === 'error');
-    if (errors.length > 0) {
-      throw new StagedrootError('VALIDATION_FAILED', `Validation rejected deployment ${id} (${label}) with ${errors.length} error${errors.length === 1 ? '' : 's'}:\n${formatIssues(errors)}`, { issues: result.issues, path: errors[0]!.path });
-    }
-
-    phase = 'apply';
-    progress({ phase: 'sync', done: 0, total: null, bytes: 0 });
-    await syncFilesystem(work);
-    dfs.rename(work, layout.deployment(id));
-    const manifestSha256 = await runTreeTask('hashFile', { file: layout.manifest(id) });
-    const rec = newRecord({ id, label, parent: baseId, at: ctx.now().toISOString(), entries, bytes: built.bytes, manifestSha256, source: cs.description });
-    rec.locked = opts.lock ?? false;
-    progress({ phase: 'commit', done: 0, total: null, bytes: 0 });
-    applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
-    return { id, label, path: layout.tree(id), delta, warnings: result.issues.filter((i) => i.severity === 'warning'), entries: rec.entries, bytes: rec.bytes };
+    const changes = await plan(run);
+    await preflight(run, changes);
+    const built = await build(run, changes);
+    const warnings = await validate(run, built);
+    await sync(run);
+    return await commit(run, changes, built, warnings);
   } catch (err) {
-    let e = err instanceof StagedrootError ? err : new StagedrootError('IO', (err as Error)?.message ?? String(err), { cause: err });
-    if (e.code === 'NO_SPACE' && e.errno !== undefined) {
-      // The filesystem ran out mid-way: say how much there was and how much it takes (before the partial tree goes).
-      try {
-        e = withSpaceFigures(e, layout.root, freeAtStart, estimate ?? (cs ? await estimateBytes(layout.manifest(baseId), policy.hardlinkPrefixes, cs) : null));
-      } catch {
-        // The figures are extra: without them the error still names the path and the errno.
-      }
-    }
-    // The update's own fault: keep its tree for diagnosis. A machine fault (disk full, I/O): free the space.
-    return fail(e, e.isRejection);
+    return recordFailure(run, err);
   }
+}
+
+/** One stage in progress: what its steps share, and what a failure record needs. */
+interface Run {
+  readonly ctx: Context;
+  readonly state: BaseState;
+  readonly source: Source;
+  readonly opts: StageOptions;
+  readonly builtins: ResolvedBuiltins;
+  readonly policy: CopyPolicy;
+  readonly base: DeploymentRecord;
+  readonly id: string;
+  /** work/ID: the tree, its manifest and delta while the stage runs. */
+  readonly work: string;
+  label: string;
+  /** The step running now: a failure is recorded in it. */
+  phase: StagePhase;
+  /** The tree exists (a rejected update then keeps it for diagnosis). */
+  treeBuilt: boolean;
+  /** Output of failed validator commands, for the failure record. */
+  output?: string;
+  /** Free bytes when the stage started (for the figures of an ENOSPC). */
+  freeAtStart: number | null;
+  /** The preflight's estimate, kept for the figures of an ENOSPC. */
+  estimate?: SpaceEstimate;
+  changes?: ChangeSet;
+}
+
+/** Checks the options (bad ones: USAGE, before anything is recorded) and picks the new id. */
+function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOptions): Run {
+  const { layout } = ctx;
+  const builtins = resolveBuiltins(opts.builtins);
+  planCommandValidators(opts.commands ?? []);
+  const id = nextId([state.lastId, ...state.deployments.map((d) => d.id), ...listDir(layout.deployDir), ...listDir(layout.workDir)]);
+  return {
+    ctx,
+    state,
+    source,
+    opts,
+    builtins,
+    policy: { ...DEFAULT_COPY_POLICY, ...opts.copyPolicy },
+    base: mustFind(state, stageBase(state)),
+    id,
+    work: layout.work(id),
+    label: opts.label ?? 'update',
+    phase: 'plan',
+    treeBuilt: false,
+    freeAtStart: null,
+  };
+}
+
+/** Enters a step: from here a failure is recorded in it, and progress says so. */
+function enter(run: Run, phase: StagePhase, total: number | null = null): void {
+  run.phase = phase;
+  run.opts.onProgress?.({ phase, done: 0, total, bytes: 0 });
+}
+
+/** plan: the source reads its input against the base tree and says what to change. */
+async function plan(run: Run): Promise<ChangeSet> {
+  enter(run, 'plan');
+  const baseTree = run.ctx.layout.tree(run.base.id);
+  const changes = await run.source.plan({ root: baseTree, readFile: (p) => new RootFs(baseTree).readFile(p) });
+  run.changes = changes;
+  run.label = run.opts.label ?? changes.label ?? run.label;
+  return changes;
+}
+
+/** What the new tree will take (no pass over the manifest for a btrfs snapshot). */
+function estimate(run: Run, changes: ChangeSet): Promise<SpaceEstimate> {
+  const { layout, storage } = run.ctx;
+  const baseTree = layout.tree(run.base.id);
+  return estimateBytes(layout.manifest(run.base.id), run.policy.hardlinkPrefixes, changes, { snapshot: snapshotsFrom(layout.root, storage, baseTree) });
+}
+
+/** The free-space preflight, a built-in check (recorded as validate) run before anything is written. */
+async function preflight(run: Run, changes: ChangeSet): Promise<void> {
+  const { layout } = run.ctx;
+  if (!run.builtins.freeSpace) {
+    run.freeAtStart = freeSpace(layout.root).free; // one statfs, for the figures of an ENOSPC
+    return;
+  }
+  run.phase = 'validate'; // no progress event: validate proper comes after the tree is built
+  run.estimate = await estimate(run, changes);
+  run.freeAtStart = checkFreeSpace(layout.root, run.estimate, run.builtins.freeSpace).free;
+}
+
+/** copy, apply, manifest: the new tree in work/ID (see buildTree). */
+async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
+  const { ctx, base } = run;
+  const progress = run.opts.onProgress ?? (() => {});
+  ctx.dfs.mkdir(ctx.layout.workDir);
+  return buildTree(ctx, {
+    work: run.work,
+    from: { tree: ctx.layout.tree(base.id), manifest: ctx.layout.manifest(base.id), entries: base.entries, policy: run.policy },
+    changes,
+    onStep: (step) => enter(run, step),
+    onCopy: (p) => progress({ phase: 'copy', ...p }),
+    onApply: (p) => progress({ phase: 'apply', ...p }),
+    onTreeBuilt: () => void (run.treeBuilt = true),
+    signal: run.opts.signal,
+  });
+}
+
+/** validate: built-ins, command validators, the caller's validators; any error rejects. Returns the warnings. */
+async function validate(run: Run, built: BuiltTree): Promise<Issue[]> {
+  const { id, label, opts } = run;
+  enter(run, 'validate', opts.validators?.length ?? 0);
+  const vctx = { tree: built.tree, id, label, manifest: built.manifest, delta: built.delta, baseTree: run.ctx.layout.tree(run.base.id), signal: opts.signal };
+  const result = await validateTree(vctx, { builtins: run.builtins, commands: opts.commands, validators: opts.validators });
+  run.output = result.output;
+  const errors = result.issues.filter((i) => i.severity === 'error');
+  if (errors.length > 0) {
+    throw new StagedrootError('VALIDATION_FAILED', `Validation rejected deployment ${id} (${label}) with ${errors.length} error${errors.length === 1 ? '' : 's'}:\n${formatIssues(errors)}`, { issues: result.issues, path: errors[0]!.path });
+  }
+  return result.issues.filter((i) => i.severity === 'warning');
+}
+
+/** sync: everything in work/ID durable before it is committed (an I/O error stops here). */
+async function sync(run: Run): Promise<void> {
+  enter(run, 'sync');
+  await syncFilesystem(run.work);
+}
+
+/** commit: the tree moves into deploy/ID and one atomic state write stages it. */
+async function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: Issue[]): Promise<StageResult> {
+  const { ctx, state, id, label } = run;
+  const { layout } = ctx;
+  enter(run, 'commit');
+  ctx.dfs.rename(run.work, layout.deployment(id));
+  const manifestSha256 = await runTreeTask('hashFile', { file: layout.manifest(id) });
+  const rec = newRecord({ id, label, parent: run.base.id, at: ctx.now().toISOString(), entries: built.entries, bytes: built.bytes, manifestSha256, source: changes.description });
+  rec.locked = run.opts.lock ?? false;
+  applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
+  return { id, label, path: layout.tree(id), delta: built.delta, warnings, entries: rec.entries, bytes: rec.bytes };
+}
+
+/**
+ * Records a failed stage in lastFailure, then rethrows. The update's own fault (a
+ * rejection) keeps its tree for diagnosis; a machine fault (disk full, I/O) frees the space.
+ */
+async function recordFailure(run: Run, err: unknown): Promise<never> {
+  const { ctx, state, id, work } = run;
+  const { layout } = ctx;
+  let e = err instanceof StagedrootError ? err : new StagedrootError('IO', (err as Error)?.message ?? String(err), { cause: err });
+  if (e.code === 'NO_SPACE' && e.errno !== undefined) {
+    // The filesystem ran out mid-way: say how much there was and how much it takes (before the partial tree goes).
+    try {
+      const est = run.estimate ?? (run.changes ? await estimate(run, run.changes) : null);
+      e = withSpaceFigures(e, layout.root, run.freeAtStart, est);
+    } catch {
+      // The figures are extra: without them the error still names the path and the errno.
+    }
+  }
+  const failure: Failure = {
+    id,
+    label: run.label,
+    phase: phaseOfStep(run.phase),
+    step: run.phase,
+    reason: e.message,
+    at: ctx.now().toISOString(),
+    code: e.code,
+    ...(e.path === undefined ? {} : { path: e.path }),
+    ...(e.issues.length ? { issues: e.issues } : {}),
+    ...(run.output === undefined ? {} : { output: run.output }),
+  };
+  const rec = e.isRejection && run.treeBuilt ? await keepForDiagnosis(run, failure) : null;
+  if (rec === null) await runTreeTask('removeTree', { path: work }, { faults: ctx.faults });
+  applyTransition(ctx, state, stageFailed(state, failure, rec), 'stage-failed');
+  throw e;
+}
+
+/**
+ * Moves a rejected tree into deploy/ID, durable like any deployment so a power loss cannot
+ * tear it. When it cannot be made durable it is not kept (null): nothing is renamed after
+ * an I/O error.
+ */
+async function keepForDiagnosis(run: Run, failure: Failure): Promise<DeploymentRecord | null> {
+  const { ctx, id, work } = run;
+  try {
+    await syncFilesystem(work);
+  } catch (err) {
+    ctx.warn(`could not sync the rejected tree ${work} (${(err as Error).message}); it is removed rather than kept`);
+    return null;
+  }
+  ctx.dfs.rename(work, ctx.layout.deployment(id));
+  return newRecord({ id, label: run.label, parent: run.base.id, at: ctx.now().toISOString(), source: run.source.describe, failure });
 }

@@ -1,4 +1,5 @@
 import * as path from 'node:path';
+import { randomSuffix } from '../util/random.js';
 
 /**
  * Where things live in a sysroot:
@@ -10,6 +11,7 @@ import * as path from 'node:path';
  *   work/ID/                     a stage in progress (removed by recovery after a crash)
  *   trash/                       deployments being removed
  *   lock/                        the writer lock
+ *   .NAME.tmp-PID-R, .NAME.new-PID-R   a file or symlink being replaced (see tempPath)
  */
 export class Layout {
   readonly root: string;
@@ -49,6 +51,14 @@ export class Layout {
   work(id: string): string {
     return path.join(this.workDir, id);
   }
+  /** Where a deployment goes while it is being removed (unique, so a retry never collides). */
+  trashEntry(id: string): string {
+    return path.join(this.trashDir, `${id}-${randomSuffix()}`);
+  }
+  /** Where a state.json that cannot be read is moved aside (kept for diagnosis, never read again). */
+  brokenStateAside(at: Date): string {
+    return `${this.stateFile}.broken-${at.toISOString().replace(/[:.]/g, '-')}`;
+  }
   /** The symlink target (relative, so the sysroot can be moved) for a deployment. */
   linkTarget(id: string): string {
     return `deploy/${id}/tree`;
@@ -58,4 +68,19 @@ export class Layout {
     const m = target === null ? null : /^deploy\/(\d{4,})\/tree$/.exec(target);
     return m ? m[1]! : null;
   }
+}
+
+/**
+ * The temp name beside `target` that an atomic replace writes first and renames over it:
+ * `.NAME.tmp-PID-R` for a file, `.NAME.new-PID-R` for a symlink. Only these names are
+ * removed by recovery (isTempName), so the two must agree: both live here.
+ */
+export function tempPath(target: string, kind: 'file' | 'symlink'): string {
+  return path.join(path.dirname(target), `.${path.basename(target)}.${kind === 'file' ? 'tmp' : 'new'}-${process.pid}-${randomSuffix()}`);
+}
+
+/** True for a name tempPath makes for one of the sysroot's own files (a leftover when no writer runs). */
+export function isTempName(name: string, of: readonly string[] = ['state.json', 'state.json.bak', 'current']): boolean {
+  const m = /^\.(.+)\.(tmp|new)-\d+-[0-9a-f]+$/.exec(name);
+  return m !== null && of.includes(m[1]!);
 }

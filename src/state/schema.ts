@@ -13,7 +13,27 @@ export const issueSchema = z
   })
   .strict();
 
+/**
+ * The steps of a stage, in order: plan the changes (the source reads its input), copy the
+ * base tree, apply the changes, write the manifest, validate (the free-space preflight,
+ * run before the copy, is a built-in check and counts as validate), sync, commit (the
+ * tree moves into deploy/ and the state names it staged). A failed stage records the
+ * step that failed in `step`.
+ */
+export const STAGE_PHASES = ['plan', 'copy', 'apply', 'manifest', 'validate', 'sync', 'commit'] as const;
+export type StagePhase = (typeof STAGE_PHASES)[number];
+
+/**
+ * Where a failure happened, in the public contract's five words: `apply` (the update could
+ * not be built: every stage step but validate), `validate`, `finalize`, `boot` (tries used
+ * up) or `health` (boot assessment). Agents switch on these; the finer stage step is `step`.
+ */
 export const phaseSchema = z.enum(['apply', 'validate', 'finalize', 'boot', 'health']);
+
+/** The contract phase a stage step is reported under. */
+export function phaseOfStep(step: StagePhase): 'apply' | 'validate' {
+  return step === 'validate' ? 'validate' : 'apply';
+}
 export type Phase = z.infer<typeof phaseSchema>;
 
 export const failureSchema = z
@@ -21,6 +41,8 @@ export const failureSchema = z
     id: deploymentIdSchema,
     label: z.string(),
     phase: phaseSchema,
+    /** The stage step that failed (plan, copy, apply, manifest, validate, sync, commit), for a failed stage. */
+    step: z.enum(STAGE_PHASES).optional(),
     reason: z.string(),
     at: z.string(),
     code: z.string().optional(),

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { mcdAnnotations, MCD_ANNOTATION } from '../../src/agent/mcd-annotations.js';
-import { assessHealth } from '../../src/boot/health.js';
+import { assessHealth } from '../../src/assess-health.js';
 
 let t: TempSysroot | undefined;
 afterEach(() => t?.cleanup());

@@ -2,7 +2,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
-import { assessHealth, runHealthChecks } from '../../src/boot/health.js';
+import { assessHealth } from '../../src/assess-health.js';
+import { runHealthChecks } from '../../src/boot/health.js';
 import { StagedrootError } from '../../src/errors.js';
 import { cli } from '../helpers/cli.js';
 

@@ -31,7 +31,7 @@ async function initFromTree(): Promise<void> {
 }
 
 describe('stagedroot CLI', () => {
-  it('runs the whole lifecycle with the exit codes of DESIGN.md', async () => {
+  it('runs the whole lifecycle with the exit codes of docs/errors.md', async () => {
     await initFromTree();
     const good = write('good.json', { label: 'v2', files: [{ path: '/etc/app.conf', contents: 'x=1\n' }] });
     let r = await cli(['stage', good, '--sysroot', sysroot]);
@@ -204,7 +204,7 @@ describe('stage sources through the CLI', () => {
     expect(r.code).toBe(3);
     expect(r.err).toContain('SOURCE_UNSUPPORTED');
     const st = JSON.parse((await cli(['status', '--json', '--sysroot', sysroot])).out);
-    expect(st.lastFailure).toMatchObject({ phase: 'apply', code: 'SOURCE_UNSUPPORTED' });
+    expect(st.lastFailure).toMatchObject({ phase: 'apply', step: 'plan', code: 'SOURCE_UNSUPPORTED' });
     expect((await cli(['stage', path.join(base, 'missing.json'), '--sysroot', sysroot])).code).toBe(2);
   });
 

@@ -1,5 +1,5 @@
 /**
- * The checks of DESIGN.md invariants 1 and 3 on a sysroot after a crash, shared by the
+ * The checks of invariants 1 and 3 (docs/invariants.md) on a sysroot after a crash, shared by the
  * crash-point, kill and concurrency tests.
  */
 import * as fs from 'node:fs';
@@ -9,7 +9,7 @@ import type { Sysroot } from '../../src/sysroot.js';
 import { Layout } from '../../src/state/layout.js';
 import { effectiveState } from '../../src/state/model.js';
 import type { BaseState } from '../../src/state/schema.js';
-import { loadState } from '../../src/state/store.js';
+import { loadState } from '../../src/store/state-file.js';
 import { hashTree } from '../../src/testing/index.js';
 import { verifyTree, type Drift } from '../../src/fs/verify-tree.js';
 
@@ -41,7 +41,7 @@ export function hashDeployments(s: Sysroot): Map<string, string> {
 }
 
 /**
- * DESIGN.md invariant 3 on a sysroot that `open` recovered: exactly one current
+ * Invariant 3 (docs/invariants.md) on a sysroot that `open` recovered: exactly one current
  * deployment, the symlink resolves to its tree and it verifies; the staged deployment is
  * absent or complete; every ready deployment verifies (no torn tree); no leftovers
  * (work/, trash/, temp files, unrecorded deployment dirs, the lock); the booted

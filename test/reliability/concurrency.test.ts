@@ -1,5 +1,5 @@
 /**
- * Concurrency (DESIGN.md invariant 5): 8 processes run random lifecycle operations
+ * Concurrency (docs/invariants.md invariant 5): 8 processes run random lifecycle operations
  * (stage, finalize, boot, mark-good, rollback, discard, prune, status) against one
  * sysroot, while CLI processes read `status --json` and try writers beside them. One
  * writer at a time: every refused writer gets BUSY (CLI exit 4), and nothing else

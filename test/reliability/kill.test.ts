@@ -1,5 +1,5 @@
 /**
- * Kill test (DESIGN.md invariant 3): a real process running stage, finalize, rollback,
+ * Kill test (docs/invariants.md invariant 3): a real process running stage, finalize, rollback,
  * prune (and boot, mark-good, to keep the lifecycle moving) is SIGKILLed at a random
  * moment, chosen by a timer from outside rather than by a fault hook; after each kill
  * `open` recovers the sysroot and the invariants hold. Each child runs several

@@ -1,6 +1,6 @@
-import { describe, expect, it } from 'vitest';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
 import { hashTree, tempSysroot } from '../../src/testing/index.js';
 import type { StageProgress } from '../../src/stage/stage.js';
 import { progressBar } from '../../src/cli/progress.js';
@@ -46,6 +46,32 @@ describe('stage progress', () => {
       expect(hashTree(t.sysroot.treePath('0001'))).toBe(before);
       // The next stage goes through.
       await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'hello' }] });
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('announces each step as it starts: manifest before the manifest is written, sync and commit before the tree moves', async () => {
+    const t = await tempSysroot({ tree: { 'etc/os-release': 'ID=test\n' } });
+    try {
+      const work = path.join(t.dir, 'work', '0002');
+      const seen: string[] = [];
+      await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'hello' }] }, {
+        onProgress: (p) => {
+          if (p.done !== 0) return;
+          const has = (f: string): string => (fs.existsSync(path.join(work, f)) ? f : `no ${f}`);
+          seen.push(`${p.phase}: ${has('tree')}, ${has('manifest.ndjson')}`);
+        },
+      });
+      expect(seen.filter((s, i) => seen.indexOf(s) === i)).toEqual([
+        'plan: no tree, no manifest.ndjson',
+        'copy: tree, no manifest.ndjson',
+        'apply: tree, no manifest.ndjson',
+        'manifest: tree, no manifest.ndjson',
+        'validate: tree, manifest.ndjson',
+        'sync: tree, manifest.ndjson',
+        'commit: tree, manifest.ndjson',
+      ]);
     } finally {
       t.cleanup();
     }

@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
-import { action, common, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
+import { action, common, xattrOption, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson } from '../io.js';
 
 export function finalizeCommand(program: Command, env: CliEnv): void {
-  common(program.command('finalize'))
+  xattrOption(common(program.command('finalize')))
     .description('the shutdown hook: make the staged deployment current (nothing staged: exit 0)')
     .option('--full-verify', 'verify the whole staged tree, not only what the update changed')
     .action(

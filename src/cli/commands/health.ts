@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { assessHealth, type CheckResult } from '../../boot/health.js';
+import { assessHealth } from '../../assess-health.js';
+import type { CheckResult } from '../../boot/health.js';
 import { action, common, nonNegativeInt, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson } from '../io.js';
 

@@ -2,11 +2,11 @@ import type { Command } from 'commander';
 import { statPath } from '../../fs/durable.js';
 import { Sysroot } from '../../sysroot.js';
 import { sourceFromPath } from '../../sources/detect.js';
-import { action, common, nonNegativeInt, sysrootDir, waitSeconds, type CliEnv, type CommonOptions } from '../common.js';
+import { action, common, xattrOption, nonNegativeInt, sysrootDir, waitSeconds, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson } from '../io.js';
 
 export function initCommand(program: Command, env: CliEnv): void {
-  common(program.command('init'))
+  xattrOption(common(program.command('init')))
     .description('create a sysroot with a first deployment (empty, or from a directory or source) that is current, booted and good')
     .option('--from <source>', 'a directory to copy, or an update source to apply over an empty tree')
     .option('--label <label>', 'a label for the first deployment')
@@ -21,6 +21,8 @@ export function initCommand(program: Command, env: CliEnv): void {
           bootTries: nonNegativeInt('boot-tries', o.bootTries),
           waitSeconds: waitSeconds(o),
           faults: env.faults,
+          onWarning: (m) => env.io.err(`stagedroot: warning: ${m}\n`),
+          xattrPolicy: o.dropUnsupportedXattrs ? 'drop' : 'strict',
         });
         const st = s.status();
         if (o.json) printJson(env.io, st);

@@ -3,7 +3,7 @@ import { StagedrootError } from '../../errors.js';
 import { pathSource } from '../../sources/detect.js';
 import type { BuiltinOptions } from '../../validate/builtins.js';
 import { DEFAULT_SETUID_ALLOW_LIST } from '../../validate/unsafe-modes.js';
-import { action, common, nonNegativeInt, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
+import { action, common, xattrOption, nonNegativeInt, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson } from '../io.js';
 import { progressBar } from '../progress.js';
 
@@ -39,7 +39,7 @@ function builtinsFrom(o: StageCliOptions): BuiltinOptions {
 }
 
 export function stageCommand(program: Command, env: CliEnv): void {
-  common(program.command('stage'))
+  xattrOption(common(program.command('stage')))
     .description('stage an update (a spec, Ignition config, tar layer or directory; kind detected from its content)')
     .argument('<source>', 'file or directory to stage')
     .option('--label <label>', 'a label for the new deployment')

@@ -1,7 +1,7 @@
 import { StagedrootError } from '../errors.js';
 import { exists, readText, type DurableFs } from '../fs/durable.js';
-import type { Layout } from './layout.js';
-import { stateSchema, type State } from './schema.js';
+import type { Layout } from '../state/layout.js';
+import { stateSchema, type State } from '../state/schema.js';
 
 export interface LoadedState {
   state: State;

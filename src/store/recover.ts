@@ -2,10 +2,11 @@ import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
 import { exists, isDirectory, listDir, readLink } from '../fs/durable.js';
 import { cleanLockLeftovers } from '../fs/lock.js';
-import { removeDeployments } from '../commit/apply-transition.js';
-import { effectiveState } from './model.js';
-import type { BaseState } from './schema.js';
-import { loadState, saveState } from './store.js';
+import { isTempName } from '../state/layout.js';
+import { effectiveState } from '../state/model.js';
+import type { BaseState } from '../state/schema.js';
+import { removeDeployments } from './remove-deployments.js';
+import { loadState, saveState } from './state-file.js';
 
 export interface RecoveryReport {
   state: BaseState;
@@ -25,7 +26,7 @@ export function recover(ctx: Context): RecoveryReport {
   const loaded = loadState(layout);
   if (loaded.recoveredFrom) {
     if (exists(layout.stateFile)) {
-      const aside = `${layout.stateFile}.broken-${ctx.now().toISOString().replace(/[:.]/g, '-')}`;
+      const aside = layout.brokenStateAside(ctx.now());
       dfs.rename(layout.stateFile, aside);
       actions.push(`state.json was unreadable (${loaded.brokenReason}); moved it to ${aside} and restored the last good copy`);
     } else {
@@ -75,7 +76,7 @@ export function recover(ctx: Context): RecoveryReport {
     actions.push(`removed leftovers in ${dir.slice(layout.root.length + 1)}/: ${names.join(', ')}`);
   }
   for (const n of listDir(layout.root)) {
-    if (/^\.(state\.json(\.bak)?\.tmp|current\.new)-/.test(n)) {
+    if (isTempName(n)) {
       dfs.unlink(`${layout.root}/${n}`);
       actions.push(`removed temp file ${n}`);
     }

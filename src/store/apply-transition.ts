@@ -1,9 +1,8 @@
 import type { Context } from '../context.js';
-import { exists } from '../fs/durable.js';
-import { randomSuffix } from '../util/random.js';
 import type { Transition } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
-import { saveState } from '../state/store.js';
+import { removeDeployments } from './remove-deployments.js';
+import { saveState } from './state-file.js';
 
 /**
  * Makes a transition durable. When `current` changes, the swap is three steps, each
@@ -22,17 +21,4 @@ export function applyTransition(ctx: Context, from: BaseState, t: Transition, op
   saveState(layout, dfs, { ...t.next, intent: null });
   removeDeployments(ctx, t.drop);
   return t.next;
-}
-
-/** Moves deployment directories to trash (atomic), then deletes them. */
-export function removeDeployments(ctx: Context, ids: readonly string[]): void {
-  const { layout, dfs } = ctx;
-  for (const id of ids) {
-    const dir = layout.deployment(id);
-    if (!exists(dir)) continue;
-    dfs.mkdir(layout.trashDir);
-    const trash = `${layout.trashDir}/${id}-${randomSuffix()}`;
-    dfs.rename(dir, trash);
-    dfs.removeTree(trash);
-  }
 }

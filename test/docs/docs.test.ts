@@ -1,0 +1,174 @@
+/**
+ * Keeps README.md and docs/ honest where that is cheap: every error code and its exit code,
+ * every CLI verb and option, every status field, working relative links, and no pointer
+ * to files a user of the package does not have.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildProgram } from '../../src/cli/program.js';
+import { StagedrootError, type ErrorCode } from '../../src/errors.js';
+import { EXIT, exitCodeFor } from '../../src/exit-codes.js';
+import { STAGE_PHASES, failureSchema, phaseSchema } from '../../src/state/schema.js';
+import type { Status } from '../../src/state/status.js';
+import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const read = (rel: string): string => fs.readFileSync(path.join(ROOT, rel), 'utf8');
+
+/** README.md and every Markdown file under docs/, as paths relative to the repository. */
+function docFiles(): string[] {
+  const out = ['README.md'];
+  const walk = (rel: string): void => {
+    for (const e of fs.readdirSync(path.join(ROOT, rel), { withFileTypes: true })) {
+      const p = `${rel}/${e.name}`;
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.md')) out.push(p);
+    }
+  };
+  walk('docs');
+  return out;
+}
+
+/** The codes of the ErrorCode union, read from the source (a type has no runtime list). */
+function errorCodes(): string[] {
+  const src = read('src/errors.ts');
+  const union = /export type ErrorCode =([\s\S]*?);/.exec(src);
+  expect(union, 'src/errors.ts declares `export type ErrorCode = ...;`').not.toBeNull();
+  return [...union![1]!.matchAll(/\|\s*'([A-Z_]+)'/g)].map((m) => m[1]!);
+}
+
+/** `## ` sections of a Markdown file: heading line -> body. */
+function sections(md: string): Array<{ heading: string; body: string }> {
+  return md
+    .split(/^(?=## )/m)
+    .filter((s) => s.startsWith('## '))
+    .map((s) => ({ heading: s.slice(0, s.indexOf('\n')), body: s }));
+}
+
+describe('docs/errors.md', () => {
+  const doc = read('docs/errors.md');
+  const rows = new Map([...doc.matchAll(/^\| `([A-Z_]+)` \| (\d) \|/gm)].map((m) => [m[1]!, Number(m[2])]));
+
+  it('lists every error code of src/errors.ts, and no other', () => {
+    const codes = errorCodes();
+    expect(codes.length).toBeGreaterThan(10);
+    expect([...rows.keys()].sort(), 'the table in docs/errors.md must match the ErrorCode union').toEqual([...codes].sort());
+  });
+
+  it('gives each code the exit code the CLI uses for it', () => {
+    for (const [code, exit] of rows) {
+      expect(exit, `exit code of ${code}`).toBe(exitCodeFor(new StagedrootError(code as ErrorCode, 'x')));
+    }
+  });
+
+  it('describes every exit code', () => {
+    const exits = [...doc.matchAll(/^\| (\d) \| /gm)].map((m) => Number(m[1]));
+    expect(exits.sort()).toEqual(Object.values(EXIT).sort());
+  });
+});
+
+describe('docs/cli.md', () => {
+  const doc = read('docs/cli.md');
+  const secs = sections(doc);
+  const program = buildProgram({ io: { out: () => {}, err: () => {}, errIsTty: false, env: {} }, exitCode: 0 });
+  const COMMON = ['--sysroot', '--wait', '--json'];
+  const sectionOf = (verb: string) => secs.find((s) => new RegExp(`\`stagedroot ${verb}[\` ]`).test(s.heading));
+
+  it('has a section for every verb of the program, with every option of that verb', () => {
+    expect(program.commands.length).toBeGreaterThan(10);
+    for (const cmd of program.commands) {
+      const sec = sectionOf(cmd.name());
+      expect(sec, `docs/cli.md needs a "## \`stagedroot ${cmd.name()}\`" section`).toBeDefined();
+      for (const opt of cmd.options) {
+        if (COMMON.includes(opt.long!)) continue;
+        expect(sec!.body, `docs/cli.md, section of ${cmd.name()}: option ${opt.long}`).toContain(`\`${opt.long}`);
+      }
+    }
+  });
+
+  it('documents the options every verb takes, and every verb takes them', () => {
+    const common = secs.find((s) => s.heading.includes('Options every verb takes'));
+    expect(common).toBeDefined();
+    for (const o of COMMON) expect(common!.body).toContain(`\`${o}`);
+    for (const cmd of program.commands) {
+      expect(cmd.options.map((o) => o.long), cmd.name()).toEqual(expect.arrayContaining(COMMON));
+    }
+  });
+
+  it('documents no verb the program does not have', () => {
+    const names = new Set(program.commands.map((c) => c.name()));
+    const documented = secs.flatMap((s) => [...s.heading.matchAll(/`stagedroot ([a-z-]+)/g)].map((m) => m[1]!));
+    expect(documented.length).toBeGreaterThan(10);
+    expect(documented.filter((v) => !names.has(v))).toEqual([]);
+  });
+});
+
+describe('docs/status-json.md', () => {
+  const doc = read('docs/status-json.md');
+  let t: TempSysroot;
+  let status: Status;
+  beforeAll(async () => {
+    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=test\n' } });
+    await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'hi\n' }] });
+    status = t.sysroot.status();
+  });
+  afterAll(() => t?.cleanup());
+
+  it('names every field of a real status, of its deployments and of a failure', () => {
+    const fields = [...Object.keys(status), ...Object.keys(status.deployments[0]!), 'source', ...Object.keys(failureSchema.shape)];
+    for (const f of new Set(fields)) expect(doc, `docs/status-json.md: field ${f}`).toContain(`\`${f}\``);
+  });
+
+  it('names every phase a failure can have', () => {
+    for (const p of phaseSchema.options) expect(doc, `docs/status-json.md: phase ${p}`).toContain(`\`${p}\``);
+    for (const p of STAGE_PHASES) expect(doc, `docs/status-json.md: step ${p}`).toContain(`\`${p}\``);
+  });
+
+  it('shows an example with the fields a real status has (regenerate it with the commands shown there)', () => {
+    const example = /```json\n([\s\S]*?)\n```/.exec(doc);
+    expect(example).not.toBeNull();
+    const parsed = JSON.parse(example![1]!) as Status;
+    expect(Object.keys(parsed).sort()).toEqual(Object.keys(status).sort());
+    const withoutSource = (o: object) => Object.keys(o).filter((k) => k !== 'source').sort();
+    for (const d of parsed.deployments) expect(withoutSource(d)).toEqual(withoutSource(status.deployments[0]!));
+  });
+});
+
+describe('README.md and docs/', () => {
+  it('never send the reader to files a user of the package does not have', () => {
+    for (const f of docFiles()) {
+      const text = read(f);
+      for (const bad of ['../shared', 'shared/DESIGN', '/work/', 'DESIGN.md', 'ANCHORS.md', 'STYLE.md']) {
+        expect(text.includes(bad), `${f} mentions ${bad}`).toBe(false);
+      }
+    }
+  });
+
+  it('have no broken relative links', () => {
+    const broken: string[] = [];
+    for (const f of docFiles()) {
+      for (const m of read(f).matchAll(/\]\(([^)\s]+)\)/g)) {
+        const target = m[1]!.split('#')[0]!;
+        if (target === '' || /^[a-z]+:/i.test(target)) continue;
+        if (!fs.existsSync(path.resolve(path.dirname(path.join(ROOT, f)), target))) broken.push(`${f}: ${m[1]}`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it('name only source, test and unit files that exist', () => {
+    const missing: string[] = [];
+    for (const f of docFiles()) {
+      for (const m of read(f).matchAll(/`((?:src|test|scripts|units)\/[^`\s*]+)`/g)) {
+        if (!fs.existsSync(path.join(ROOT, m[1]!))) missing.push(`${f}: ${m[1]}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it('link every page under docs/ from the README', () => {
+    const readme = read('README.md');
+    for (const f of docFiles().filter((x) => x !== 'README.md')) expect(readme, `README.md links ${f}`).toContain(`](${f})`);
+  });
+});
