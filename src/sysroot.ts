@@ -8,7 +8,7 @@ import type { PathChange } from './fs/diff-manifests.js';
 import { exists, readLink } from './fs/durable.js';
 import { acquireLock } from './fs/lock.js';
 import type { Drift } from './fs/verify-tree.js';
-import { runTreeTask } from './fs/tree-jobs.js';
+import { runTreeTask, warmTreeWorker } from './fs/tree-jobs.js';
 import { storageKind, type StorageKind } from './fs/storage.js';
 import { discardStaged, prune } from './gc/prune.js';
 import { markBad, rollback } from './rollback/rollback.js';
@@ -151,6 +151,7 @@ export class Sysroot {
    */
   async stage(input: StageInput, o: StageOptions = {}): Promise<StageResult> {
     const source = toSource(input);
+    warmTreeWorker(); // its start overlaps the lock, recovery and the source's plan
     return this.write('stage', (s) => stage(this.ctx, s, source, { ...o, builtins: { ...this.builtins, ...o.builtins } }));
   }
 

@@ -22,7 +22,7 @@ export interface PatchResult {
   entries: number;
 }
 
-export function patchManifest(tree: string, before: string, after: string, events: readonly TouchEvent[], faults: FaultHook = noFaults): PatchResult {
+export function patchManifest(tree: string, before: string | readonly string[], after: string, events: readonly TouchEvent[], faults: FaultHook = noFaults): PatchResult {
   const removed = new Set<string>();
   const dirty = new Set<string>();
   for (const ev of events) {
@@ -52,20 +52,26 @@ export function patchManifest(tree: string, before: string, after: string, event
 
   // `before` was written by copyTree moments ago, line by line in ManifestWriter's
   // format: its untouched lines are copied through as they are, never re-parsed.
-  const r = new ManifestReader(before);
+  // Several files (the parts of a split copy) are read one after the other, in order.
   const w = new ManifestWriter(after, faults);
   let k = 0;
   let entries = 0;
   try {
-    for (let e = r.nextRaw(); e !== null; e = r.nextRaw()) {
-      while (k < fresh.length && comparePaths(fresh[k]!.p, e.p) < 0) w.write(fresh[k++]!);
-      if (dirty.has(e.p) || underRemoved(e.p)) continue;
-      w.writeLine(e.p, e.line);
+    for (const file of typeof before === 'string' ? [before] : before) {
+      const r = new ManifestReader(file);
+      try {
+        for (let e = r.nextRaw(); e !== null; e = r.nextRaw()) {
+          while (k < fresh.length && comparePaths(fresh[k]!.p, e.p) < 0) w.write(fresh[k++]!);
+          if (dirty.has(e.p) || underRemoved(e.p)) continue;
+          w.writeLine(e.p, e.line);
+        }
+      } finally {
+        r.close();
+      }
     }
     while (k < fresh.length) w.write(fresh[k++]!);
     entries = w.count;
   } finally {
-    r.close();
     w.close(false);
   }
   const present = new Set(fresh.map((e) => e.p));

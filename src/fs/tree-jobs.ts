@@ -67,8 +67,31 @@ const idle: Worker[] = [];
 const MAX_IDLE = 4;
 let nextId = 1;
 
+/**
+ * Starts a worker ahead of its first task (loading its modules takes a moment), so that
+ * a stage's planning and the worker's start overlap. A no-op when one is idle already.
+ */
+export function warmTreeWorker(): void {
+  const url = workerUrl();
+  if (url === null || idle.length > 0) return;
+  const w = spawnWorker(url);
+  w.unref();
+  idle.push(w);
+}
+
+/** A new worker that leaves the idle list when it dies (its task, if any, sees 'exit' itself). */
+function spawnWorker(url: URL): Worker {
+  const w = new Worker(url);
+  w.on('error', () => {}); // reported to the task that runs on it; an idle one is just dropped
+  w.on('exit', () => {
+    const i = idle.indexOf(w);
+    if (i >= 0) idle.splice(i, 1);
+  });
+  return w;
+}
+
 function takeWorker(url: URL): Worker {
-  const w = idle.pop() ?? new Worker(url);
+  const w = idle.pop() ?? spawnWorker(url);
   w.ref();
   return w;
 }

@@ -1,5 +1,5 @@
 import { StagedrootError } from '../errors.js';
-import { copyTree, type CopyPolicy, type CopyProgress, type CopyResult } from './copy-tree.js';
+import { copyTree, type CopyPolicy, type CopyProgress, type CopyResult, type CopyTreeOptions } from './copy-tree.js';
 import { diffManifests, type PathChange } from './diff-manifests.js';
 import type { FaultHook } from './faults.js';
 import { hashFile } from './hash.js';
@@ -38,6 +38,7 @@ export interface CopyArgs {
   manifestOut: string;
   total?: number | null;
   xattrPolicy?: XattrPolicy;
+  part?: CopyTreeOptions['part'];
 }
 
 export const treeTasks = {
@@ -51,7 +52,7 @@ export const treeTasks = {
       checkAbort: () => h.checkAbort(),
     }),
   snapshotManifest: (a: SnapshotManifestArgs, h: TaskHooks): SnapshotManifestResult => snapshotManifest(a, h),
-  patchManifest: (a: { tree: string; before: string; after: string; events: TouchEvent[] }, h: TaskHooks): PatchResult =>
+  patchManifest: (a: { tree: string; before: string | string[]; after: string; events: TouchEvent[] }, h: TaskHooks): PatchResult =>
     patchManifest(a.tree, a.before, a.after, a.events, h.faults),
   verifyTree: (a: { tree: string; manifest: string }, h: TaskHooks): Drift[] =>
     verifyTree(a.tree, a.manifest, { onProgress: (done) => h.progress(done), checkAbort: () => h.checkAbort() }),

@@ -5,7 +5,10 @@ import { writeJson } from '../fs/durable.js';
 import { ManifestWriter } from '../fs/manifest.js';
 import { displayPath } from '../fs/names.js';
 import { RootFs, type TouchEvent } from '../fs/root-fs.js';
-import { runTreeTask } from '../fs/tree-jobs.js';
+import { runTreeTask, treeWorkersAvailable } from '../fs/tree-jobs.js';
+import { copyTreeSplit } from '../fs/copy-split.js';
+import { noFaults, type FaultHook } from '../fs/faults.js';
+import { availableParallelism } from 'node:os';
 import { makeTree, snapshotTree, snapshotsFrom, storageKind, type StorageKind } from '../fs/storage.js';
 import { applyChanges, type ApplyProgress } from './apply-changes.js';
 
@@ -35,6 +38,21 @@ export interface BuiltTree {
   storage: StorageKind;
 }
 
+/** Below this many entries a copy is not worth splitting (a worker's start and the cuts cost more). */
+const SPLIT_MIN_ENTRIES = 20_000;
+
+/**
+ * How many parts a copy is split into: one per core (at most 4) for a big tree, when the
+ * work runs on workers and no fault hook counts the calls (a crash test needs them in one
+ * order). STAGEDROOT_COPY_PARTS=N forces N.
+ */
+function copyParts(entries: number | null, faults: FaultHook): number {
+  const forced = process.env.STAGEDROOT_COPY_PARTS;
+  if (forced !== undefined && /^[1-9]\d*$/.test(forced)) return Number(forced);
+  if (entries === null || entries < SPLIT_MIN_ENTRIES || faults !== noFaults || !treeWorkersAvailable()) return 1;
+  return Math.max(1, Math.min(4, availableParallelism()));
+}
+
 /**
  * Builds a deployment's tree in its work dir: copy the base tree (writing its manifest on
  * the way), apply the change set through the safe-fs layer, patch the manifest with what
@@ -48,6 +66,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   const storage = storageKind(ctx.layout.root, ctx.storage);
   dfs.mkdir(o.work);
   let bytes = 0;
+  let preParts = [pre];
   const sockets: string[] = [];
   const devices: string[] = [];
   const jobs = {
@@ -68,12 +87,12 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     o.onStep?.('copy');
     if (o.from) {
       // On a worker thread: the caller's event loop keeps running during the walk.
-      const copied = await runTreeTask(
-        'copyTree',
-        { src: o.from.tree, dst: tree, policy: o.from.policy, srcManifest: o.from.manifest, manifestOut: pre, total: o.from.entries ?? null, xattrPolicy: ctx.xattrPolicy },
-        { ...jobs, onProgress: o.onCopy },
-      );
-      bytes += copied.bytes;
+      // On worker threads (split in parts on a big tree): the caller's event loop keeps running.
+      const args = { src: o.from.tree, dst: tree, policy: o.from.policy, srcManifest: o.from.manifest, manifestOut: pre, total: o.from.entries ?? null, xattrPolicy: ctx.xattrPolicy };
+      const parts = copyParts(o.from.entries ?? null, ctx.faults);
+      const copied = parts > 1 ? await copyTreeSplit(args, parts, { ...jobs, onProgress: o.onCopy }) : { result: await runTreeTask('copyTree', args, { ...jobs, onProgress: o.onCopy }), manifests: [pre] };
+      preParts = copied.manifests;
+      bytes += copied.result.bytes;
     } else {
       new ManifestWriter(pre, ctx.faults).close(false);
     }
@@ -90,8 +109,8 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     bytes += (await applyChanges(root, o.changes, o.onApply)).bytes;
   }
   o.onStep?.('manifest');
-  const patched = await runTreeTask('patchManifest', { tree, before: pre, after: manifest, events }, jobs);
-  dfs.unlink(pre);
+  const patched = await runTreeTask('patchManifest', { tree, before: preParts, after: manifest, events }, jobs);
+  for (const p of preParts) dfs.unlink(p);
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
   return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes, storage };
 }

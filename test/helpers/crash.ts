@@ -162,10 +162,15 @@ export function startSequence(script: string = CRASH_CHILD): Promise<SequenceChi
  * it the unbundled child is used, slower, and a warning says so.
  */
 export async function bundledCrashChild(dir: string): Promise<string> {
-  const out = path.join(dir, 'crash-child.bundle.mjs');
+  // Native addons (@napi-rs/xattr) cannot be bundled: they stay imports, resolved from the
+  // repository's node_modules, so the bundle is written below it rather than in `dir`.
+  void dir;
+  const cache = path.join(here, '..', '..', 'node_modules', '.cache');
+  fs.mkdirSync(cache, { recursive: true });
+  const out = path.join(fs.mkdtempSync(path.join(cache, 'crash-child-')), 'crash-child.bundle.mjs');
   try {
     const { build } = await import('rolldown');
-    await build({ input: CRASH_CHILD, platform: 'node', logLevel: 'silent', output: { file: out, format: 'esm' } });
+    await build({ input: CRASH_CHILD, platform: 'node', logLevel: 'silent', external: [/^@napi-rs\//], output: { file: out, format: 'esm' } });
     return out;
   } catch (err) {
     console.warn(`crash-child not bundled (${(err as Error).message.split('\n')[0]}): the children start slower`);
