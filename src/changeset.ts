@@ -1,3 +1,6 @@
+import type { Issue } from './errors.js';
+import type { RootFs } from './fs/root-fs.js';
+
 /**
  * The typed filesystem operations every source turns into. Sources build these
  * without touching the disk; src/stage/apply-changes.ts applies them through the
@@ -41,8 +44,16 @@ export interface ChangeSet {
   ops: Iterable<ChangeOp> | AsyncIterable<ChangeOp>;
   /** Number of operations when known (for progress). */
   count?: number;
-  /** Called after the ops are applied, e.g. to enable units. Writes only through the given root. */
-  finish?: (root: import('./fs/root-fs.js').RootFs) => Promise<void>;
+  /**
+   * Things the source accepted but that people should hear about (an unknown field it
+   * ignored, a mode bit the spec version drops). They reach the stage's result.
+   */
+  warnings?: readonly Issue[];
+  /**
+   * Called after the ops are applied, e.g. to enable units. Writes only through the given
+   * root. Returns the warnings found on the finished tree (they join `warnings`).
+   */
+  finish?: (root: RootFs) => Promise<Issue[] | void>;
 }
 
 export function bytes(data: string | Uint8Array): Content {

@@ -24,6 +24,7 @@ export type ErrorCode =
   | 'FINALIZE_FAILED'
   | 'TOOL_MISSING' // an external tool (systemctl, sync) is not installed
   | 'ABORTED' // the caller's AbortSignal cancelled the operation
+  | 'INVARIANT_VIOLATED' // a state write that would break an invariant was refused (a bug, nothing written)
   | 'XATTR_UNSUPPORTED' // the target filesystem refuses an extended attribute a tree carries
   | 'NAME_UNREPRESENTABLE' // a file name that cannot be kept byte for byte
   | 'IO'; // any other filesystem error
@@ -110,7 +111,37 @@ export function errnoOf(err: unknown): string | undefined {
   return typeof code === 'string' && /^E[A-Z0-9]+$/.test(code) ? code : undefined;
 }
 
+/**
+ * The one field-path style for documents (zod-like): `storage.files[2].contents.source`.
+ * Numbers are list indexes; a key that is not a plain identifier is quoted
+ * (`units["a b"]`), so every path reads back to exactly one field.
+ */
+export function fieldPath(parts: readonly PropertyKey[]): string {
+  let out = '';
+  for (const k of parts) {
+    if (typeof k === 'number') out += `[${k}]`;
+    else if (typeof k === 'string' && /^[A-Za-z_$][\w$-]*$/.test(k)) out += out === '' ? k : `.${k}`;
+    else out += `[${JSON.stringify(String(k))}]`;
+  }
+  return out;
+}
+
 /** Formats issues for people, one per line (a pure function, like zod's formatter). */
 export function formatIssues(issues: readonly Issue[]): string {
   return issues.map((i) => `  ${i.severity === 'warning' ? 'warning' : 'error'} ${i.code} at ${i.path || '(root)'}: ${i.message}`).join('\n');
+}
+
+/** Graver first: a bomb outranks an escape, a corrupt source, an unsupported field, a malformed one. */
+const PRECEDENCE: ErrorCode[] = ['UNSAFE_ENTRY', 'PATH_ESCAPE', 'SOURCE_CORRUPT', 'SOURCE_UNSUPPORTED', 'SPEC_INVALID', 'APPLY_FAILED'];
+
+/**
+ * One error for the problems collected in a document or a tree (each issue's `code` is the
+ * error code it stands for; the error takes the gravest): "`what`: N problems:" and the
+ * formatted list. Warnings in the list are carried along but do not choose the code.
+ */
+export function issuesError(issues: readonly Issue[], what: string): StagedrootError {
+  const errors = issues.filter((i) => i.severity === 'error');
+  const code = PRECEDENCE.find((c) => errors.some((i) => i.code === c)) ?? 'SPEC_INVALID';
+  const n = errors.length;
+  return new StagedrootError(code, `${what}: ${n} problem${n === 1 ? '' : 's'}:\n${formatIssues(errors)}`, { issues: [...issues], path: errors[0]?.path });
 }

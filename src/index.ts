@@ -10,6 +10,7 @@ export type { BootEvent } from './state/model.js';
 export type { Validator, ValidatorFn, ValidationContext } from './validate/types.js';
 export type { ChangeOp, ChangeSet, Content } from './changeset.js';
 export type { Source, BaseTree } from './sources/source.js';
+export { ReadOnlyTree } from './fs/read-only-tree.js';
 export { specSource, parseUpdateSpec, updateSpecSchema, type UpdateSpec } from './sources/spec.js';
 export { ignitionSource, ignitionFileSource, type IgnitionOptions } from './sources/ignition/index.js';
 export { sourceFromPath, detectKind, type SourceKind, type SourceOptions } from './sources/detect.js';

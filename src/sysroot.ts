@@ -18,6 +18,7 @@ import type { BaseState, Phase } from './state/schema.js';
 import { statusView, type Status } from './state/status.js';
 import { loadState } from './store/state-file.js';
 import { pathSource } from './sources/detect.js';
+import { checkWaitSeconds } from './util/options.js';
 import { specSource } from './sources/spec.js';
 import { ignitionSource } from './sources/ignition/index.js';
 import type { Source } from './sources/source.js';
@@ -76,15 +77,16 @@ export class Sysroot {
 
   /** Creates a sysroot with a first deployment (empty, from a directory, or from a source) that is current, booted and good. */
   static async init(dir: string, o: InitOptions & SysrootOptions = {}): Promise<Sysroot> {
+    const waitSeconds = checkWaitSeconds(o.waitSeconds ?? 0);
     const ctx = makeContext(dir, o);
     ctx.dfs.mkdir(ctx.layout.root);
-    const lock = await acquireLock(ctx.layout.root, { waitSeconds: o.waitSeconds, operation: 'init', faults: ctx.faults });
+    const lock = await acquireLock(ctx.layout.root, { waitSeconds, operation: 'init', faults: ctx.faults });
     try {
       await initSysroot(ctx, o);
     } finally {
       lock.release();
     }
-    return new Sysroot(ctx, o.waitSeconds ?? 0, [], o.builtins);
+    return new Sysroot(ctx, waitSeconds, [], o.builtins);
   }
 
   /**
@@ -92,10 +94,11 @@ export class Sysroot {
    * holds the lock, recovery is left to it and the handle still reads consistently.
    */
   static async open(dir: string, o: SysrootOptions = {}): Promise<Sysroot> {
+    const waitSeconds = checkWaitSeconds(o.waitSeconds ?? 0);
     const ctx = makeContext(dir, o);
     loadState(ctx.layout); // NOT_A_SYSROOT / STATE_CORRUPT early, with the file named
     let actions: string[] = [];
-    if (o.readOnly) return new Sysroot(ctx, o.waitSeconds ?? 0, actions, o.builtins);
+    if (o.readOnly) return new Sysroot(ctx, waitSeconds, actions, o.builtins);
     try {
       const lock = await acquireLock(ctx.layout.root, { waitSeconds: 0, operation: 'open', faults: ctx.faults });
       try {
@@ -106,7 +109,7 @@ export class Sysroot {
     } catch (err) {
       if (!(err instanceof StagedrootError && err.code === 'BUSY')) throw err;
     }
-    return new Sysroot(ctx, o.waitSeconds ?? 0, actions, o.builtins);
+    return new Sysroot(ctx, waitSeconds, actions, o.builtins);
   }
 
   /** The state in effect now (a pointer swap in progress is resolved by the symlink). Never writes. */
@@ -156,11 +159,11 @@ export class Sysroot {
   }
 
   finalize(o: FinalizeOptions = {}): Promise<FinalizeResult> {
-    return this.write('finalize', (s) => finalize(this.ctx, s, o).result);
+    return this.write('finalize', (s) => finalize(this.ctx, s, o));
   }
 
   boot(): Promise<BootResult> {
-    return this.write('boot', (s) => boot(this.ctx, s).result);
+    return this.write('boot', (s) => boot(this.ctx, s));
   }
 
   markGood(): Promise<Status> {
@@ -176,13 +179,13 @@ export class Sysroot {
   }
 
   discardStaged(): Promise<{ removed: string }> {
-    return this.write('discard', (s) => ({ removed: discardStaged(this.ctx, s).removed }));
+    return this.write('discard', (s) => discardStaged(this.ctx, s));
   }
 
   async prune(o: { keep?: number } = {}): Promise<{ removed: string[] }> {
     const keep = o.keep ?? 3;
     if (!Number.isInteger(keep) || keep < 0) throw new StagedrootError('USAGE', `Expected --keep to be a non-negative integer, got ${String(o.keep)}`, { option: 'keep', value: o.keep });
-    return this.write('prune', (s) => ({ removed: prune(this.ctx, s, keep).removed }));
+    return this.write('prune', (s) => prune(this.ctx, s, keep));
   }
 
   pin(id: string, pinned = true): Promise<Status> {

@@ -258,11 +258,17 @@ describe('Sysroot lifecycle (library)', () => {
   it('a directory tree built with buildTree can be staged over by later updates', async () => {
     // Sanity of the helpers users rely on: tempSysroot + buildTree + reboot.
     t = await tempSysroot({ tree: { 'etc/a': 'a\n' } });
-    buildTree(path.join(t.scratch, 'more'), { 'x/y': 'z' });
-    await t.sysroot.stage({ files: [{ path: '/etc/b', contents: 'b\n' }] });
-    const r = await reboot(t.sysroot);
-    expect(r.finalize).toMatchObject({ finalized: true, id: '0002' });
+    const more = buildTree(path.join(t.scratch, 'more'), { 'x/y': 'z' });
+    const layered = await t.sysroot.stage(more);
+    expect(layered.delta).toEqual(['x', 'x/y']);
+    let r = await reboot(t.sysroot);
     expect(r.boot.event).toMatchObject({ kind: 'booted', id: '0002' });
-    expect(fs.readFileSync(path.join(t.dir, 'current', 'etc', 'b'), 'utf8')).toBe('b\n');
+    // A later update over the tree the directory made: both stay, and the base too.
+    await t.sysroot.stage({ files: [{ path: '/etc/b', contents: 'b\n' }] });
+    r = await reboot(t.sysroot);
+    expect(r.finalize).toMatchObject({ finalized: true, id: '0003' });
+    expect(r.boot.event).toMatchObject({ kind: 'booted', id: '0003' });
+    const current = (p: string) => fs.readFileSync(path.join(t!.dir, 'current', p), 'utf8');
+    expect([current('etc/a'), current('x/y'), current('etc/b')]).toEqual(['a\n', 'z', 'b\n']);
   });
 });

@@ -10,10 +10,10 @@ export interface BootResult {
 }
 
 /** The early-boot hook: records the booted deployment, uses one try, falls back when none are left. */
-export function boot(ctx: Context, s: BaseState): { state: BaseState; result: BootResult } {
+export function boot(ctx: Context, s: BaseState): BootResult {
   const t = bootTransition(s, ctx.now().toISOString());
-  const state = applyTransition(ctx, s, t, 'boot');
-  return { state, result: { event: t.event, finalizeFailure: t.finalizeFailure } };
+  applyTransition(ctx, s, t, 'boot');
+  return { event: t.event, finalizeFailure: t.finalizeFailure };
 }
 
 /** Health checks passed: the booted deployment is good and its tries are cleared. */

@@ -1,7 +1,8 @@
 import * as path from 'node:path';
 import { StagedrootError } from '../errors.js';
 import { isDirectory, listDir, statPath } from '../fs/durable.js';
-import { checkTimeout, describeOutcome, parseCommand, runCommand, type CommandSpec } from '../util/run-command.js';
+import { checkTimeoutMs } from '../util/options.js';
+import { describeOutcome, parseCommand, runCommand, type CommandSpec } from '../util/run-command.js';
 
 /**
  * Health checks, as greenboot has them: `required` checks must pass for the booted
@@ -84,12 +85,12 @@ function dirChecks(dir: string, kind: HealthKind, mustExist: boolean, timeoutMs:
 }
 
 function plan(o: HealthOptions): Planned[] {
-  const timeout = checkTimeout(o.timeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS, 'health timeoutMs');
+  const timeout = checkTimeoutMs(o.timeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS, 'timeoutMs');
   const cmds = (kind: HealthKind, list: readonly (HealthCheck | string)[] = []): Planned[] =>
-    list.map((c) => {
+    list.map((c, i) => {
       const check = typeof c === 'string' ? { command: c } : c;
-      const cmd = parseCommand(check.command, `${kind} check`);
-      return { kind, name: check.name ?? cmd.display, cmd, timeoutMs: checkTimeout(check.timeoutMs ?? timeout, `${kind} check timeoutMs`) };
+      const cmd = parseCommand(check.command, typeof c === 'string' ? `${kind}[${i}]` : `${kind}[${i}].command`);
+      return { kind, name: check.name ?? cmd.display, cmd, timeoutMs: checkTimeoutMs(check.timeoutMs ?? timeout, `${kind}[${i}].timeoutMs`) };
     });
   return [
     ...cmds('required', o.required),

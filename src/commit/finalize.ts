@@ -23,18 +23,18 @@ export type FinalizeResult =
  * manifest's checksum and the whole tree);
  * a mismatch is recorded durably as a finalize failure, and current stays as it was.
  */
-export function finalize(ctx: Context, s: BaseState, o: FinalizeOptions = {}): { state: BaseState; result: FinalizeResult } {
-  if (s.staged === null) return { state: s, result: { finalized: false, reason: 'nothing-staged' } };
+export function finalize(ctx: Context, s: BaseState, o: FinalizeOptions = {}): FinalizeResult {
+  if (s.staged === null) return { finalized: false, reason: 'nothing-staged' };
   const staged = mustFind(s, s.staged);
-  if (staged.locked) return { state: s, result: { finalized: false, reason: 'locked', id: staged.id } };
+  if (staged.locked) return { finalized: false, reason: 'locked', id: staged.id };
   const problem = checkStaged(ctx, staged.id, staged.manifestSha256, o.fullVerify ?? false);
   if (problem !== null) {
     const failure = { id: staged.id, label: staged.label, phase: 'finalize' as const, reason: problem, at: ctx.now().toISOString(), code: 'FINALIZE_FAILED' };
     applyTransition(ctx, s, finalizeFailed(s, failure), 'finalize-failed');
     throw new StagedrootError('FINALIZE_FAILED', `Finalize of deployment ${staged.id} (${staged.label}) failed: ${problem}; current stays ${s.current}`, { value: staged.id });
   }
-  const next = applyTransition(ctx, s, finalizeTransition(s), 'finalize');
-  return { state: next, result: { finalized: true, id: staged.id, previous: s.current } };
+  applyTransition(ctx, s, finalizeTransition(s), 'finalize');
+  return { finalized: true, id: staged.id, previous: s.current };
 }
 
 /** Why the staged tree cannot be trusted, or null. */

@@ -40,12 +40,10 @@ export function countingHook(): FaultHook & { count: number; ops: string[] } {
 
 /**
  * Reads the fault knobs a CLI process is started with. Only the CLI entry calls this
- * (never at import time): STAGEDROOT_FAULT_KILL_AFTER=n kills after the n-th mutation,
- * STAGEDROOT_FAULT_COUNT_FILE=path writes the final count there on exit.
+ * (never at import time): STAGEDROOT_FAULT_KILL_AFTER=n kills after the n-th mutation.
  */
 export function faultHookFromEnv(env: NodeJS.ProcessEnv): FaultHook | undefined {
   const kill = env.STAGEDROOT_FAULT_KILL_AFTER;
   if (kill !== undefined && /^\d+$/.test(kill)) return killAfter(Number(kill));
-  if (env.STAGEDROOT_FAULT_COUNT !== undefined) return countingHook();
   return undefined;
 }

@@ -31,7 +31,7 @@ export interface LockHandle {
 }
 
 export interface LockOptions {
-  /** Seconds to wait for another writer; 0 (the default) fails at once with BUSY. */
+  /** Seconds to wait for another writer; 0 (the default) fails at once with BUSY. Checked by the caller (Sysroot). */
   waitSeconds?: number;
   operation?: string;
   faults?: FaultHook;
@@ -43,9 +43,6 @@ export async function acquireLock(sysroot: string, opts: LockOptions = {}): Prom
   const faults = opts.faults ?? noFaults;
   const lockDir = path.join(sysroot, 'lock');
   const wait = opts.waitSeconds ?? 0;
-  if (typeof wait !== 'number' || !Number.isFinite(wait) || wait < 0) {
-    throw new StagedrootError('USAGE', `Expected waitSeconds to be a non-negative number of seconds, got ${String(wait)}`, { option: 'waitSeconds', value: wait });
-  }
   const deadline = Date.now() + wait * 1000;
   const owner = newOwner(opts.operation ?? 'write');
   for (;;) {

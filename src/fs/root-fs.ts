@@ -1,9 +1,14 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { StagedrootError, errnoOf } from '../errors.js';
+import { StagedrootError } from '../errors.js';
 import { noFaults, type FaultHook } from './faults.js';
-import { splitSourcePath, MAX_PATH_DEPTH } from './paths.js';
+import { ioError } from './io-error.js';
+import { ReadOnlyTree } from './read-only-tree.js';
+import { resolveInRoot, type Resolved } from './resolve-in-root.js';
+
+export { ioError } from './io-error.js';
+export type { Resolved } from './resolve-in-root.js';
 
 /** What happened to a tree path, for incremental manifest updates. */
 export interface TouchEvent {
@@ -40,16 +45,6 @@ export interface CreateOptions {
   replace?: boolean;
 }
 
-export interface Resolved {
-  /** Host path of the entry (its parent is a real directory inside the root). */
-  hostPath: string;
-  /** Real tree-relative path ("" is the root). */
-  rel: string;
-  /** lstat of the entry, or null when it does not exist. */
-  stat: fs.Stats | null;
-}
-
-const MAX_SYMLINK_HOPS = 40;
 const O_NOFOLLOW = fs.constants.O_NOFOLLOW;
 const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
 
@@ -76,75 +71,25 @@ export class RootFs {
   // ---------------------------------------------------------------- resolution
 
   /**
-   * Resolves a tree path. Intermediate symlinks are always followed inside the root;
-   * the last one only with `followLast`. With `createParents`, missing intermediate
-   * directories are created (mode 0755) one component at a time.
+   * Resolves a tree path (see resolveInRoot). Intermediate symlinks are always followed
+   * inside the root; the last one only with `followLast`. With `createParents`, missing
+   * intermediate directories are created (mode 0755) one component at a time.
    */
   resolve(p: string, opts: { followLast?: boolean; createParents?: boolean; dirMode?: number } = {}): Resolved {
-    const original = p;
-    // A backslash is an ordinary byte of a Linux name here; sources decide what they accept.
-    const queue = splitSourcePath(p, 'path', { allowBackslash: true });
-    if (queue.length > MAX_PATH_DEPTH) {
-      throw new StagedrootError('UNSAFE_ENTRY', `The path ${original} is ${queue.length} components deep (limit ${MAX_PATH_DEPTH})`, { path: original });
-    }
-    const stack: string[] = [];
-    let hops = 0;
-    while (queue.length > 0) {
-      const c = queue.shift()!;
-      if (c === '..') {
-        stack.pop(); // chroot: ".." at the root stays at the root
-        continue;
-      }
-      const isLast = queue.length === 0;
-      const host = this.hostOf([...stack, c]);
-      let st: fs.Stats | null = null;
-      try {
-        st = fs.lstatSync(host);
-      } catch (err) {
-        if (errnoOf(err) !== 'ENOENT') throw ioError(err, original, host);
-      }
-      if (st === null) {
-        if (isLast) return this.checked({ hostPath: host, rel: [...stack, c].join('/'), stat: null });
-        if (!opts.createParents) {
-          throw new StagedrootError('APPLY_FAILED', `Cannot resolve ${original}: ${[...stack, c].join('/')} does not exist`, { path: original, resolvedPath: host, errno: 'ENOENT' });
-        }
-        this.mkdirRaw(host, opts.dirMode ?? 0o755);
-        this.onTouch({ kind: 'touch', path: [...stack, c].join('/') });
-        stack.push(c);
-        continue;
-      }
-      if (st.isSymbolicLink() && (!isLast || opts.followLast)) {
-        if (++hops > MAX_SYMLINK_HOPS) {
-          throw new StagedrootError('APPLY_FAILED', `Too many levels of symbolic links resolving ${original}`, { path: original, errno: 'ELOOP' });
-        }
-        const target = fs.readlinkSync(host);
-        if (target.startsWith('/')) stack.length = 0;
-        const tparts = target.split('/').filter((x) => x !== '' && x !== '.');
-        queue.unshift(...tparts);
-        continue;
-      }
-      if (isLast) return this.checked({ hostPath: host, rel: [...stack, c].join('/'), stat: st });
-      if (!st.isDirectory()) {
-        const at = [...stack, c].join('/');
-        throw new StagedrootError('APPLY_FAILED', `Cannot create ${original}: its parent path ${at} is not a directory (ENOTDIR)`, { path: original, resolvedPath: host, errno: 'ENOTDIR' });
-      }
-      stack.push(c);
-    }
-    // Only reachable when every component was ".." or a symlink to the root.
-    return this.checked({ hostPath: this.root, rel: '', stat: fs.lstatSync(this.root) });
+    return resolveInRoot(this.root, p, {
+      followLast: opts.followLast,
+      createParent: opts.createParents
+        ? (host, rel) => {
+            this.mkdirRaw(host, opts.dirMode ?? 0o755);
+            this.onTouch({ kind: 'touch', path: rel });
+          }
+        : undefined,
+    });
   }
 
-  /** Host path of a list of real components. */
-  private hostOf(parts: string[]): string {
-    return parts.length === 0 ? this.root : this.root + '/' + parts.join('/');
-  }
-
-  /** Defence in depth: whatever resolution did, the result must be inside the root. */
-  private checked(r: Resolved): Resolved {
-    if (r.hostPath !== this.root && !r.hostPath.startsWith(this.root + '/')) {
-      throw new StagedrootError('PATH_ESCAPE', `Path ${r.rel} resolves outside the root`, { path: r.rel, resolvedPath: r.hostPath });
-    }
-    return r;
+  /** The same tree, seen through a view that cannot write (for code that only reads). */
+  readOnly(): ReadOnlyTree {
+    return new ReadOnlyTree(this.root);
   }
 
   // ---------------------------------------------------------------- reads
@@ -480,22 +425,4 @@ function safeUnlink(p: string): void {
   } catch {
     // already gone
   }
-}
-
-/**
- * Wraps a Node filesystem error, naming the path. Inside a tree an update is applied to,
- * a path conflict (ENOTDIR, EEXIST, EISDIR, ELOOP, ENOENT, EMLINK) is the update's fault:
- * APPLY_FAILED, a rejection (exit 3). Anything else, and every error on the sysroot's own
- * files (`where: 'sysroot'`), is the machine's: IO (exit 1), or NO_SPACE.
- */
-export function ioError(err: unknown, p: string, host: string, where: 'tree' | 'sysroot' = 'tree'): StagedrootError {
-  if (err instanceof StagedrootError) return err;
-  const errno = errnoOf(err);
-  const msg = (err as Error)?.message ?? String(err);
-  if (errno === 'ENOSPC' || errno === 'EDQUOT') {
-    return new StagedrootError('NO_SPACE', `No space left writing ${p} (${errno})`, { path: p, resolvedPath: host, errno, cause: err });
-  }
-  const conflict = errno === 'ENOTDIR' || errno === 'EEXIST' || errno === 'EISDIR' || errno === 'ELOOP' || errno === 'ENOENT' || errno === 'EMLINK';
-  const code = where === 'tree' && conflict ? 'APPLY_FAILED' : 'IO';
-  return new StagedrootError(code, `Cannot write ${p}: ${msg}`, { path: p, resolvedPath: host, errno, cause: err });
 }

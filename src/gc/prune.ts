@@ -4,13 +4,15 @@ import { discardTransition, pruneTransition } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
 
 /** Removes deployments beyond the `keep` newest, never booted, current, staged, rollback, pinned or the last failure. */
-export function prune(ctx: Context, s: BaseState, keep: number): { state: BaseState; removed: string[] } {
+export function prune(ctx: Context, s: BaseState, keep: number): { removed: string[] } {
   const t = pruneTransition(s, keep);
-  return { state: applyTransition(ctx, s, t, 'prune'), removed: t.drop };
+  applyTransition(ctx, s, t, 'prune');
+  return { removed: t.drop };
 }
 
 /** Drops the staged deployment. */
-export function discardStaged(ctx: Context, s: BaseState): { state: BaseState; removed: string } {
+export function discardStaged(ctx: Context, s: BaseState): { removed: string } {
   const t = discardTransition(s);
-  return { state: applyTransition(ctx, s, t, 'discard'), removed: t.drop[0]! };
+  applyTransition(ctx, s, t, 'discard');
+  return { removed: t.drop[0]! };
 }

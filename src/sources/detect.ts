@@ -1,14 +1,12 @@
 import { StagedrootError } from '../errors.js';
 import { readBytes, readHead, statPath } from '../fs/durable.js';
 import { directorySource } from './directory.js';
+import { MAX_DOCUMENT_BYTES, readJsonDocument } from './document.js';
 import type { LayerOptions } from './layer-plan.js';
 import type { Source } from './source.js';
 import { specSource } from './spec.js';
 import { ignitionFileSource } from './ignition/index.js';
 import { tarLayerSource } from './tar-layer.js';
-
-/** Spec and config documents larger than this are refused (a JSON bomb is not an update). */
-export const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
 
 export type SourceKind = 'spec' | 'ignition' | 'tar' | 'directory';
 
@@ -46,8 +44,6 @@ export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
       return tarLayerSource(p, o);
     case 'directory':
       return directorySource(p, o);
-    default:
-      throw new StagedrootError('SOURCE_UNSUPPORTED', `${p} is a ${kind} source, which this build of stagedroot cannot apply yet`, { path: p });
   }
 }
 
@@ -71,14 +67,7 @@ export function specFileSource(p: string): Source {
     kind: 'spec',
     describe: `spec ${p}`,
     async plan(base) {
-      const text = readBytes(p, MAX_DOCUMENT_BYTES)!.toString('utf8');
-      let doc: unknown;
-      try {
-        doc = JSON.parse(text);
-      } catch (err) {
-        throw new StagedrootError('SPEC_INVALID', `${p} is not valid JSON: ${(err as Error).message}`, { path: p, issues: [{ code: 'SPEC_INVALID', path: '', message: (err as Error).message, severity: 'error' }] });
-      }
-      return specSource(doc, `spec ${p}`).plan(base);
+      return specSource(readJsonDocument(p, 'The update spec'), `spec ${p}`).plan(base);
     },
   };
 }

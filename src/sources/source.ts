@@ -1,11 +1,11 @@
 import type { ChangeSet } from '../changeset.js';
+import type { ReadOnlyTree } from '../fs/read-only-tree.js';
 
-/** Read-only access to the tree an update is applied over (for names in etc/passwd, unit files). */
-export interface BaseTree {
-  /** Host path of the base tree's root (read only). */
-  root: string;
-  readFile(path: string): Buffer | null;
-}
+/**
+ * The tree an update is applied over (for names in etc/passwd, unit files), seen
+ * read-only: a source plans, it never writes into the booted tree.
+ */
+export type BaseTree = ReadOnlyTree;
 
 /** Anything that can be turned into a change set: a spec, an Ignition config, a layer, a directory. */
 export interface Source {

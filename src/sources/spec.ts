@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { StagedrootError, type Issue } from '../errors.js';
+import { issuesError } from '../errors.js';
+import { zodIssues } from './document.js';
 import { bytes, type ChangeOp, type ChangeSet } from '../changeset.js';
 import { normalizeTreePath } from '../fs/paths.js';
 import type { Source } from './source.js';
@@ -66,23 +67,10 @@ export const updateSpecSchema = z
 
 export type UpdateSpec = z.input<typeof updateSpecSchema>;
 
-/** zod issues as stagedroot issues, with paths like "files[2].mode". */
-export function zodIssues(err: z.ZodError, code = 'SPEC_INVALID'): Issue[] {
-  return err.issues.map((i) => ({
-    code,
-    path: i.path.map((k, n) => (typeof k === 'number' ? `[${k}]` : n === 0 ? String(k) : `.${String(k)}`)).join(''),
-    message: i.code === 'unrecognized_keys' ? `unknown field(s): ${i.keys.join(', ')}` : i.message,
-    severity: 'error' as const,
-  }));
-}
-
 /** Parses and checks a spec document; every bad field is listed in the error's issues. */
 export function parseUpdateSpec(doc: unknown, where = 'update spec'): z.output<typeof updateSpecSchema> {
   const r = updateSpecSchema.safeParse(doc);
-  if (!r.success) {
-    const issues = zodIssues(r.error);
-    throw new StagedrootError('SPEC_INVALID', `The ${where} is invalid (${issues.length} problem${issues.length === 1 ? '' : 's'}):\n${issues.map((i) => `  ${i.path || '(root)'}: ${i.message}`).join('\n')}`, { issues, path: issues[0]?.path });
-  }
+  if (!r.success) throw issuesError(zodIssues(r.error), `The ${where} is invalid`);
   return r.data;
 }
 

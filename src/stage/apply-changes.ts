@@ -1,5 +1,5 @@
 import type { ChangeOp, ChangeSet } from '../changeset.js';
-import { StagedrootError } from '../errors.js';
+import { StagedrootError, type Issue } from '../errors.js';
 import type { RootFs } from '../fs/root-fs.js';
 import { performance } from 'node:perf_hooks';
 
@@ -53,7 +53,7 @@ async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
 }
 
 /** Applies a change set in order; an error names the operation and its path. */
-export async function applyChanges(root: RootFs, cs: ChangeSet, onProgress?: (p: ApplyProgress) => void): Promise<{ ops: number; bytes: number }> {
+export async function applyChanges(root: RootFs, cs: ChangeSet, onProgress?: (p: ApplyProgress) => void): Promise<{ ops: number; bytes: number; warnings: Issue[] }> {
   let done = 0;
   let bytes = 0;
   let lastYield = performance.now();
@@ -76,7 +76,7 @@ export async function applyChanges(root: RootFs, cs: ChangeSet, onProgress?: (p:
     done += 1;
     if (onProgress && (done % 100 === 0)) onProgress({ done, total: cs.count ?? null, bytes });
   }
-  if (cs.finish) await cs.finish(root);
+  const warnings = [...(cs.warnings ?? []), ...((cs.finish ? await cs.finish(root) : undefined) ?? [])];
   onProgress?.({ done, total: cs.count ?? done, bytes });
-  return { ops: done, bytes };
+  return { ops: done, bytes, warnings };
 }

@@ -1,5 +1,6 @@
 import type { ChangeSet } from '../changeset.js';
 import type { Context } from '../context.js';
+import type { Issue } from '../errors.js';
 import type { CopyPolicy, CopyProgress } from '../fs/copy-tree.js';
 import { writeJson } from '../fs/durable.js';
 import { ManifestWriter } from '../fs/manifest.js';
@@ -36,6 +37,8 @@ export interface BuiltTree {
   bytes: number;
   /** How the tree is stored (a btrfs subvolume, or a plain directory). */
   storage: StorageKind;
+  /** What the change set's source warned about (accepted, but worth saying). */
+  warnings: Issue[];
 }
 
 /** Below this many entries a copy is not worth splitting (a worker's start and the cuts cost more). */
@@ -103,14 +106,17 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   if (devices.length > 0) ctx.warn(`skipped ${devices.length} device node${devices.length === 1 ? '' : 's'} (devices come from devtmpfs at boot, not from a tree): ${devices.map(displayPath).join(', ')}`);
   o.onTreeBuilt?.();
   const events: TouchEvent[] = [];
+  const warnings: Issue[] = [];
   o.onStep?.('apply');
   if (o.changes) {
     const root = new RootFs(tree, { faults: ctx.faults, durability: 'deferred', onTouch: (e) => events.push(e) });
-    bytes += (await applyChanges(root, o.changes, o.onApply)).bytes;
+    const applied = await applyChanges(root, o.changes, o.onApply);
+    bytes += applied.bytes;
+    warnings.push(...applied.warnings);
   }
   o.onStep?.('manifest');
   const patched = await runTreeTask('patchManifest', { tree, before: preParts, after: manifest, events }, jobs);
   for (const p of preParts) dfs.unlink(p);
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
-  return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes, storage };
+  return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes, storage, warnings };
 }

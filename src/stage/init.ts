@@ -2,7 +2,7 @@ import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
 import { exists, isDirectory, listDir, syncFilesystem } from '../fs/durable.js';
 import { runTreeTask } from '../fs/tree-jobs.js';
-import { RootFs } from '../fs/root-fs.js';
+import { ReadOnlyTree } from '../fs/read-only-tree.js';
 import { isTempName } from '../state/layout.js';
 import { newRecord } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
@@ -24,7 +24,7 @@ export interface InitOptions {
  * is written last: a crash before it leaves no sysroot, and the leftovers are cleared by
  * the next `init`.
  */
-export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<BaseState> {
+export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<void> {
   const { layout, dfs } = ctx;
   if (o.bootTries !== undefined && !(Number.isInteger(o.bootTries) && o.bootTries >= 1 && o.bootTries <= 100)) {
     throw new StagedrootError('USAGE', `Expected --boot-tries to be an integer from 1 to 100, got ${String(o.bootTries)}`, { option: 'bootTries', value: o.bootTries });
@@ -47,13 +47,14 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<Ba
   // A source is planned against what it is applied to: the directory to copy, or an empty tree.
   const planRoot = o.fromDirectory ?? `${work}/empty`;
   if (o.fromDirectory === undefined) dfs.mkdir(planRoot);
-  const cs = o.source ? await o.source.plan({ root: planRoot, readFile: (p) => new RootFs(planRoot).readFile(p) }) : undefined;
+  const cs = o.source ? await o.source.plan(new ReadOnlyTree(planRoot)) : undefined;
   const built = await buildTree(ctx, {
     work,
     from: o.fromDirectory === undefined ? undefined : { tree: o.fromDirectory, policy: { hardlinkPrefixes: [], mode: 'reflink' } },
     changes: cs,
   });
   if (o.fromDirectory === undefined) dfs.removeTree(planRoot);
+  for (const w of built.warnings) ctx.warn(`${w.code} at ${w.path || '(root)'}: ${w.message}`);
   const description = cs?.description ?? (o.fromDirectory ? `directory ${o.fromDirectory}` : 'empty tree');
   const label = o.label ?? cs?.label ?? 'initial';
   await syncFilesystem(work);
@@ -73,5 +74,4 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<Ba
     deployments: [newRecord({ id, label, parent: null, at: ctx.now().toISOString(), source: description, entries: built.entries, bytes: built.bytes, manifestSha256, good: true })],
   };
   saveState(layout, dfs, { ...state, intent: null });
-  return state;
 }

@@ -4,7 +4,7 @@ import type { CopyPolicy } from '../fs/copy-tree.js';
 import { freeSpace, listDir, syncFilesystem } from '../fs/durable.js';
 import { runTreeTask } from '../fs/tree-jobs.js';
 import { snapshotsFrom } from '../fs/storage.js';
-import { RootFs } from '../fs/root-fs.js';
+import { ReadOnlyTree } from '../fs/read-only-tree.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
@@ -12,7 +12,7 @@ import { buildTree, type BuiltTree } from './build-tree.js';
 import type { Source } from '../sources/source.js';
 import type { ChangeSet } from '../changeset.js';
 import { resolveBuiltins, type BuiltinOptions, type ResolvedBuiltins } from '../validate/builtins.js';
-import { planCommandValidators, type CommandValidator } from '../validate/command-validators.js';
+import { planCommandValidators, type CommandValidator, type PlannedValidator } from '../validate/command-validators.js';
 import { checkFreeSpace, estimateBytes, withSpaceFigures, type SpaceEstimate } from '../validate/free-space.js';
 import type { Validator } from '../validate/types.js';
 import { validateTree } from '../validate/validate-tree.js';
@@ -82,6 +82,8 @@ interface Run {
   readonly source: Source;
   readonly opts: StageOptions;
   readonly builtins: ResolvedBuiltins;
+  /** The command validators, their options checked once (startRun). */
+  readonly commands: readonly PlannedValidator[];
   readonly policy: CopyPolicy;
   readonly base: DeploymentRecord;
   readonly id: string;
@@ -105,7 +107,6 @@ interface Run {
 function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOptions): Run {
   const { layout } = ctx;
   const builtins = resolveBuiltins(opts.builtins);
-  planCommandValidators(opts.commands ?? []);
   const id = nextId([state.lastId, ...state.deployments.map((d) => d.id), ...listDir(layout.deployDir), ...listDir(layout.workDir)]);
   return {
     ctx,
@@ -113,6 +114,7 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOpt
     source,
     opts,
     builtins,
+    commands: planCommandValidators(opts.commands ?? []),
     policy: { ...DEFAULT_COPY_POLICY, ...opts.copyPolicy },
     base: mustFind(state, stageBase(state)),
     id,
@@ -134,7 +136,7 @@ function enter(run: Run, phase: StagePhase, total: number | null = null): void {
 async function plan(run: Run): Promise<ChangeSet> {
   enter(run, 'plan');
   const baseTree = run.ctx.layout.tree(run.base.id);
-  const changes = await run.source.plan({ root: baseTree, readFile: (p) => new RootFs(baseTree).readFile(p) });
+  const changes = await run.source.plan(new ReadOnlyTree(baseTree));
   run.changes = changes;
   run.label = run.opts.label ?? changes.label ?? run.label;
   return changes;
@@ -181,7 +183,7 @@ async function validate(run: Run, built: BuiltTree): Promise<Issue[]> {
   const { id, label, opts } = run;
   enter(run, 'validate', opts.validators?.length ?? 0);
   const vctx = { tree: built.tree, id, label, manifest: built.manifest, delta: built.delta, baseTree: run.ctx.layout.tree(run.base.id), signal: opts.signal };
-  const result = await validateTree(vctx, { builtins: run.builtins, commands: opts.commands, validators: opts.validators });
+  const result = await validateTree(vctx, { builtins: run.builtins, commands: run.commands, validators: opts.validators });
   run.output = result.output;
   const errors = result.issues.filter((i) => i.severity === 'error');
   if (errors.length > 0) {
@@ -206,7 +208,7 @@ async function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: 
   const rec = newRecord({ id, label, parent: run.base.id, at: ctx.now().toISOString(), entries: built.entries, bytes: built.bytes, manifestSha256, source: changes.description });
   rec.locked = run.opts.lock ?? false;
   applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
-  return { id, label, path: layout.tree(id), delta: built.delta, warnings, entries: rec.entries, bytes: rec.bytes };
+  return { id, label, path: layout.tree(id), delta: built.delta, warnings: [...built.warnings, ...warnings], entries: rec.entries, bytes: rec.bytes };
 }
 
 /**

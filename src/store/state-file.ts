@@ -1,6 +1,7 @@
 import { StagedrootError } from '../errors.js';
 import { exists, readText, type DurableFs } from '../fs/durable.js';
 import type { Layout } from '../state/layout.js';
+import { checkState } from '../state/invariants.js';
 import { stateSchema, type State } from '../state/schema.js';
 
 export interface LoadedState {
@@ -48,9 +49,13 @@ export function loadState(layout: Layout): LoadedState {
   throw new StagedrootError('STATE_CORRUPT', `state.json is missing and the copy is corrupt: ${b.reason}`, { path: layout.stateBackup });
 }
 
-/** Writes the state: state.json by one atomic rename (the commit point), then the copy. */
+/**
+ * Writes the state: state.json by one atomic rename (the commit point), then the copy.
+ * Every write is checked first, against the schema and the invariants (INVARIANT_VIOLATED).
+ */
 export function saveState(layout: Layout, dfs: DurableFs, state: State): void {
   const checked = stateSchema.parse(state);
+  checkState(checked);
   const text = JSON.stringify(checked, null, 2) + '\n';
   dfs.writeFileAtomic(layout.stateFile, text);
   dfs.writeFileAtomic(layout.stateBackup, text);

@@ -1,5 +1,5 @@
 import { execa, parseCommandString } from 'execa';
-import { StagedrootError } from '../errors.js';
+import { optionError } from './options.js';
 import { BoundedOutput, OUTPUT_LIMIT } from './bounded-output.js';
 
 /** A command to run: an executable and its arguments (never through a shell). */
@@ -24,20 +24,12 @@ export interface CommandResult {
 
 /** "cmd arg 'quoted arg'" or ["cmd", "arg"] → a CommandSpec (execa's parser, no shell). */
 export function parseCommand(cmd: string | readonly string[], option = 'command'): CommandSpec {
+  const expected = 'a command line or an array of strings naming an executable';
+  if (typeof cmd !== 'string' && !(Array.isArray(cmd) && cmd.every((a) => typeof a === 'string'))) throw optionError(option, expected, cmd);
   const parts = typeof cmd === 'string' ? parseCommandString(cmd.trim()) : [...cmd];
-  if (parts.length === 0 || parts[0] === '') {
-    throw new StagedrootError('USAGE', `Expected the \`${option}\` option to name an executable, got ${JSON.stringify(cmd)}`, { option, value: cmd });
-  }
+  if (parts.length === 0 || parts[0] === '') throw optionError(option, expected, cmd);
   const [file, ...args] = parts as [string, ...string[]];
   return { file, args, display: typeof cmd === 'string' ? cmd.trim() : parts.join(' ') };
-}
-
-/** Checks a timeout option once, at the boundary (milliseconds, a positive integer). */
-export function checkTimeout(ms: number, option: string): number {
-  if (!Number.isInteger(ms) || ms <= 0) {
-    throw new StagedrootError('USAGE', `Expected the \`${option}\` option to be a positive integer of milliseconds, got \`${String(ms)}\``, { option, value: ms });
-  }
-  return ms;
 }
 
 const KILL_GRACE_MS = 2000;

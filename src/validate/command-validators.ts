@@ -1,7 +1,8 @@
 import * as path from 'node:path';
 import { StagedrootError, type Issue } from '../errors.js';
 import { boundText } from '../util/bounded-output.js';
-import { checkTimeout, describeOutcome, parseCommand, runCommand } from '../util/run-command.js';
+import { checkTimeoutMs, optionError } from '../util/options.js';
+import { describeOutcome, parseCommand, runCommand } from '../util/run-command.js';
 import type { ValidationContext } from './types.js';
 
 export const DEFAULT_VALIDATOR_TIMEOUT_MS = 60_000;
@@ -27,22 +28,35 @@ export interface CommandValidationResult {
   output?: string;
 }
 
-interface Planned {
+/** A command validator whose options were checked (planCommandValidators). */
+export interface PlannedValidator {
   name: string;
   cmd: ReturnType<typeof parseCommand>;
   timeoutMs: number;
 }
 
-/** Checks the configured validators once, up front (USAGE names the bad option before anything is built). */
-export function planCommandValidators(list: readonly (CommandValidator | string)[]): Planned[] {
-  return list.map((item) => {
-    const v = typeof item === 'string' ? { command: item } : item;
-    const cmd = parseCommand(v.command, 'validator command');
-    return { name: v.name ?? cmd.display, cmd, timeoutMs: checkTimeout(v.timeoutMs ?? DEFAULT_VALIDATOR_TIMEOUT_MS, 'validator timeoutMs') };
+/**
+ * Checks the configured validators once, where they enter (stage), before anything is
+ * built or recorded: USAGE names the option (`commands[1].timeoutMs`), the value and its type.
+ */
+export function planCommandValidators(list: unknown): PlannedValidator[] {
+  if (!Array.isArray(list)) throw optionError('commands', 'an array of commands or { command, name?, timeoutMs? } objects', list);
+  return list.map((item: unknown, i) => {
+    const at = `commands[${i}]`;
+    if (typeof item === 'string') return planOne({ command: item }, at, `${at}`);
+    if (item === null || typeof item !== 'object' || Array.isArray(item)) throw optionError(at, 'a command or a { command, name?, timeoutMs? } object', item);
+    return planOne(item as CommandValidator, at, `${at}.command`);
   });
 }
 
-export async function runCommandValidators(list: readonly (CommandValidator | string)[], ctx: ValidationContext): Promise<CommandValidationResult> {
+function planOne(v: CommandValidator, at: string, commandOption: string): PlannedValidator {
+  const cmd = parseCommand(v.command, commandOption);
+  if (v.name !== undefined && typeof v.name !== 'string') throw optionError(`${at}.name`, 'a string', v.name);
+  return { name: v.name ?? cmd.display, cmd, timeoutMs: checkTimeoutMs(v.timeoutMs ?? DEFAULT_VALIDATOR_TIMEOUT_MS, `${at}.timeoutMs`) };
+}
+
+/** Runs validators planned (checked) by planCommandValidators. */
+export async function runCommandValidators(planned: readonly PlannedValidator[], ctx: ValidationContext): Promise<CommandValidationResult> {
   const issues: Issue[] = [];
   const outputs: string[] = [];
   const env = {
@@ -52,7 +66,7 @@ export async function runCommandValidators(list: readonly (CommandValidator | st
     STAGEDROOT_MANIFEST: ctx.manifest,
     STAGEDROOT_DELTA: path.join(path.dirname(ctx.manifest), 'delta.json'),
   };
-  for (const { name, cmd, timeoutMs } of planCommandValidators(list)) {
+  for (const { name, cmd, timeoutMs } of planned) {
     const r = await runCommand(cmd, { timeoutMs, env, signal: ctx.signal });
     if (r.notRunnable) {
       throw new StagedrootError('TOOL_MISSING', `The validator ${name} cannot be run: ${r.notRunnable}`, { value: cmd.file });

@@ -1,6 +1,6 @@
 import type { Issue } from '../errors.js';
 import { normalizeTreePath } from '../fs/paths.js';
-import { RootFs } from '../fs/root-fs.js';
+import { ReadOnlyTree } from '../fs/read-only-tree.js';
 import type { ValidationContext } from './types.js';
 
 /**
@@ -15,9 +15,10 @@ export interface RequiredPathsOptions {
 }
 
 /** Why `rel` is not usable in the tree, or null when it exists (following symlinks inside the root). */
-function missing(root: RootFs, rel: string): string | null {
+function missing(tree: ReadOnlyTree, rel: string): string | null {
   try {
-    const r = root.resolve(rel, { followLast: true });
+    const r = tree.resolve(rel, { followLast: true });
+    if (r === null) return 'a directory on its path does not exist';
     if (r.stat !== null) return null;
     return r.rel === rel ? 'it does not exist' : `it is a symlink to /${r.rel}, which does not exist`;
   } catch (err) {
@@ -30,17 +31,17 @@ function missing(root: RootFs, rel: string): string | null {
  * given, exactly those; otherwise DEFAULT_REQUIRED_PATHS that the booted tree has.
  */
 export function checkRequiredPaths(ctx: ValidationContext, o: RequiredPathsOptions = {}): Issue[] {
-  const root = new RootFs(ctx.tree);
+  const tree = new ReadOnlyTree(ctx.tree);
   let paths: string[];
   if (o.paths !== undefined) {
     paths = o.paths.map((p) => normalizeTreePath(p, 'required path'));
   } else {
-    const base = ctx.baseTree ? new RootFs(ctx.baseTree) : null;
+    const base = ctx.baseTree ? new ReadOnlyTree(ctx.baseTree) : null;
     paths = base === null ? [] : DEFAULT_REQUIRED_PATHS.filter((p) => missing(base, p) === null);
   }
   const issues: Issue[] = [];
   for (const p of paths) {
-    const why = missing(root, p);
+    const why = missing(tree, p);
     if (why !== null) issues.push({ code: 'REQUIRED_PATH_MISSING', path: p, message: `required path /${p} is missing from the staged tree: ${why}`, severity: 'error' });
   }
   return issues;

@@ -1,17 +1,12 @@
 import * as path from 'node:path';
 import { StagedrootError, type Issue } from '../errors.js';
-import { listDir } from '../fs/durable.js';
-import { RootFs } from '../fs/root-fs.js';
+import { ReadOnlyTree } from '../fs/read-only-tree.js';
 import { ScratchDir } from '../fs/scratch-dir.js';
 import { runCommand, describeOutcome } from '../util/run-command.js';
 import { classifySystemdOutput, type ClassifiedOutput } from './systemd-output.js';
 import type { ValidationContext } from './types.js';
-import { templateNameOf } from '../sources/ignition/unit-names.js';
-
-/** Where system units and their drop-ins live in a tree (etc/ overrides usr/lib/). */
-export const UNIT_DIRS = ['etc/systemd/system', 'usr/lib/systemd/system'] as const;
-const UNIT_FILE = /^[^/]+\.(service|socket|device|mount|automount|swap|target|path|timer|slice|scope)$/;
-const DROPIN = /^([^/]+\.(?:service|socket|device|mount|automount|swap|target|path|timer|slice|scope))\.d\/[^/]+\.conf$/;
+import { classifyUnitPath, findUnitFile, isMaskedIn, UNIT_DIR, unitDirsIn } from '../systemd/unit-dirs.js';
+import { templateNameOf } from '../systemd/unit-names.js';
 
 export interface SystemdVerifyOptions {
   /** The tool to run (default "systemd-analyze" from PATH). */
@@ -28,47 +23,33 @@ export interface UnitsToVerify {
   orphanDropins: string[];
 }
 
-/** Unit files and drop-ins under UNIT_DIRS among the changed paths (regular files only: links are aliases or masks). */
-export function unitsToVerify(tree: string, delta: readonly string[]): UnitsToVerify {
-  const root = new RootFs(tree);
+/** Unit files and drop-ins of the unit search path among the changed paths (regular files only: links are aliases or masks). */
+export function unitsToVerify(treeDir: string, delta: readonly string[]): UnitsToVerify {
+  const tree = new ReadOnlyTree(treeDir);
   const files = new Set<string>();
   const orphans = new Set<string>();
-  const isFile = (rel: string, follow: boolean): string | null => {
+  const hostOfFile = (rel: string, follow: boolean): string | null => {
     try {
-      const r = root.resolve(rel, { followLast: follow });
-      return r.stat?.isFile() ? r.hostPath : null;
+      const r = tree.resolve(rel, { followLast: follow });
+      return r?.stat?.isFile() ? r.hostPath : null;
     } catch {
       return null;
     }
   };
   for (const p of delta) {
-    const dir = UNIT_DIRS.find((d) => p.startsWith(d + '/'));
-    if (dir === undefined) continue;
-    const rest = p.slice(dir.length + 1);
-    if (UNIT_FILE.test(rest)) {
-      const host = isFile(p, false);
+    const u = classifyUnitPath(p);
+    if (u === null) continue;
+    if (u.kind === 'unit') {
+      const host = hostOfFile(p, false);
       if (host) files.add(host);
       continue;
     }
-    const m = DROPIN.exec(rest);
-    if (!m || isFile(p, true) === null) continue;
-    const unit = m[1]!;
-    const template = templateNameOf(unit);
-    const fragment = UNIT_DIRS.flatMap((d) => [`${d}/${unit}`, `${d}/${template}`]).map((f) => isFile(f, true)).find((h) => h !== null);
-    if (fragment) files.add(fragment);
-    else if (!unitIsMasked(root, unit)) orphans.add(unit);
+    if (hostOfFile(p, true) === null) continue;
+    const fragment = findUnitFile(tree, u.unit);
+    if (fragment !== null) files.add(hostOfFile(fragment, true)!);
+    else if (!isMaskedIn(tree, u.unit)) orphans.add(u.unit);
   }
   return { files: [...files].sort(), orphanDropins: [...orphans].sort() };
-}
-
-function unitIsMasked(root: RootFs, unit: string): boolean {
-  return UNIT_DIRS.some((d) => {
-    try {
-      return root.resolve(`${d}/${unit}`).stat?.isSymbolicLink() === true && root.resolve(`${d}/${unit}`, { followLast: true }).rel === 'dev/null';
-    } catch {
-      return false;
-    }
-  });
 }
 
 /**
@@ -82,19 +63,19 @@ export async function verifySystemdUnits(ctx: ValidationContext, o: SystemdVerif
   if (files.length === 0 && orphanDropins.length === 0) return [];
   const tool = o.tool ?? 'systemd-analyze';
   const timeoutMs = o.timeoutMs ?? 120_000;
-  const root = new RootFs(ctx.tree);
+  const tree = new ReadOnlyTree(ctx.tree);
   const issues: Issue[] = [];
 
   const commandDirInTree = (cmd: string): boolean => {
     try {
-      return root.resolve(path.posix.dirname(cmd), { followLast: true }).stat?.isDirectory() === true;
+      return tree.stat(path.posix.dirname(cmd))?.isDirectory() === true;
     } catch {
       return false;
     }
   };
   const osUnitsInTree = ((): boolean => {
     try {
-      return root.resolve('usr/lib/systemd/system', { followLast: true }).stat?.isDirectory() === true;
+      return tree.stat('usr/lib/systemd/system')?.isDirectory() === true;
     } catch {
       return false;
     }
@@ -119,16 +100,16 @@ export async function verifySystemdUnits(ctx: ValidationContext, o: SystemdVerif
     try {
       const names = new Map<string, string>();
       for (const unit of orphanDropins) {
-        scratch.write(`etc/systemd/system/${unit}`, '[Unit]\nDescription=stub: stagedroot checks the drop-ins of a unit this tree does not ship\n');
-        for (const d of UNIT_DIRS) {
-          for (const name of listDirIn(root, `${d}/${unit}.d`)) {
+        scratch.write(`${UNIT_DIR}/${unit}`, '[Unit]\nDescription=stub: stagedroot checks the drop-ins of a unit this tree does not ship\n');
+        for (const d of unitDirsIn(tree)) {
+          for (const name of listDirIn(tree, `${d}/${unit}.d`)) {
             const rel = `${d}/${unit}.d/${name}`;
             if (!name.endsWith('.conf')) continue;
-            const data = safeRead(root, rel);
+            const data = safeRead(tree, rel);
             if (data !== null) scratch.write(rel, data);
           }
         }
-        names.set(unit, `etc/systemd/system/${unit}`);
+        names.set(unit, `${UNIT_DIR}/${unit}`);
       }
       const out = await run(tool, scratch.path, orphanDropins, timeoutMs, ctx.signal, orphanDropins.length);
       const c: ClassifiedOutput = classifySystemdOutput(out, {
@@ -146,19 +127,18 @@ export async function verifySystemdUnits(ctx: ValidationContext, o: SystemdVerif
   return issues;
 }
 
-/** Names in a tree directory, resolved inside the root ([] when absent). */
-export function listDirIn(root: RootFs, rel: string): string[] {
+/** Names in a tree directory, resolved inside the root ([] when absent or unresolvable). */
+export function listDirIn(tree: ReadOnlyTree, rel: string): string[] {
   try {
-    const r = root.resolve(rel, { followLast: true });
-    return r.stat !== null && r.stat.isDirectory() ? listDir(r.hostPath) : [];
+    return tree.readdir(rel) ?? [];
   } catch {
     return [];
   }
 }
 
-function safeRead(root: RootFs, rel: string): Buffer | null {
+function safeRead(tree: ReadOnlyTree, rel: string): Buffer | null {
   try {
-    return root.readFile(rel);
+    return tree.readFile(rel);
   } catch {
     return null;
   }

@@ -1,5 +1,5 @@
 import type { Issue } from '../errors.js';
-import { RootFs } from '../fs/root-fs.js';
+import { ReadOnlyTree } from '../fs/read-only-tree.js';
 import { isUnder } from '../fs/paths.js';
 import type { ValidationContext } from './types.js';
 
@@ -50,12 +50,12 @@ export interface UnsafeModesOptions {
  */
 export function checkUnsafeModes(ctx: ValidationContext, o: UnsafeModesOptions = {}): Issue[] {
   const allow = o.setuidAllowList ?? DEFAULT_SETUID_ALLOW_LIST;
-  const root = new RootFs(ctx.tree);
+  const tree = new ReadOnlyTree(ctx.tree);
   const issues: Issue[] = [];
   for (const p of ctx.delta) {
     let st;
     try {
-      st = root.lstat(p);
+      st = tree.lstat(p);
     } catch {
       continue;
     }

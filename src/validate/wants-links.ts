@@ -1,41 +1,24 @@
 import type { Issue } from '../errors.js';
-import { readLink } from '../fs/durable.js';
-import { RootFs } from '../fs/root-fs.js';
-import { UNIT_DIRS, listDirIn } from './systemd-verify.js';
+import { ReadOnlyTree } from '../fs/read-only-tree.js';
+import { findUnitFile, parseLinkDir, unitDirsIn } from '../systemd/unit-dirs.js';
+import { listDirIn } from './systemd-verify.js';
 import type { ValidationContext } from './types.js';
-import { templateNameOf } from '../sources/ignition/unit-names.js';
-
-const DEPENDENCY_DIR = /\.(wants|requires|upholds)$/;
 
 /** Why the link at `rel` does not lead to an existing entry inside the root, or null when it does. */
-function dangling(root: RootFs, rel: string): string | null {
-  let link;
+function dangling(tree: ReadOnlyTree, rel: string): string | null {
+  let target: string | null;
   try {
-    link = root.resolve(rel);
+    target = tree.readlink(rel);
   } catch {
-    return null; // its parent is missing: there is no link
+    return null; // cannot be read: no link to judge
   }
-  if (link.stat === null || !link.stat.isSymbolicLink()) return null;
+  if (target === null) return null;
   try {
-    const target = root.resolve(rel, { followLast: true });
-    return target.stat === null ? `its target ${readLink(link.hostPath)} does not exist in the tree (resolved: /${target.rel})` : null;
+    const r = tree.resolve(rel, { followLast: true });
+    return r === null || r.stat === null ? `its target ${target} does not exist in the tree${r === null ? '' : ` (resolved: /${r.rel})`}` : null;
   } catch (err) {
-    return `its target ${readLink(link.hostPath)} cannot be resolved inside the tree: ${(err as Error).message}`;
+    return `its target ${target} cannot be resolved inside the tree: ${(err as Error).message}`;
   }
-}
-
-/** Does a unit of this name exist in the tree's unit directories (systemd pulls a wanted unit in by name)? */
-function unitExists(root: RootFs, name: string): boolean {
-  const template = templateNameOf(name);
-  return UNIT_DIRS.some((d) =>
-    [name, template].some((n) => {
-      try {
-        return root.resolve(`${d}/${n}`, { followLast: true }).stat?.isFile() === true;
-      } catch {
-        return false;
-      }
-    }),
-  );
 }
 
 /**
@@ -48,23 +31,24 @@ function unitExists(root: RootFs, name: string): boolean {
  * (the update did not cause it).
  */
 export function checkWantsLinks(ctx: ValidationContext): Issue[] {
-  const root = new RootFs(ctx.tree);
-  const base = ctx.baseTree ? new RootFs(ctx.baseTree) : null;
+  const tree = new ReadOnlyTree(ctx.tree);
+  const base = ctx.baseTree ? new ReadOnlyTree(ctx.baseTree) : null;
   const issues: Issue[] = [];
-  for (const dir of UNIT_DIRS) {
-    for (const sub of listDirIn(root, dir)) {
-      if (!DEPENDENCY_DIR.test(sub)) continue;
-      for (const name of listDirIn(root, `${dir}/${sub}`)) {
+  for (const dir of unitDirsIn(tree)) {
+    for (const sub of listDirIn(tree, dir)) {
+      const linkDir = parseLinkDir(sub);
+      if (linkDir === null) continue;
+      for (const name of listDirIn(tree, `${dir}/${sub}`)) {
         const rel = `${dir}/${sub}/${name}`;
-        const why = dangling(root, rel);
+        const why = dangling(tree, rel);
         if (why === null) continue;
-        const existsElsewhere = unitExists(root, name);
+        const existsElsewhere = findUnitFile(tree, name) !== null;
         const preexisting = base !== null && dangling(base, rel) !== null;
         const note = existsElsewhere ? `; a unit named ${name} exists elsewhere in the tree, so systemd still finds it` : preexisting ? '; the booted tree has the same dangling link' : '';
         issues.push({
           code: 'DANGLING_UNIT_LINK',
           path: rel,
-          message: `${sub.replace(DEPENDENCY_DIR, '')} ${sub.match(DEPENDENCY_DIR)![1]} ${name}, but ${why}${note}`,
+          message: `${linkDir.unit} ${linkDir.kind} ${name}, but ${why}${note}`,
           severity: existsElsewhere || preexisting ? 'warning' : 'error',
         });
       }

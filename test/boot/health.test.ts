@@ -95,6 +95,18 @@ describe('health checks (greenboot-style boot assessment)', () => {
     expect(alive()).toBe(false);
   });
 
+  it('checks its options before running any check, naming the option, the value and its type', async () => {
+    const usage = async (o: Parameters<typeof runHealthChecks>[0]): Promise<string> => {
+      const err = await runHealthChecks(o).then(() => null, (e: unknown) => e);
+      expect(err).toBeInstanceOf(StagedrootError);
+      expect((err as StagedrootError).code).toBe('USAGE');
+      return (err as StagedrootError).message;
+    };
+    expect(await usage({ timeoutMs: 0 })).toBe('Expected the `timeoutMs` option to be a positive integer of milliseconds, got `0` (number)');
+    expect(await usage({ required: ['true', { command: 'true', timeoutMs: 1.5 }] })).toBe('Expected the `required[1].timeoutMs` option to be a positive integer of milliseconds, got `1.5` (number)');
+    expect(await usage({ wanted: [' '] })).toBe('Expected the `wanted[0]` option to be a command line or an array of strings naming an executable, got ` ` (string)');
+  });
+
   it('a required check directory that does not exist is a usage error (a typo must not pass)', async () => {
     await expect(runHealthChecks({ requiredDirs: ['/nonexistent/required.d'] })).rejects.toMatchObject({ code: 'USAGE' });
     // The defaults the CLI uses may be absent: no checks.

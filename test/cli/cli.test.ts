@@ -3,6 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildTree, hashTree } from '../../src/testing/index.js';
+import { buildProgram } from '../../src/cli/program.js';
 import { cli, cliProcess } from '../helpers/cli.js';
 import { acquireLock } from '../../src/fs/lock.js';
 
@@ -149,9 +150,16 @@ describe('stagedroot CLI', () => {
   });
 
   it('prints --help for every verb', async () => {
-    for (const verb of ['init', 'status', 'stage', 'finalize', 'boot', 'mark-good', 'mark-bad', 'rollback', 'discard', 'prune', 'diff', 'verify']) {
+    // The verbs come from the program itself, so a new one cannot be missed here.
+    const verbs = buildProgram({ io: { out: () => {}, err: () => {}, errIsTty: false, env: {} }, exitCode: 0 }).commands.map((c) => c.name());
+    expect(verbs).toEqual(expect.arrayContaining(['init', 'stage', 'finalize', 'health', 'unlock', 'pin', 'unpin']));
+    const top = await cli(['--help']);
+    expect(top.code).toBe(0);
+    for (const verb of verbs) {
+      expect(top.out, verb).toMatch(new RegExp(`^  ${verb}\\b`, 'm'));
       const r = await cli([verb, '--help']);
       expect(r.code, verb).toBe(0);
+      expect(r.out, verb).toContain(`Usage: stagedroot ${verb}`);
       expect(r.out, verb).toContain('--sysroot');
     }
   });

@@ -64,10 +64,16 @@ describe('the sysroot writer lock', () => {
     fs.rmSync(lockDir, { recursive: true });
   });
 
-  it('refuses a waitSeconds that is not a non-negative number instead of waiting forever', async () => {
+  it('refuses a waitSeconds that is not a non-negative number when the sysroot is opened, not at the first write', async () => {
     t = await tempSysroot({ tree: { 'etc/motd': 'hi\n' } });
-    await expect(acquireLock(t.dir, { waitSeconds: Number.NaN })).rejects.toMatchObject({ code: 'USAGE', option: 'waitSeconds' });
-    await expect(acquireLock(t.dir, { waitSeconds: -1 })).rejects.toMatchObject({ code: 'USAGE' });
+    const opened = (waitSeconds: unknown) => Sysroot.open(t.dir, { waitSeconds: waitSeconds as number });
+    await expect(opened(Number.NaN)).rejects.toMatchObject({ code: 'USAGE', option: 'waitSeconds', message: 'Expected the `waitSeconds` option to be a non-negative number of seconds, got `NaN` (number)' });
+    await expect(opened(-1)).rejects.toMatchObject({ code: 'USAGE', message: 'Expected the `waitSeconds` option to be a non-negative number of seconds, got `-1` (number)' });
+    await expect(opened('5')).rejects.toMatchObject({ code: 'USAGE', message: 'Expected the `waitSeconds` option to be a non-negative number of seconds, got `5` (string)' });
+    await expect(opened(Infinity)).rejects.toMatchObject({ code: 'USAGE' });
+    await expect(Sysroot.init(path.join(t.scratch, 'other'), { waitSeconds: -1 })).rejects.toMatchObject({ code: 'USAGE', option: 'waitSeconds' });
+    expect(fs.existsSync(path.join(t.scratch, 'other'))).toBe(false);
+    await expect(opened(0.5)).resolves.toBeInstanceOf(Sysroot);
   });
 
   it('waits for the holder with waitSeconds, and gives up after them', async () => {

@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { expect } from 'vitest';
 import type { Sysroot } from '../../src/sysroot.js';
 import { Layout } from '../../src/state/layout.js';
+import { stateViolations } from '../../src/state/invariants.js';
 import { effectiveState } from '../../src/state/model.js';
 import type { BaseState } from '../../src/state/schema.js';
 import { loadState } from '../../src/store/state-file.js';
@@ -51,6 +52,9 @@ export function hashDeployments(s: Sysroot): Map<string, string> {
 export function expectConsistent(sysroot: Sysroot, dir: string, where: string, treeHashes?: Map<string, string>): BaseState {
   const state = sysroot.state();
   const status = sysroot.status();
+
+  // The cross-record rules the writer checks before every state write (src/state/invariants.ts).
+  expect(stateViolations(state), where).toEqual([]);
 
   expect(status.deployments.filter((d) => d.current).map((d) => d.id), where).toEqual([state.current]);
   expect(fs.readlinkSync(path.join(dir, 'current')), where).toBe(`deploy/${state.current}/tree`);

@@ -7,13 +7,14 @@
  * loop device; skips with the reason otherwise.
  */
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { execaSync } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Sysroot } from '../../src/sysroot.js';
 import { buildTree, type TreeSpec } from '../../src/testing/index.js';
-import { scratchDir } from '../helpers/crash.js';
 import { expectConsistent } from '../helpers/invariants.js';
+import { mountXfsLoop, whyNoXfsLoop, type XfsLoop } from '../helpers/mounts.js';
 
 const MIB = 1024 * 1024;
 /** 64 MiB in four files outside usr/ (the part a stage copies or reflinks), and a few small ones. */
@@ -22,21 +23,7 @@ const BIG_SIZE = 16 * MIB;
 const TREE_BYTES = BIG_FILES * BIG_SIZE;
 
 /** Why an XFS loop mount cannot be made here, or null when it can (checked for real in beforeAll). */
-const cannotMount = ((): string | null => {
-  if (process.getuid?.() !== 0) return 'not root (loop devices and mount need root)';
-  const which = (cmd: string): boolean => {
-    try {
-      execaSync('sh', ['-c', `command -v ${cmd}`]);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  if (!which('mkfs.xfs')) return 'mkfs.xfs is not installed (apt-get install xfsprogs)';
-  if (!which('losetup')) return 'losetup is not installed (util-linux)';
-  if (!fs.existsSync('/dev/loop-control')) return 'no /dev/loop-control: this machine cannot create loop devices';
-  return null;
-})();
+const cannotMount = whyNoXfsLoop();
 if (cannotMount) console.warn(`SKIPPED the reflink tests (test/reliability/reflink.test.ts): ${cannotMount}`);
 
 /** Bytes in use on the filesystem holding `p` (statfs: blocks minus free blocks). */
@@ -49,25 +36,13 @@ function usedBytes(p: string): number {
 const mib = (n: number): string => `${(n / MIB).toFixed(2)} MiB`;
 
 describe.skipIf(cannotMount !== null)('reflinks on an XFS loop mount (reflink=1)', () => {
-  let scratch: string | undefined;
-  let loop: string | undefined;
-  let mnt: string | undefined;
-  let mounted = false;
+  let xfs: XfsLoop | undefined;
   let sysroot: Sysroot;
   let dir: string;
 
   beforeAll(async () => {
-    // The image lives on tmpfs when there is one: sparse, in memory, gone with the scratch dir.
-    scratch = scratchDir('stagedroot-reflink-');
-    const image = path.join(scratch, 'xfs.img');
-    fs.closeSync(fs.openSync(image, 'w'));
-    fs.truncateSync(image, 512 * MIB); // above mkfs.xfs's 300 MB minimum
-    execaSync('mkfs.xfs', ['-q', '-f', '-m', 'reflink=1', image]);
-    loop = execaSync('losetup', ['-f', '--show', image]).stdout.trim();
-    mnt = path.join(scratch, 'mnt');
-    fs.mkdirSync(mnt);
-    execaSync('mount', ['-t', 'xfs', loop, mnt]);
-    mounted = true;
+    xfs = mountXfsLoop('stagedroot-reflink-');
+    const mnt = xfs.mnt;
 
     const spec: TreeSpec = {
       'usr/bin/tool': { content: '#!/bin/sh\necho tool\n', mode: 0o755 },
@@ -80,37 +55,14 @@ describe.skipIf(cannotMount !== null)('reflinks on an XFS loop mount (reflink=1)
       for (let off = 0; off < BIG_SIZE; off += 4096) b.writeUInt32LE(i * BIG_SIZE + off, off);
       spec[`var/lib/images/disk${i}.img`] = b;
     }
-    const tree = buildTree(path.join(scratch, 'tree'), spec);
+    // Built off the mount, so that the deployment's blocks are its own (as a real first tree's are).
+    const tree = buildTree(fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-reflink-tree-')), spec);
     dir = path.join(mnt, 'sysroot');
     sysroot = await Sysroot.init(dir, { fromDirectory: tree });
-    fs.rmSync(tree, { recursive: true });
+    fs.rmSync(tree, { recursive: true, force: true });
   }, 120_000);
 
-  afterAll(() => {
-    // Undo whatever beforeAll got to, even when a step failed half-way.
-    const errors: string[] = [];
-    if (mounted) {
-      try {
-        execaSync('umount', [mnt!]);
-      } catch (err) {
-        errors.push(`umount ${mnt}: ${(err as Error).message}`);
-        try {
-          execaSync('umount', ['-l', mnt!]);
-        } catch {
-          // reported above
-        }
-      }
-    }
-    if (loop) {
-      try {
-        execaSync('losetup', ['-d', loop]);
-      } catch (err) {
-        errors.push(`losetup -d ${loop}: ${(err as Error).message}`);
-      }
-    }
-    if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
-    if (errors.length) throw new Error(`cleanup of the XFS loop mount failed: ${errors.join('; ')}`);
-  });
+  afterAll(() => xfs?.cleanup());
 
   it(`a stage with the reflink policy shares the blocks of ${mib(TREE_BYTES)} of copied files; with the copy policy it takes their size`, async () => {
     const before = usedBytes(dir);

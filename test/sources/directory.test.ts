@@ -7,6 +7,7 @@ import { applyOp } from '../../src/stage/apply-changes.js';
 import type { ChangeOp } from '../../src/changeset.js';
 import { StagedrootError } from '../../src/errors.js';
 import { RootFs } from '../../src/fs/root-fs.js';
+import { ReadOnlyTree } from '../../src/fs/read-only-tree.js';
 import { readFileChunks } from '../../src/fs/read-tree.js';
 import { detectKind } from '../../src/sources/detect.js';
 import { directorySource } from '../../src/sources/directory.js';
@@ -100,7 +101,7 @@ describe('directory sources, applied like an uncompressed layer', () => {
   it('checks again what it applies: a change between the passes cannot slip through', async () => {
     t = await tempSysroot({ tree: BASE });
     const src = buildTree(path.join(t.scratch, 'moving'), { 'srv/a': 'a\n', 'srv/swapped': '1234', 'srv/target': 'secret\n' });
-    const cs = await directorySource(src).plan({ root: t.sysroot.treePath('0001'), readFile: () => null });
+    const cs = await directorySource(src).plan(new ReadOnlyTree(t.sysroot.treePath('0001')));
     // After the checks, a file becomes a symlink that climbs out: pass 2 checks it again.
     fs.rmSync(path.join(src, 'srv/swapped'));
     fs.symlinkSync('../../../../../../../../../etc', path.join(src, 'srv/swapped'));

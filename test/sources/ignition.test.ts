@@ -60,7 +60,7 @@ describe('Ignition storage.files', () => {
     expect(mode(tree, 'etc/only-append.conf')).toBe(0o600);
   });
 
-  it('sets modes (default 0644, special bits), replaces with overwrite: true, and keeps an existing file given no source', async () => {
+  it('sets modes (default 0644, special bits under spec 3.6.0), replaces with overwrite: true, and keeps an existing file given no source', async () => {
     env = await ignitionEnv();
     // A set-uid file outside the default allow-list is rejected by the built-in mode check: allow this one.
     env.sysroot = await Sysroot.open(env.dir, { builtins: { unsafeModes: { setuidAllowList: [...DEFAULT_SETUID_ALLOW_LIST, 'usr/local/bin/tool'] } } });
@@ -73,7 +73,7 @@ describe('Ignition storage.files', () => {
           { path: '/etc/notadir', overwrite: true, contents: { source: pct('new\n') } },
         ],
       },
-    }));
+    }, '3.6.0'));
     expect(mode(tree, 'usr/local/bin/tool')).toBe(0o4755);
     expect(mode(tree, 'etc/secret')).toBe(0o600);
     expect(read(tree, 'etc/existing.conf')).toBe('old\n');

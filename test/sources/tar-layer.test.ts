@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ChangeOp } from '../../src/changeset.js';
 import { StagedrootError } from '../../src/errors.js';
 import { RootFs } from '../../src/fs/root-fs.js';
+import { ReadOnlyTree } from '../../src/fs/read-only-tree.js';
 import { applyOp } from '../../src/stage/apply-changes.js';
 import { detectKind, sourceFromPath } from '../../src/sources/detect.js';
 import { tarLayerSource } from '../../src/sources/tar-layer.js';
@@ -222,7 +223,7 @@ describe('tar layers with OCI semantics', () => {
   it('refuses an archive that changes between the check and the apply', async () => {
     t = await tempSysroot({ tree: BASE });
     const file = writeLayer(t, 'l.tar', [{ name: 'srv/a', body: 'a' }]);
-    const cs = await tarLayerSource(file).plan({ root: t.sysroot.treePath('0001'), readFile: () => null });
+    const cs = await tarLayerSource(file).plan(new ReadOnlyTree(t.sysroot.treePath('0001')));
     // Rewritten in place after the checks: pass 2 sees another file.
     fs.writeFileSync(file, tarArchive([{ name: '../../evil', body: 'x' }]));
     const scratchRoot = path.join(t.scratch, 'apply-root');
@@ -239,7 +240,7 @@ describe('tar layers with OCI semantics', () => {
   it('plans lazily: the change set reads content only when an op is applied', async () => {
     t = await tempSysroot({ tree: BASE });
     const file = writeLayer(t, 'l.tar', [{ name: 'srv/a', body: 'aaa' }, { name: 'srv/b/', type: 'dir', mode: 0o700 }, { name: 'srv/b/c', type: 'symlink', linkname: '../a' }]);
-    const cs = await tarLayerSource(file).plan({ root: '/nonexistent', readFile: () => null });
+    const cs = await tarLayerSource(file).plan(new ReadOnlyTree('/nonexistent'));
     expect(cs.description).toMatch(/3 entries, 3 bytes/);
     expect(cs.count).toBe(4); // three entries and one directory's final attributes
     const ops: string[] = [];

@@ -70,9 +70,16 @@ describe('command validator options', () => {
   it('are checked before anything is built or recorded (USAGE naming the option)', async () => {
     t = await tempSysroot({ tree: {} });
     const err = await failure(t.sysroot.stage(UPDATE, { commands: [{ command: 'true', timeoutMs: -1 }] }));
-    expect(err).toMatchObject({ code: 'USAGE', option: 'validator timeoutMs' });
-    expect(err.message).toBe('Expected the `validator timeoutMs` option to be a positive integer of milliseconds, got `-1`');
+    expect(err).toMatchObject({ code: 'USAGE', option: 'commands[0].timeoutMs' });
+    expect(err.message).toBe('Expected the `commands[0].timeoutMs` option to be a positive integer of milliseconds, got `-1` (number)');
     expect(t.sysroot.status().lastFailure).toBeNull();
-    expect((await failure(t.sysroot.stage(UPDATE, { commands: ['  '] }))).code).toBe('USAGE');
+    const bad = async (commands: unknown): Promise<string> => (await failure(t!.sysroot.stage(UPDATE, { commands: commands as string[] }))).message;
+    expect(await bad(['true', '  '])).toBe('Expected the `commands[1]` option to be a command line or an array of strings naming an executable, got `  ` (string)');
+    expect(await bad('true')).toBe('Expected the `commands` option to be an array of commands or { command, name?, timeoutMs? } objects, got `true` (string)');
+    expect(await bad([{ command: 42 }])).toBe('Expected the `commands[0].command` option to be a command line or an array of strings naming an executable, got `42` (number)');
+    expect(await bad([{ command: 'true', timeoutMs: '5' }])).toBe('Expected the `commands[0].timeoutMs` option to be a positive integer of milliseconds, got `5` (string)');
+    expect(await bad([null])).toBe('Expected the `commands[0]` option to be a command or a { command, name?, timeoutMs? } object, got `null` (null)');
+    expect(t.sysroot.status().lastFailure).toBeNull();
+    expect(fs.readdirSync(path.join(t.dir, 'deploy'))).toEqual(['0001']);
   });
 });

@@ -1,14 +1,15 @@
 import { bytes, type ChangeOp, type ChangeSet, type Owner } from '../../changeset.js';
 import { isStagedrootError, type StagedrootError } from '../../errors.js';
 import { normalizeTreePath } from '../../fs/paths.js';
-import { RootFs } from '../../fs/root-fs.js';
-import type { BaseTree } from '../source.js';
+import type { EntryStats, ReadOnlyTree } from '../../fs/read-only-tree.js';
+import type { RootFs } from '../../fs/root-fs.js';
+import { UNIT_DIR } from '../../systemd/unit-dirs.js';
 import { IssueList } from './issues.js';
 import { parseGroup, parsePasswd, type GroupEntry, type PasswdEntry } from './passwd.js';
 import { decodeResource, DecodeBudget } from './resource.js';
+import type { CheckedIgnition } from './parse.js';
 import type { IgnitionConfig, IgnitionOwner } from './schema.js';
-import { TreeReader, type EntryInfo } from './tree-reader.js';
-import { applyUnitActions, UNIT_DIR, type UnitAction } from './unit-links.js';
+import { applyUnitActions, type UnitAction } from './unit-links.js';
 
 export interface PlanOptions {
   /** Bytes all decoded (and decompressed) contents may take together (default 128 MiB). */
@@ -29,9 +30,8 @@ const CORE_HOME = '/home/core';
  * unmasking run in `finish`, on the finished tree, because they depend on every unit
  * file in it.
  */
-export function planIgnition(cfg: IgnitionConfig, base: BaseTree, describe: string, opts: PlanOptions = {}): ChangeSet {
+export function planIgnition({ config: cfg, warnings }: CheckedIgnition, tree: ReadOnlyTree, describe: string, opts: PlanOptions = {}): ChangeSet {
   const issues = new IssueList();
-  const reader = new TreeReader(new RootFs(base.root));
   const budget = new DecodeBudget(opts.maxDecodedBytes ?? DEFAULT_MAX_DECODED_BYTES);
   const files = cfg.storage?.files ?? [];
   const dirs = cfg.storage?.directories ?? [];
@@ -51,7 +51,7 @@ export function planIgnition(cfg: IgnitionConfig, base: BaseTree, describe: stri
   });
   const plannedText = (p: string): string => {
     const own = decoded.find((d) => d.path === p);
-    const start = own?.contents ?? reader.readFile(p) ?? Buffer.alloc(0);
+    const start = own?.contents ?? tree.readFile(p) ?? Buffer.alloc(0);
     return Buffer.concat([start, own?.append ?? Buffer.alloc(0)]).toString('utf8');
   };
   // Read only when a name is looked up: a tree whose etc/passwd cannot be read fails only configs that need it.
@@ -62,9 +62,9 @@ export function planIgnition(cfg: IgnitionConfig, base: BaseTree, describe: stri
   const ops: ChangeOp[] = [];
   // What is at a path in the base tree; a path that cannot be resolved (a symlink loop,
   // absurd depth) is an issue of the entry that names it.
-  const exists = (p: string, at: string): EntryInfo | null | undefined => {
+  const exists = (p: string, at: string): EntryStats | null | undefined => {
     try {
-      return reader.entry(p);
+      return tree.lstat(p);
     } catch (err) {
       if (!isStagedrootError(err)) throw err;
       issues.add(err.code, at, err.message);
@@ -107,7 +107,7 @@ export function planIgnition(cfg: IgnitionConfig, base: BaseTree, describe: stri
     if (e === undefined) continue;
     if (d.overwrite === true) {
       if (e !== null) ops.push({ op: 'remove', path: p, recursive: true, missingOk: true });
-    } else if (e !== null && reader.followed(p)?.kind !== 'dir') {
+    } else if (e !== null && tree.stat(p)?.isDirectory() !== true) {
       issues.add('APPLY_FAILED', `${at}.path`, `${d.path} exists in the tree and is not a directory, and overwrite is false`);
       continue;
     }
@@ -123,12 +123,12 @@ export function planIgnition(cfg: IgnitionConfig, base: BaseTree, describe: stri
     if (e === undefined) return;
     const hasSource = f.contents?.source !== undefined;
     if (f.overwrite === true) {
-      if (e?.kind === 'dir') ops.push({ op: 'remove', path: p, recursive: true, missingOk: true });
-    } else if (e !== null && (hasSource || e.kind !== 'file')) {
+      if (e?.isDirectory()) ops.push({ op: 'remove', path: p, recursive: true, missingOk: true });
+    } else if (e !== null && (hasSource || !e.isFile())) {
       issues.add('APPLY_FAILED', `${at}.path`, hasSource ? `${f.path} already exists in the tree and overwrite is false` : `${f.path} exists in the tree and is not a regular file`);
       return;
     }
-    const keep = e?.kind === 'file' && !hasSource && f.overwrite !== true; // no source over an existing file: keep its contents
+    const keep = e?.isFile() === true && !hasSource && f.overwrite !== true; // no source over an existing file: keep its contents
     if (!keep) {
       ops.push({ op: 'write', path: p, content: bytes(contents ?? Buffer.alloc(0)), mode: f.mode ?? 0o644, overwrite: f.overwrite === true, ...ids });
     }
@@ -146,10 +146,10 @@ export function planIgnition(cfg: IgnitionConfig, base: BaseTree, describe: stri
     const target = hard ? normalizeTreePath(l.target) : l.target;
     const ids = hard ? {} : owner(l.user, l.group, at); // owners are ignored for hard links (spec)
     if (l.overwrite === true) {
-      if (e?.kind === 'dir') ops.push({ op: 'remove', path: p, recursive: true, missingOk: true });
+      if (e?.isDirectory()) ops.push({ op: 'remove', path: p, recursive: true, missingOk: true });
     } else if (e !== null) {
       // An identical link is kept; Ignition then only sets the owner of a symlink.
-      const same = hard ? sameInode(e, exists(target, `${at}.target`) ?? null) : e.kind === 'symlink' && e.target === l.target;
+      const same = hard ? sameInode(e, exists(target, `${at}.target`) ?? null) : tree.readlink(p) === l.target;
       if (!same) issues.add('APPLY_FAILED', `${at}.path`, `${l.path} already exists in the tree and overwrite is false`);
       else if (!hard && (ids.uid !== undefined || ids.gid !== undefined)) ops.push({ op: 'setattr', path: p, ...ids });
       return;
@@ -162,10 +162,15 @@ export function planIgnition(cfg: IgnitionConfig, base: BaseTree, describe: stri
   const actions: UnitAction[] = [];
   units.forEach((u, i) => {
     const unitPath = `${UNIT_DIR}/${u.name}`;
-    for (const d of u.dropins ?? []) {
-      if (d.contents === undefined || d.contents === '') continue; // as Ignition: an empty drop-in is not written
+    (u.dropins ?? []).forEach((d, j) => {
+      if (d.contents === undefined) {
+        // As Ignition: a drop-in without contents is not written. Said, never dropped silently.
+        issues.warn('DROPIN_NOT_WRITTEN', `systemd.units[${i}].dropins[${j}].contents`, `the drop-in ${d.name} of ${u.name} has no contents, so it is not written (an empty string writes an empty drop-in)`);
+        return;
+      }
+      // An empty drop-in is written too: it masks a vendor drop-in of the same name.
       ops.push({ op: 'write', path: `${unitPath}.d/${d.name}`, content: bytes(d.contents), mode: 0o644, overwrite: true });
-    }
+    });
     if (u.mask === true) ops.push({ op: 'symlink', path: unitPath, target: '/dev/null', overwrite: true });
     else if (u.contents !== undefined && u.contents !== '') ops.push({ op: 'write', path: unitPath, content: bytes(u.contents), mode: 0o644, overwrite: true });
     if (u.mask === false || u.enabled !== undefined) actions.push({ at: `systemd.units[${i}]`, name: u.name, enabled: u.enabled, mask: u.mask });
@@ -174,11 +179,13 @@ export function planIgnition(cfg: IgnitionConfig, base: BaseTree, describe: stri
   issues.throwIfAny(`The Ignition config ${describe} cannot be applied`);
 
   const count = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
-  const summary = [count(files.length, 'file'), count(dirs.length, 'directory', 'directories'), count(links.length, 'link'), count(units.length, 'unit'), count(users.length, 'user')];
+  const dropins = units.reduce((n, u) => n + (u.dropins?.length ?? 0), 0);
+  const summary = [count(files.length, 'file'), count(dirs.length, 'directory', 'directories'), count(links.length, 'link'), count(units.length, 'unit'), count(dropins, 'drop-in'), count(users.length, 'user')];
   return {
     description: `Ignition ${cfg.ignition.version} ${describe}: ${summary.join(', ')}`,
     ops,
     count: ops.length,
+    warnings: [...warnings, ...issues.warnings],
     ...(actions.length ? { finish: async (root: RootFs) => applyUnitActions(root, actions) } : {}),
   };
 }
@@ -242,7 +249,7 @@ function checkUnique(cfg: IgnitionConfig, issues: IssueList): void {
     (u.dropins ?? []).forEach((d, j) => {
       claim(`dropin:${u.name}/${d.name}`, `systemd.units[${i}].dropins[${j}].name`, `the drop-in ${d.name} of ${u.name}`);
       const dropinFile = `path:${UNIT_DIR}/${u.name}.d/${d.name}`;
-      if (seen.has(dropinFile) && d.contents) issues.add('SPEC_INVALID', `systemd.units[${i}].dropins[${j}].name`, `the drop-in /${UNIT_DIR}/${u.name}.d/${d.name} is also written by ${seen.get(dropinFile)}`);
+      if (seen.has(dropinFile) && d.contents !== undefined) issues.add('SPEC_INVALID', `systemd.units[${i}].dropins[${j}].name`, `the drop-in /${UNIT_DIR}/${u.name}.d/${d.name} is also written by ${seen.get(dropinFile)}`);
     });
   });
   (cfg.passwd?.users ?? []).forEach((u, i) => {

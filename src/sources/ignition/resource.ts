@@ -21,13 +21,17 @@ export class DecodeBudget {
 /**
  * A resource's bytes: data URL decoded, gunzipped when `compression` is "gzip", then
  * checked against `verification.hash`. The Ignition v3 specification (3.0.0 through
- * 3.5.0, storage.files[].contents.verification.hash) says: "If `compression` is
+ * 3.6.0, storage.files[].contents.verification.hash) says: "If `compression` is
  * specified, the hash describes the decompressed contents" — so the hash is computed
  * over the decompressed bytes, as Ignition itself does. Problems are added to `issues`
- * under `at` (e.g. "storage.files[1].contents") and null is returned.
+ * under `at` (e.g. "storage.files[1].contents") and null is returned. No source at all is
+ * null (nothing to write); an empty source is zero bytes.
  */
 export function decodeResource(r: Resource, at: string, treePath: string, budget: DecodeBudget, issues: IssueList): Buffer | null {
   if (r.source === undefined) return null;
+  // An empty source is empty contents: Ignition fetches nothing for it (no decompression,
+  // no hash to check) and writes an empty file, the way to empty a file or replace a link.
+  if (r.source === '') return Buffer.alloc(0);
   if (!/^data:/i.test(r.source)) {
     issues.add('SPEC_INVALID', `${at}.source`, `not a URL: ${JSON.stringify(r.source.slice(0, 40))} (only data: URLs are applied)`);
     return null;

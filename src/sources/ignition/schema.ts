@@ -1,15 +1,15 @@
 import { z } from 'zod';
 import { MAX_PATH_DEPTH, splitSourcePath } from '../../fs/paths.js';
-import { dropinNameProblem, unitNameProblem } from './unit-names.js';
+import { dropinNameProblem, unitNameProblem } from '../../systemd/unit-names.js';
 
 /**
- * The subset of the Ignition v3 configuration (specs 3.0.0–3.5.0,
- * https://coreos.github.io/ignition/configuration-v3_5/) that stagedroot applies: the
+ * The subset of the Ignition v3 configuration (specs 3.0.0–3.6.0,
+ * https://coreos.github.io/ignition/configuration-v3_6/) that stagedroot applies: the
  * fields the machine-config-daemon uses. Fields outside it are refused earlier, by
  * `findUnsupported`, with their paths; this schema checks the values of the rest. Every
  * object is strict, so nothing slips through unread.
  */
-export const SUPPORTED_VERSIONS = ['3.0.0', '3.1.0', '3.2.0', '3.3.0', '3.4.0', '3.5.0'] as const;
+export const SUPPORTED_VERSIONS = ['3.0.0', '3.1.0', '3.2.0', '3.3.0', '3.4.0', '3.5.0', '3.6.0'] as const;
 export type IgnitionVersion = (typeof SUPPORTED_VERSIONS)[number];
 
 /** An absolute path inside the root: no "..", NUL or backslash; not the root itself. */

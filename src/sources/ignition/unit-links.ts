@@ -1,8 +1,9 @@
-import { StagedrootError } from '../../errors.js';
+import { StagedrootError, type Issue } from '../../errors.js';
+import type { ReadOnlyTree } from '../../fs/read-only-tree.js';
 import type { RootFs } from '../../fs/root-fs.js';
-import { TreeReader } from './tree-reader.js';
-import { hasInstallInfo, parseInstall, type InstallInfo } from './unit-install.js';
-import { expandSpecifiers, isInstance, isTemplate, parseUnitName, templateOf, unitNameProblem, withInstance, type UnitName } from './unit-names.js';
+import { LINK_DIR_SUFFIXES, UNIT_DIR, UNIT_SEARCH_PATH, unitFileCandidates } from '../../systemd/unit-dirs.js';
+import { hasInstallInfo, parseInstall, type InstallInfo } from '../../systemd/unit-install.js';
+import { expandSpecifiers, isInstance, isTemplate, parseUnitName, unitNameProblem, withInstance, type UnitName } from '../../systemd/unit-names.js';
 
 /**
  * Enabling, disabling and unmasking units inside a tree, as `systemctl --root=TREE
@@ -14,10 +15,6 @@ import { expandSpecifiers, isInstance, isTemplate, parseUnitName, templateOf, un
  * first removes the unit's existing links (`systemctl reenable`), so `.wants/` links left
  * by an older [Install] section do not survive an update.
  */
-export const UNIT_DIR = 'etc/systemd/system';
-/** systemd's system unit search path, as seen inside an offline tree (/run is empty there). */
-export const UNIT_SEARCH_PATH = [UNIT_DIR, 'usr/local/lib/systemd/system', 'usr/lib/systemd/system', 'lib/systemd/system'];
-const LINK_DIR_SUFFIXES = ['.wants', '.requires', '.upholds'];
 
 export interface UnitAction {
   /** Field path of the config entry, for errors ("systemd.units[2]"). */
@@ -33,14 +30,19 @@ interface Found {
   install: InstallInfo;
 }
 
-/** Applies unmask, then enable/disable, for each unit in config order. */
-export function applyUnitActions(root: RootFs, actions: readonly UnitAction[]): void {
+/**
+ * Applies unmask, then enable/disable, for each unit in config order. Returns warnings:
+ * enabling a unit the tree has nowhere is not an error (Ignition writes a preset line,
+ * which systemd ignores for a missing unit), but it is said.
+ */
+export function applyUnitActions(root: RootFs, actions: readonly UnitAction[]): Issue[] {
   const units = new UnitLinks(root);
   for (const a of actions) {
     if (a.mask === false) units.unmask(a.name);
     if (a.enabled === true) units.enable(a.name, a.at, new Set());
     if (a.enabled === false) units.disable(a.name, a.at, new Set());
   }
+  return units.warnings;
 }
 
 /** A symlink in etc/systemd/system (top level) or in one of its .wants/.requires/.upholds directories. */
@@ -51,12 +53,14 @@ interface LinkEntry {
 }
 
 class UnitLinks {
-  private readonly reader: TreeReader;
+  /** Reads go through a view that cannot write; writes only through link()/unlink(). */
+  private readonly tree: ReadOnlyTree;
   /** The links, read once and kept up to date: every change below goes through link()/unlink(). */
   private index: Map<string, LinkEntry> | null = null;
+  readonly warnings: Issue[] = [];
 
   constructor(private readonly root: RootFs) {
-    this.reader = new TreeReader(root);
+    this.tree = root.readOnly();
   }
 
   unmask(name: string): void {
@@ -67,9 +71,13 @@ class UnitLinks {
   enable(name: string, at: string, seen: Set<string>): void {
     if (seen.has(name)) return;
     seen.add(name);
-    const found = this.find(name, true);
+    const found = this.find(name, true, at);
     if (found === 'masked') throw fail(at, `Cannot enable ${name}: it is masked (add "mask": false to unmask it)`);
-    if (found === null) throw fail(at, `Cannot enable ${name}: no unit file for it in the tree (looked in ${UNIT_SEARCH_PATH.map((d) => '/' + d).join(', ')})`);
+    if (found === null) {
+      const message = `${name} is not enabled: no unit file for it in the tree (looked in ${UNIT_SEARCH_PATH.map((d) => '/' + d).join(', ')}); Ignition would write a preset that systemd ignores for a missing unit`;
+      this.warnings.push({ code: 'UNIT_NOT_FOUND', path: at, message, severity: 'warning' });
+      return;
+    }
     const unit = parseUnitName(name);
     const { install } = found;
     this.removeLinks(unit, found);
@@ -94,8 +102,8 @@ class UnitLinks {
     for (const raw of install.alias) {
       const alias = this.aliasName(expand(raw, unit, at), unit, at);
       if (alias === name) continue;
-      const existing = this.reader.entry(`${UNIT_DIR}/${alias}`);
-      if (existing !== null && existing.kind !== 'symlink') throw fail(at, `Cannot enable ${name}: its alias ${UNIT_DIR}/${alias} exists and is not a link`);
+      const existing = this.tree.lstat(`${UNIT_DIR}/${alias}`);
+      if (existing !== null && !existing.isSymbolicLink()) throw fail(at, `Cannot enable ${name}: its alias ${UNIT_DIR}/${alias} exists and is not a link`);
       this.link(`${UNIT_DIR}/${alias}`, found.path);
     }
     for (const raw of install.also) this.enable(checkedName(expand(raw, unit, at), at, name, 'Also='), at, seen);
@@ -105,7 +113,7 @@ class UnitLinks {
     if (seen.has(name)) return;
     seen.add(name);
     // A masked unit is still disabled: its [Install] is read from below the mask.
-    const found = this.find(name, false);
+    const found = this.find(name, false, at);
     const unit = parseUnitName(name);
     this.removeLinks(unit, found === 'masked' ? null : found);
     if (found === null || found === 'masked') return;
@@ -117,20 +125,28 @@ class UnitLinks {
    * instance falling back to its template. A link to /dev/null (or an empty file) first
    * in line means masked; `honourMask: false` looks past a mask in etc/systemd/system.
    */
-  private find(name: string, honourMask: boolean): Found | 'masked' | null {
-    const unit = parseUnitName(name);
-    const candidates = isInstance(unit) ? [name, templateOf(unit)] : [name];
-    for (const file of candidates) {
+  private find(name: string, honourMask: boolean, at: string): Found | 'masked' | null {
+    try {
+      return this.findUnchecked(name, honourMask);
+    } catch (err) {
+      if (!(err instanceof StagedrootError)) throw err;
+      // A unit file that is there but cannot be read (a link loop, an I/O error): its
+      // [Install] section is unknown, so the unit cannot be enabled or disabled safely.
+      throw fail(at, `Cannot ${honourMask ? 'enable' : 'disable'} ${name}: its unit file cannot be read: ${err.message}`);
+    }
+  }
+
+  private findUnchecked(name: string, honourMask: boolean): Found | 'masked' | null {
+    for (const file of unitFileCandidates(name)) {
       for (const dir of UNIT_SEARCH_PATH) {
         const p = `${dir}/${file}`;
-        const e = this.reader.entry(p);
-        if (e === null) continue;
-        if (e.kind === 'symlink' && e.target === '/dev/null') {
+        if (this.tree.lstat(p) === null) continue;
+        if (this.tree.readlink(p) === '/dev/null') {
           if (honourMask || dir !== UNIT_DIR) return 'masked';
           continue;
         }
-        if (this.reader.followed(p)?.kind !== 'file') continue;
-        const text = this.root.readFile(p)!;
+        if (this.tree.stat(p)?.isFile() !== true) continue;
+        const text = this.tree.readFile(p)!;
         if (text.length === 0) {
           if (honourMask) return 'masked';
           continue;
@@ -164,15 +180,15 @@ class UnitLinks {
   private links(): Map<string, LinkEntry> {
     if (this.index !== null) return this.index;
     const index = new Map<string, LinkEntry>();
-    for (const name of this.reader.list(UNIT_DIR)) {
+    for (const name of this.tree.readdir(UNIT_DIR) ?? []) {
       const p = `${UNIT_DIR}/${name}`;
-      const e = this.reader.entry(p);
-      if (e?.kind === 'symlink') {
-        index.set(p, { name, target: e.target!, top: true });
-      } else if (e?.kind === 'dir' && LINK_DIR_SUFFIXES.some((s) => name.endsWith(s))) {
-        for (const child of this.reader.list(p)) {
-          const c = this.reader.entry(`${p}/${child}`);
-          if (c?.kind === 'symlink') index.set(`${p}/${child}`, { name: child, target: c.target!, top: false });
+      const target = this.tree.readlink(p);
+      if (target !== null) {
+        index.set(p, { name, target, top: true });
+      } else if (this.tree.lstat(p)?.isDirectory() && LINK_DIR_SUFFIXES.some((s) => name.endsWith(s))) {
+        for (const child of this.tree.readdir(p) ?? []) {
+          const t = this.tree.readlink(`${p}/${child}`);
+          if (t !== null) index.set(`${p}/${child}`, { name: child, target: t, top: false });
         }
       }
     }

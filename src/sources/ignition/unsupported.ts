@@ -1,14 +1,20 @@
+import { fieldPath } from '../../errors.js';
 import type { IssueList } from './issues.js';
-import { fieldPath } from './issues.js';
 
 /**
- * The Ignition v3 (3.0.0–3.5.0) field tree, marking what stagedroot applies and what it
+ * The Ignition v3 (3.0.0–3.6.0) field tree, marking what stagedroot applies and what it
  * does not. A field marked `U` (disks, RAID, filesystems, LUKS, kernel arguments, user
- * creation, remote fetch settings, ...) is rejected when it holds anything; a field
- * Ignition does not have at all is rejected too. Empty values (null, [], {}) are what Go
- * encoders emit for unset fields (a machine-config-operator rendered config carries
+ * creation, remote fetch settings, ...) is rejected when it holds anything: applying a
+ * config without it would not give the machine the config asked for. A key Ignition does
+ * not have at all is a warning and is dropped, as Ignition itself warns about unknown
+ * keys and goes on (a leftover spec-2 `"filesystem": "root"` on a file entry, say).
+ * Empty values (null, [], {}) are what Go encoders emit for unset fields (a
+ * machine-config-operator rendered config carries
  * `"config":{"replace":{"verification":{}}},"proxy":{},"security":{"tls":{}}`), so they
  * count as absent.
+ *
+ * To apply a field stagedroot does not apply yet (`kernelArguments`, say), give it its
+ * shape here instead of `U`, a schema in schema.ts and a step in plan.ts.
  */
 type Shape = { obj: Record<string, Shape | 'U' | 'leaf'> } | { list: Shape } | 'resource';
 
@@ -61,7 +67,7 @@ const CONFIG: Shape = {
   },
 };
 
-const RESOURCE_FIELDS: Record<string, 'U' | 'leaf'> = { source: leaf, compression: leaf, verification: leaf, httpHeaders: U };
+const RESOURCE_FIELDS: Record<string, Shape | 'U' | 'leaf'> = { source: leaf, compression: leaf, verification: { obj: { hash: leaf } }, httpHeaders: U };
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -74,8 +80,9 @@ export function isEmpty(v: unknown): boolean {
 }
 
 /**
- * Lists every unsupported or unknown field path (and every non-data: source) in `doc`,
- * and returns the document without its empty non-leaf fields, for the schema to check.
+ * Lists every unsupported field path (and every non-data: source) in `doc` as an error
+ * and every unknown key as a warning, and returns the document without its unknown keys
+ * and empty non-leaf fields, for the schema to check.
  */
 export function findUnsupported(doc: unknown, issues: IssueList): unknown {
   return walk(doc, CONFIG, [], issues);
@@ -94,13 +101,13 @@ function walkFields(v: unknown, fields: Record<string, Shape | 'U' | 'leaf'>, at
   if (!isObject(v)) return v;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(v)) {
-    const sub = fields[key];
-    if (sub === leaf) {
+    const sub = Object.hasOwn(fields, key) ? fields[key] : undefined;
+    if (sub === undefined) {
+      issues.warn('UNKNOWN_FIELD', fieldPath([...at, key]), 'not an Ignition v3 field: ignored, as Ignition ignores unknown keys');
+    } else if (sub === leaf) {
       out[key] = value;
     } else if (isEmpty(value)) {
       continue;
-    } else if (sub === undefined) {
-      issues.add('SOURCE_UNSUPPORTED', fieldPath([...at, key]), 'not an Ignition v3 field');
     } else if (sub === U) {
       issues.add('SOURCE_UNSUPPORTED', fieldPath([...at, key]), 'an Ignition field stagedroot does not apply');
     } else {
