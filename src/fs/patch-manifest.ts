@@ -22,7 +22,17 @@ export interface PatchResult {
   entries: number;
 }
 
-export function patchManifest(tree: string, before: string | readonly string[], after: string, events: readonly TouchEvent[], faults: FaultHook = noFaults): PatchResult {
+/** What a change set did to a tree, from its touch events: the paths to re-read and the subtrees gone. */
+export interface TreeChanges {
+  dirty: Set<string>;
+  removed: Set<string>;
+  /** The entries of the dirty paths that exist afterwards, re-read from the tree, in manifest order. */
+  fresh: ManifestEntry[];
+  /** True for a removed path or a path below one. */
+  underRemoved(p: string): boolean;
+}
+
+export function changesOf(tree: string, events: readonly TouchEvent[]): TreeChanges {
   const removed = new Set<string>();
   const dirty = new Set<string>();
   for (const ev of events) {
@@ -49,6 +59,17 @@ export function patchManifest(tree: string, before: string | readonly string[], 
     }
     return removed.has(p);
   };
+  return { dirty, removed, fresh, underRemoved };
+}
+
+/** The delta of a patched manifest (what finalize re-checks). */
+export function deltaOf(ch: TreeChanges, entries: number): PatchResult {
+  const present = new Set(ch.fresh.map((e) => e.p));
+  return { delta: ch.fresh.map((e) => e.p), changed: ch.fresh, removed: [...ch.removed].filter((p) => !present.has(p)).sort(), entries };
+}
+
+export function patchManifest(tree: string, before: string | readonly string[], after: string, events: readonly TouchEvent[], faults: FaultHook = noFaults): PatchResult {
+  const { dirty, fresh, underRemoved, ...ch } = changesOf(tree, events);
 
   // `before` was written by copyTree moments ago, line by line in ManifestWriter's
   // format: its untouched lines are copied through as they are, never re-parsed.
@@ -74,6 +95,5 @@ export function patchManifest(tree: string, before: string | readonly string[], 
   } finally {
     w.close(false);
   }
-  const present = new Set(fresh.map((e) => e.p));
-  return { delta: fresh.map((e) => e.p), changed: fresh, removed: [...removed].filter((p) => !present.has(p)).sort(), entries };
+  return deltaOf({ dirty, fresh, underRemoved, ...ch }, entries);
 }

@@ -8,6 +8,7 @@ import { displayPath } from '../fs/names.js';
 import { RootFs, type TouchEvent } from '../fs/root-fs.js';
 import { runTreeTask, treeWorkersAvailable } from '../fs/tree-jobs.js';
 import { copyTreeSplit } from '../fs/copy-split.js';
+import type { PatchResult } from '../fs/patch-manifest.js';
 import { noFaults, type FaultHook } from '../fs/faults.js';
 import { availableParallelism } from 'node:os';
 import { makeTree, snapshotTree, snapshotsFrom, storageKind, type StorageKind } from '../fs/storage.js';
@@ -78,13 +79,12 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     onSkip: (rel: string, why: string) => (why === 'socket' ? sockets : devices).push(rel),
     onWarn: ctx.warn,
   };
-  if (o.from && o.from.manifest !== undefined && snapshotsFrom(ctx.layout.root, ctx.storage, o.from.tree)) {
-    // O(1) in the tree: a snapshot, and its manifest from the base one without walking usr/.
+  const snapshotOf = o.from && o.from.manifest !== undefined && snapshotsFrom(ctx.layout.root, ctx.storage, o.from.tree) ? { ...o.from, manifest: o.from.manifest } : null;
+  if (snapshotOf !== null) {
+    // O(1) in the tree: a snapshot; its manifest is written after the change set, below.
     o.onStep?.('copy');
-    await snapshotTree(o.from.tree, tree, ctx.faults);
-    const r = await runTreeTask('snapshotManifest', { tree, base: o.from.manifest, out: pre, trust: o.from.policy.hardlinkPrefixes }, jobs);
-    o.onCopy?.({ done: r.entries, total: r.entries, bytes: r.bytes });
-    bytes += r.bytes;
+    await snapshotTree(snapshotOf.tree, tree, ctx.faults);
+    o.onCopy?.({ done: snapshotOf.entries ?? 0, total: snapshotOf.entries ?? 0, bytes: 0 });
   } else {
     await makeTree(storage, tree, ctx.faults);
     o.onStep?.('copy');
@@ -115,8 +115,16 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     warnings.push(...applied.warnings);
   }
   o.onStep?.('manifest');
-  const patched = await runTreeTask('patchManifest', { tree, before: preParts, after: manifest, events }, jobs);
-  for (const p of preParts) dfs.unlink(p);
+  let patched: PatchResult;
+  if (snapshotOf !== null) {
+    // One pass: the base manifest's usr/ lines, the rest of the snapshot walked, the changes re-read.
+    const r = await runTreeTask('snapshotManifest', { tree, base: snapshotOf.manifest, out: manifest, trust: snapshotOf.policy.hardlinkPrefixes, events }, jobs);
+    bytes += r.bytes;
+    patched = r;
+  } else {
+    patched = await runTreeTask('patchManifest', { tree, before: preParts, after: manifest, events }, jobs);
+    for (const p of preParts) dfs.unlink(p);
+  }
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
   return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes, storage, warnings };
 }

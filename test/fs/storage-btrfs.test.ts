@@ -24,11 +24,13 @@ afterAll(() => m?.cleanup());
 
 const UPDATE = {
   label: 'update',
-  remove: ['/etc/old.conf'],
+  // Changes under usr/ (whose lines come from the base manifest) and outside it (walked).
+  remove: ['/etc/old.conf', { path: '/usr/share/doc', recursive: true }],
   directories: [{ path: '/srv/www', mode: '0750' }],
   files: [
     { path: '/etc/motd', contents: 'updated motd\n' },
     { path: '/usr/lib/libx.so', contents: 'new lib\n', mode: '0755' },
+    { path: '/usr/lib/new/deep/file', contents: 'added under usr\n' },
     { path: '/srv/www/index.html', contents: '<h1>hi</h1>\n' },
   ],
   symlinks: [{ path: '/etc/localtime', target: '/usr/share/zoneinfo/Europe/Paris' }],
