@@ -17,14 +17,21 @@ export interface Owner {
 }
 
 /**
+ * Extended attributes an entry is created with (file capabilities, SELinux labels,
+ * ACLs, user.*): [name, value] pairs. Absent: none of its own.
+ */
+export type { XattrList } from './fs/xattr.js';
+import type { XattrList } from './fs/xattr.js';
+
+/**
  * `replace` gives OCI layer semantics: whatever is at the path is removed first (a
  * directory with its contents; for `mkdir`, anything that is not a directory, a symlink
  * included, since a directory over a directory keeps it and takes the new attributes).
  */
 export type ChangeOp =
-  | ({ op: 'write'; path: string; content: Content; mode?: number; mtime?: number; overwrite?: boolean; append?: boolean; replace?: boolean } & Owner)
-  | ({ op: 'mkdir'; path: string; mode?: number; mtime?: number; replace?: boolean } & Owner)
-  | ({ op: 'symlink'; path: string; target: string; overwrite?: boolean; replace?: boolean } & Owner)
+  | ({ op: 'write'; path: string; content: Content; mode?: number; mtime?: number; overwrite?: boolean; append?: boolean; replace?: boolean; xattrs?: XattrList } & Owner)
+  | ({ op: 'mkdir'; path: string; mode?: number; mtime?: number; replace?: boolean; xattrs?: XattrList } & Owner)
+  | ({ op: 'symlink'; path: string; target: string; overwrite?: boolean; replace?: boolean; xattrs?: XattrList } & Owner)
   | { op: 'hardlink'; path: string; target: string; overwrite?: boolean; replace?: boolean }
   /** `missingOk` also covers a missing or non-directory parent (nothing there to remove). */
   | { op: 'remove'; path: string; recursive?: boolean; missingOk?: boolean }

@@ -1,7 +1,8 @@
 import * as fs from 'node:fs';
 import { z } from 'zod';
-import { StagedrootError } from '../errors.js';
+import { StagedrootError, fieldPath } from '../errors.js';
 import { manifestEntrySchema, readEntry, typeName, type ManifestEntry } from './manifest.js';
+import { hostPath } from './names.js';
 import { compareEntry, type Drift } from './verify-tree.js';
 
 /**
@@ -20,7 +21,7 @@ export function parseDelta(text: string, file: string): Delta {
     throw new StagedrootError('STATE_CORRUPT', `${file} is not valid JSON`, { path: file, cause: err });
   }
   const r = deltaSchema.safeParse(raw);
-  if (!r.success) throw new StagedrootError('STATE_CORRUPT', `${file} does not match the delta schema: ${r.error.issues[0]?.path.join('.') || '(root)'}: ${r.error.issues[0]?.message}`, { path: file });
+  if (!r.success) throw new StagedrootError('STATE_CORRUPT', `${file} does not match the delta schema: ${fieldPath(r.error.issues[0]?.path ?? []) || '(root)'}: ${r.error.issues[0]?.message}`, { path: file });
   return r.data;
 }
 
@@ -28,7 +29,7 @@ export function parseDelta(text: string, file: string): Delta {
 export function verifyDelta(tree: string, delta: Delta): Drift[] {
   const drift: Drift[] = [];
   for (const want of delta.changed) {
-    const host = tree + '/' + want.p;
+    const host = hostPath(tree, want.p);
     let st: fs.Stats;
     try {
       st = fs.lstatSync(host);
@@ -41,7 +42,7 @@ export function verifyDelta(tree: string, delta: Delta): Drift[] {
   }
   for (const p of delta.removed) {
     try {
-      fs.lstatSync(tree + '/' + p);
+      fs.lstatSync(hostPath(tree, p));
       drift.push({ path: p, kind: 'extra', actual: 'present although the update removed it' });
     } catch {
       // absent, as it should be

@@ -1,7 +1,7 @@
 import { isAscii } from 'node:buffer';
 import * as fs from 'node:fs';
 import { z } from 'zod';
-import { StagedrootError } from '../errors.js';
+import { StagedrootError, fieldPath } from '../errors.js';
 import { noFaults, type FaultHook } from './faults.js';
 import { hashFile } from './hash.js';
 import { nameFromBytes } from './names.js';
@@ -348,7 +348,7 @@ export function parseManifestLine(line: string, file: string, where: string): Ma
   if (fast !== null) return fast;
   const r = manifestEntrySchema.safeParse(raw);
   if (!r.success) {
-    throw new StagedrootError('STATE_CORRUPT', `Manifest ${file} ${where} is invalid: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, { path: file });
+    throw new StagedrootError('STATE_CORRUPT', `Manifest ${file} ${where} is invalid: ${r.error.issues.map((i) => `${fieldPath(i.path) || '(root)'}: ${i.message}`).join('; ')}`, { path: file });
   }
   return r.data;
 }

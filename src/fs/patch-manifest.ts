@@ -1,5 +1,6 @@
 import * as fs from 'node:fs';
 import { ManifestReader, ManifestWriter, readEntry, type ManifestEntry } from './manifest.js';
+import { hostPath } from './names.js';
 import { comparePaths } from './paths.js';
 import type { TouchEvent } from './root-fs.js';
 import { noFaults, type FaultHook } from './faults.js';
@@ -43,12 +44,13 @@ export function changesOf(tree: string, events: readonly TouchEvent[]): TreeChan
   const fresh: ManifestEntry[] = [];
   for (const rel of dirty) {
     let st: fs.Stats;
+    const host = hostPath(tree, rel);
     try {
-      st = fs.lstatSync(tree + '/' + rel);
+      st = fs.lstatSync(host);
     } catch {
       continue; // touched, then removed
     }
-    fresh.push(readEntry(rel, tree + '/' + rel, st));
+    fresh.push(readEntry(rel, host, st));
   }
   fresh.sort((a, b) => comparePaths(a.p, b.p));
 

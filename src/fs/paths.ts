@@ -1,4 +1,7 @@
 import { StagedrootError } from '../errors.js';
+import { bytesOfName, nameFromBytes } from './names.js';
+
+const SURROGATE = /[\ud800-\udfff]/;
 
 /**
  * Splits a path from a source into components, relative to the root. Leading slashes
@@ -15,6 +18,9 @@ export function splitSourcePath(p: string, what = 'path', opts: { allowBackslash
   }
   if (p.includes('\0')) {
     throw new StagedrootError('PATH_ESCAPE', `The ${what} ${JSON.stringify(p)} contains a NUL byte`, { path: p });
+  }
+  if (SURROGATE.test(p) && nameFromBytes(bytesOfName(p)) !== p) {
+    throw new StagedrootError('NAME_UNREPRESENTABLE', `The ${what} ${JSON.stringify(p)} cannot be kept byte for byte: it holds a lone UTF-16 surrogate, or escaped bytes that are themselves valid UTF-8`, { path: p });
   }
   if (!opts.allowBackslash && p.includes('\\')) {
     throw new StagedrootError('PATH_ESCAPE', `The ${what} ${JSON.stringify(p)} contains a backslash`, { path: p });

@@ -3,6 +3,12 @@ import * as path from 'node:path';
 import { StagedrootError, isStagedrootError } from '../errors.js';
 import { ioError } from './io-error.js';
 import { resolveInRoot, type Resolved } from './resolve-in-root.js';
+import { readLinkTarget } from './manifest.js';
+import { bytesOfName, hasRawBytes } from './names.js';
+import { readNames } from './walk.js';
+
+/** A tree path's bytes at the syscall (names that are not UTF-8 are escaped in tree paths, see names.ts). */
+const B = (host: string): string | Buffer => (hasRawBytes(host) ? bytesOfName(host) : host);
 
 /** What lstat/stat say about an entry (Node's Stats, so callers need not import node:fs). */
 export type EntryStats = fs.Stats;
@@ -62,7 +68,7 @@ export class ReadOnlyTree {
     }
     let fd: number;
     try {
-      fd = fs.openSync(r.hostPath, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      fd = fs.openSync(B(r.hostPath), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
     } catch (err) {
       throw ioError(err, p, r.hostPath);
     }
@@ -78,7 +84,7 @@ export class ReadOnlyTree {
     const r = this.resolve(p);
     if (r === null || r.stat === null || !r.stat.isSymbolicLink()) return null;
     try {
-      return fs.readlinkSync(r.hostPath);
+      return readLinkTarget(B(r.hostPath));
     } catch (err) {
       throw ioError(err, p, r.hostPath);
     }
@@ -89,7 +95,7 @@ export class ReadOnlyTree {
     const r = this.resolve(p, { followLast: true });
     if (r === null || r.stat === null || !r.stat.isDirectory()) return null;
     try {
-      return fs.readdirSync(r.hostPath).sort();
+      return readNames(B(r.hostPath));
     } catch (err) {
       throw ioError(err, p, r.hostPath);
     }

@@ -1,6 +1,10 @@
 import * as fs from 'node:fs';
 import { StagedrootError, errnoOf } from '../errors.js';
+import { readLinkTarget } from './manifest.js';
+import { childPath } from './names.js';
 import { ioError } from './root-fs.js';
+import { readNames } from './walk.js';
+import { readXattrs, type Xattrs } from './xattr.js';
 
 export type TreeEntryKind = 'file' | 'dir' | 'symlink' | 'char-device' | 'block-device' | 'fifo' | 'socket';
 
@@ -8,7 +12,8 @@ export type TreeEntryKind = 'file' | 'dir' | 'symlink' | 'char-device' | 'block-
 export interface TreeEntry {
   /** Path relative to the walked root ("etc/motd"). */
   rel: string;
-  host: string;
+  /** A Buffer when the path holds a name that is not UTF-8 (`rel` has its bytes escaped). */
+  host: string | Buffer;
   kind: TreeEntryKind;
   mode: number;
   uid: number;
@@ -21,6 +26,8 @@ export interface TreeEntry {
   inode: string;
   /** The stored target of a symlink. */
   linkTarget?: string;
+  /** Its extended attributes, when it has any. */
+  xattrs?: Xattrs;
 }
 
 function kindOf(st: fs.Stats): TreeEntryKind {
@@ -41,7 +48,7 @@ function kindOf(st: fs.Stats): TreeEntryKind {
 export function* readTree(root: string): Generator<TreeEntry> {
   const rootSt = statOrThrow(root, root, true);
   if (!rootSt.isDirectory()) throw new StagedrootError('USAGE', `The source ${root} is not a directory`, { value: root });
-  const stack: { rel: string; host: string; names: string[]; i: number }[] = [{ rel: '', host: root, names: listSorted(root), i: 0 }];
+  const stack: { rel: string; host: string | Buffer; names: string[]; i: number }[] = [{ rel: '', host: root, names: listSorted(root), i: 0 }];
   while (stack.length > 0) {
     const top = stack[stack.length - 1]!;
     if (top.i >= top.names.length) {
@@ -50,7 +57,7 @@ export function* readTree(root: string): Generator<TreeEntry> {
     }
     const name = top.names[top.i++]!;
     const rel = top.rel === '' ? name : `${top.rel}/${name}`;
-    const host = `${top.host}/${name}`;
+    const host = childPath(top.host, name);
     const st = statOrThrow(host, rel, false);
     const kind = kindOf(st);
     const e: TreeEntry = {
@@ -67,11 +74,13 @@ export function* readTree(root: string): Generator<TreeEntry> {
     };
     if (kind === 'symlink') {
       try {
-        e.linkTarget = fs.readlinkSync(host);
+        e.linkTarget = readLinkTarget(host);
       } catch (err) {
-        throw ioError(err, rel, host);
+        throw ioError(err, rel, String(host));
       }
     }
+    const xattrs = readXattrs(host);
+    if (xattrs.length > 0) e.xattrs = xattrs;
     yield e;
     if (kind === 'dir') stack.push({ rel, host, names: listSorted(host), i: 0 });
   }
@@ -82,10 +91,11 @@ export function* readTree(root: string): Generator<TreeEntry> {
  * what is read is still the regular file the walk saw, not a symlink swapped in, and
  * a file that no longer has the size the checks counted is refused.
  */
-export async function* readFileChunks(host: string, rel: string, expectedSize: number): AsyncGenerator<Buffer> {
+export async function* readFileChunks(hostPath: string | Buffer, rel: string, expectedSize: number): AsyncGenerator<Buffer> {
+  const host = String(hostPath); // for messages
   let fd: number;
   try {
-    fd = fs.openSync(host, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+    fd = fs.openSync(hostPath, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   } catch (err) {
     if (errnoOf(err) === 'ELOOP') throw new StagedrootError('SOURCE_CORRUPT', `${rel} became a symbolic link while it was being staged`, { path: rel, resolvedPath: host });
     throw ioError(err, rel, host);
@@ -111,18 +121,18 @@ export async function* readFileChunks(host: string, rel: string, expectedSize: n
   }
 }
 
-function listSorted(host: string): string[] {
+function listSorted(host: string | Buffer): string[] {
   try {
-    return fs.readdirSync(host).sort();
+    return readNames(host);
   } catch (err) {
-    throw ioError(err, host, host);
+    throw ioError(err, String(host), String(host));
   }
 }
 
-function statOrThrow(host: string, rel: string, follow: boolean): fs.Stats {
+function statOrThrow(host: string | Buffer, rel: string, follow: boolean): fs.Stats {
   try {
     return follow ? fs.statSync(host) : fs.lstatSync(host);
   } catch (err) {
-    throw ioError(err, rel, host);
+    throw ioError(err, rel, String(host));
   }
 }

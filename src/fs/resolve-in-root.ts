@@ -1,6 +1,8 @@
 import * as fs from 'node:fs';
 import { StagedrootError, errnoOf } from '../errors.js';
 import { ioError } from './io-error.js';
+import { readLinkTarget } from './manifest.js';
+import { bytesOfName, hasRawBytes } from './names.js';
 import { splitSourcePath, MAX_PATH_DEPTH } from './paths.js';
 
 export interface Resolved {
@@ -52,7 +54,7 @@ export function resolveInRoot(root: string, p: string, opts: ResolveOptions = {}
     const host = hostOf([...stack, c]);
     let st: fs.Stats | null = null;
     try {
-      st = fs.lstatSync(host);
+      st = fs.lstatSync(hasRawBytes(host) ? bytesOfName(host) : host);
     } catch (err) {
       if (errnoOf(err) !== 'ENOENT') throw ioError(err, original, host);
     }
@@ -69,7 +71,8 @@ export function resolveInRoot(root: string, p: string, opts: ResolveOptions = {}
       if (++hops > MAX_SYMLINK_HOPS) {
         throw new StagedrootError('APPLY_FAILED', `Too many levels of symbolic links resolving ${original}`, { path: original, errno: 'ELOOP' });
       }
-      const target = fs.readlinkSync(host);
+      // A name that is not UTF-8 is escaped in tree paths (names.ts): the syscall gets its bytes.
+      const target = readLinkTarget(hasRawBytes(host) ? bytesOfName(host) : host);
       if (target.startsWith('/')) stack.length = 0;
       queue.unshift(...target.split('/').filter((x) => x !== '' && x !== '.'));
       continue;

@@ -9,6 +9,10 @@ import { resolveInRoot, type Resolved } from './resolve-in-root.js';
 
 export { ioError } from './io-error.js';
 export type { Resolved } from './resolve-in-root.js';
+import { bytesOfName, hasRawBytes } from './names.js';
+import { readNames } from './walk.js';
+import { readXattrs, replaceXattrs, writeXattrs, type XattrList, type XattrPolicy, type Xattrs } from './xattr.js';
+import { splitSourcePath } from './paths.js';
 
 /** What happened to a tree path, for incremental manifest updates. */
 export interface TouchEvent {
@@ -28,6 +32,9 @@ export interface RootFsOptions {
    * it is never seen; ostree PR #49 measured 6m41s → 10.6s for the same trade).
    */
   durability?: 'each' | 'deferred';
+  /** An extended attribute the filesystem refuses: an error ('strict', the default) or dropped and reported. */
+  xattrPolicy?: XattrPolicy;
+  onXattrDrop?: (rel: string, name: string, why: string) => void;
 }
 
 export interface FileAttrs {
@@ -36,6 +43,8 @@ export interface FileAttrs {
   gid?: number;
   /** Modification time, seconds since the epoch. */
   mtime?: number;
+  /** Extended attributes the entry gets (set after its owner, which clears file capabilities). */
+  xattrs?: XattrList;
 }
 
 export interface CreateOptions {
@@ -45,6 +54,11 @@ export interface CreateOptions {
   replace?: boolean;
 }
 
+/**
+ * A host path at the syscall: tree paths carry a name that is not UTF-8 escaped (see
+ * names.ts); the call gets its bytes.
+ */
+const B = (host: string): string | Buffer => (hasRawBytes(host) ? bytesOfName(host) : host);
 const O_NOFOLLOW = fs.constants.O_NOFOLLOW;
 const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
 
@@ -60,12 +74,14 @@ export class RootFs {
   private readonly faults: FaultHook;
   private readonly onTouch: (event: TouchEvent) => void;
   private readonly durable: boolean;
+  private readonly xattrOptions: { policy: XattrPolicy; onDrop?: (rel: string, name: string, why: string) => void };
 
   constructor(root: string, options: RootFsOptions = {}) {
     this.root = path.resolve(root);
     this.faults = options.faults ?? noFaults;
     this.onTouch = options.onTouch ?? (() => {});
     this.durable = (options.durability ?? 'each') === 'each';
+    this.xattrOptions = { policy: options.xattrPolicy ?? 'strict', onDrop: options.onXattrDrop };
   }
 
   // ---------------------------------------------------------------- resolution
@@ -105,7 +121,7 @@ export class RootFs {
     if (!r.stat.isFile()) {
       throw new StagedrootError('APPLY_FAILED', `${p} is not a regular file`, { path: p, resolvedPath: r.hostPath });
     }
-    const fd = fs.openSync(r.hostPath, fs.constants.O_RDONLY | O_NOFOLLOW);
+    const fd = fs.openSync(B(r.hostPath), fs.constants.O_RDONLY | O_NOFOLLOW);
     try {
       return fs.readFileSync(fd);
     } finally {
@@ -123,7 +139,7 @@ export class RootFs {
     try {
       let off = 0;
       while (off < data.length) off += fs.writeSync(fd, data, off, data.length - off);
-      this.finishFd(fd, attrs, 0o644);
+      this.finishFd(fd, attrs, 0o644, tmp, p);
     } catch (err) {
       fs.closeSync(fd);
       safeUnlink(tmp);
@@ -145,7 +161,7 @@ export class RootFs {
         while (off < chunk.length) off += fs.writeSync(fd, chunk, off, chunk.length - off);
         size += chunk.length;
       }
-      this.finishFd(fd, attrs, 0o644);
+      this.finishFd(fd, attrs, 0o644, tmp, p);
     } catch (err) {
       fs.closeSync(fd);
       safeUnlink(tmp);
@@ -166,9 +182,10 @@ export class RootFs {
       if (!r.stat.isFile()) {
         throw new StagedrootError('APPLY_FAILED', `Cannot append to ${p}: it is not a regular file`, { path: p, resolvedPath: r.hostPath });
       }
-      const fd = fs.openSync(r.hostPath, fs.constants.O_RDONLY | O_NOFOLLOW);
+      const fd = fs.openSync(B(r.hostPath), fs.constants.O_RDONLY | O_NOFOLLOW);
       try { old = fs.readFileSync(fd); } finally { fs.closeSync(fd); }
-      keep = { mode: r.stat.mode & 0o7777, uid: r.stat.uid, gid: r.stat.gid };
+      // As an append in place would: attributes kept, but a write drops file capabilities.
+      keep = { mode: r.stat.mode & 0o7777, uid: r.stat.uid, gid: r.stat.gid, xattrs: readXattrs(B(r.hostPath)).filter(([n]) => n !== 'security.capability') };
     }
     this.writeFile(r.rel, Buffer.concat([old, data]), { ...keep, ...defined(attrs) });
   }
@@ -194,24 +211,30 @@ export class RootFs {
     if (!r.stat.isDirectory()) {
       throw new StagedrootError('APPLY_FAILED', `Cannot create directory ${p}: ${r.rel} exists and is not a directory (EEXIST)`, { path: p, resolvedPath: r.hostPath, errno: 'EEXIST' });
     }
-    if (attrs.mode !== undefined || attrs.uid !== undefined || attrs.gid !== undefined || attrs.mtime !== undefined) {
-      this.applyAttrs(r.hostPath, { mode: attrs.mode, uid: attrs.uid, gid: attrs.gid, mtime: attrs.mtime }, p);
+    if (attrs.mode !== undefined || attrs.uid !== undefined || attrs.gid !== undefined || attrs.mtime !== undefined || attrs.xattrs !== undefined) {
+      this.applyAttrs(r.hostPath, { mode: attrs.mode, uid: attrs.uid, gid: attrs.gid, mtime: attrs.mtime, xattrs: attrs.xattrs }, p, true);
       this.onTouch({ kind: 'touch', path: r.rel });
     }
   }
 
   /** Creates or replaces a symbolic link. The target is stored as given (resolved inside the root when followed). */
-  symlink(p: string, target: string, attrs: { uid?: number; gid?: number } & CreateOptions = {}): void {
+  symlink(p: string, target: string, attrs: { uid?: number; gid?: number; xattrs?: XattrList } & CreateOptions = {}): void {
     const { dir, name, target: existing } = this.prepareCreate(p, attrs);
     const tmp = this.tmpName(dir);
     try {
-      fs.symlinkSync(target, tmp);
+      fs.symlinkSync(B(target), B(tmp));
     } catch (err) {
       throw ioError(err, p, tmp);
     }
     this.mutated('symlink', tmp);
-    if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) {
-      fs.lchownSync(tmp, attrs.uid ?? -1, attrs.gid ?? -1);
+    try {
+      if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) {
+        fs.lchownSync(B(tmp), attrs.uid ?? -1, attrs.gid ?? -1);
+      }
+      if (attrs.xattrs !== undefined && attrs.xattrs.length > 0) this.setXattrs(tmp, attrs.xattrs, p, false);
+    } catch (err) {
+      safeUnlink(tmp);
+      throw ioError(err, p, tmp);
     }
     this.commitTmp(tmp, dir, name, existing, p);
   }
@@ -229,7 +252,7 @@ export class RootFs {
     if (target.stat !== null && target.stat.ino === src.stat.ino && target.stat.dev === src.stat.dev) return;
     const tmp = this.tmpName(dir);
     try {
-      fs.linkSync(src.hostPath, tmp);
+      fs.linkSync(B(src.hostPath), B(tmp));
     } catch (err) {
       throw ioError(err, p, tmp);
     }
@@ -245,7 +268,7 @@ export class RootFs {
       throw new StagedrootError('APPLY_FAILED', `Cannot remove ${p}: it does not exist`, { path: p, resolvedPath: r?.hostPath, errno: 'ENOENT' });
     }
     if (r.rel === '') throw new StagedrootError('PATH_ESCAPE', `Refusing to remove the root itself (${p})`, { path: p });
-    if (r.stat.isDirectory() && !opts.recursive && fs.readdirSync(r.hostPath).length > 0) {
+    if (r.stat.isDirectory() && !opts.recursive && fs.readdirSync(B(r.hostPath)).length > 0) {
       throw new StagedrootError('APPLY_FAILED', `Cannot remove ${p}: the directory is not empty`, { path: p, resolvedPath: r.hostPath, errno: 'ENOTEMPTY' });
     }
     this.removeResolved(r, p);
@@ -260,9 +283,9 @@ export class RootFs {
   clearDirectory(p: string): void {
     const r = /^\/*$/.test(p) ? { hostPath: this.root, rel: '', stat: fs.lstatSync(this.root) } : this.resolveIfReachable(p);
     if (r === null || r.stat === null || !r.stat.isDirectory()) return;
-    for (const name of fs.readdirSync(r.hostPath).sort()) {
+    for (const name of readNames(B(r.hostPath))) {
       const child = r.rel === '' ? name : `${r.rel}/${name}`;
-      this.removeResolved({ hostPath: `${r.hostPath}/${name}`, rel: child, stat: fs.lstatSync(`${r.hostPath}/${name}`) }, child);
+      this.removeResolved({ hostPath: `${r.hostPath}/${name}`, rel: child, stat: fs.lstatSync(B(`${r.hostPath}/${name}`)) }, child);
     }
   }
 
@@ -280,8 +303,8 @@ export class RootFs {
   private removeResolved(r: Resolved, p: string): void {
     if (r.rel === '' || r.stat === null) throw new StagedrootError('PATH_ESCAPE', `Refusing to remove the root itself (${p})`, { path: p });
     try {
-      if (r.stat.isDirectory()) fs.rmSync(r.hostPath, { recursive: true, force: true });
-      else fs.unlinkSync(r.hostPath);
+      if (r.stat.isDirectory()) fs.rmSync(B(r.hostPath), { recursive: true, force: true });
+      else fs.unlinkSync(B(r.hostPath));
     } catch (err) {
       throw ioError(err, p, r.hostPath);
     }
@@ -302,7 +325,7 @@ export class RootFs {
     }
     if (r.stat.isSymbolicLink()) {
       if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) {
-        fs.lchownSync(r.hostPath, attrs.uid ?? -1, attrs.gid ?? -1);
+        fs.lchownSync(B(r.hostPath), attrs.uid ?? -1, attrs.gid ?? -1);
         this.mutated('lchown', r.hostPath);
       }
       this.onTouch({ kind: 'touch', path: r.rel });
@@ -311,9 +334,10 @@ export class RootFs {
     if (r.stat.isFile() && r.stat.nlink > 1) {
       const dir = path.dirname(r.hostPath);
       const tmp = this.tmpName(dir);
-      fs.copyFileSync(r.hostPath, tmp);
+      fs.copyFileSync(B(r.hostPath), B(tmp));
       this.mutated('copy', tmp);
-      const keep = { mode: r.stat.mode & 0o7777, uid: r.stat.uid, gid: r.stat.gid, mtime: r.stat.mtimeMs / 1000 };
+      // The private copy keeps the shared inode's extended attributes (a capability, a label).
+      const keep = { mode: r.stat.mode & 0o7777, uid: r.stat.uid, gid: r.stat.gid, mtime: r.stat.mtimeMs / 1000, xattrs: readXattrs(B(r.hostPath)) };
       this.applyAttrs(tmp, { ...keep, ...defined(attrs) }, p);
       this.commitTmp(tmp, dir, path.basename(r.hostPath), r, p);
       return;
@@ -352,7 +376,7 @@ export class RootFs {
 
   private openTmp(tmp: string, p: string): number {
     try {
-      const fd = fs.openSync(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | O_NOFOLLOW, 0o600);
+      const fd = fs.openSync(B(tmp), fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | O_NOFOLLOW, 0o600);
       this.mutated('create', tmp);
       return fd;
     } catch (err) {
@@ -360,9 +384,11 @@ export class RootFs {
     }
   }
 
-  private finishFd(fd: number, attrs: FileAttrs, defaultMode: number): void {
-    fs.fchmodSync(fd, attrs.mode ?? defaultMode);
+  private finishFd(fd: number, attrs: FileAttrs, defaultMode: number, tmp: string, p: string): void {
     if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) fs.fchownSync(fd, attrs.uid ?? -1, attrs.gid ?? -1);
+    // After chown (it clears security.capability) and after the content (so does a write).
+    if (attrs.xattrs !== undefined && attrs.xattrs.length > 0) this.setXattrs(tmp, attrs.xattrs, p, false);
+    fs.fchmodSync(fd, attrs.mode ?? defaultMode);
     if (attrs.mtime !== undefined) fs.futimesSync(fd, attrs.mtime, attrs.mtime);
     if (this.durable) fs.fsyncSync(fd);
   }
@@ -370,7 +396,7 @@ export class RootFs {
   private commitTmp(tmp: string, dir: string, name: string, target: Resolved, p: string): void {
     const dest = path.join(dir, name);
     try {
-      fs.renameSync(tmp, dest);
+      fs.renameSync(B(tmp), B(dest));
     } catch (err) {
       safeUnlink(tmp);
       throw ioError(err, p, dest);
@@ -382,22 +408,40 @@ export class RootFs {
 
   private mkdirRaw(host: string, mode: number): void {
     try {
-      fs.mkdirSync(host, { mode });
+      fs.mkdirSync(B(host), { mode });
     } catch (err) {
       throw ioError(err, path.relative(this.root, host), host);
     }
     this.mutated('mkdir', host);
   }
 
-  private applyAttrs(host: string, attrs: FileAttrs, p: string): void {
+  /**
+   * Owner, then extended attributes (chown clears file capabilities), then mode (chown
+   * clears set-id bits), then times. With `exact`, the entry's attributes become exactly
+   * `attrs.xattrs` (an OCI directory over a directory takes the new one's).
+   */
+  private applyAttrs(host: string, attrs: FileAttrs, p: string, exact = false): void {
     try {
-      if (attrs.mode !== undefined) fs.chmodSync(host, attrs.mode);
-      if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) fs.lchownSync(host, attrs.uid ?? -1, attrs.gid ?? -1);
-      if (attrs.mtime !== undefined) fs.utimesSync(host, attrs.mtime, attrs.mtime);
+      if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) fs.lchownSync(B(host), attrs.uid ?? -1, attrs.gid ?? -1);
+      if (attrs.xattrs !== undefined && (exact || attrs.xattrs.length > 0)) this.setXattrs(host, attrs.xattrs, p, exact);
+      if (attrs.mode !== undefined) fs.chmodSync(B(host), attrs.mode);
+      if (attrs.mtime !== undefined) fs.utimesSync(B(host), attrs.mtime, attrs.mtime);
     } catch (err) {
       throw ioError(err, p, host);
     }
     this.mutated('setattr', host);
+  }
+
+  /** Tree paths whose SELinux label a source gave explicitly (they are not relabelled by the tree's policy). */
+  readonly explicitLabels = new Set<string>();
+
+  private setXattrs(host: string, list: XattrList, p: string, exact: boolean): void {
+    if (list.some(([n]) => n === 'security.selinux')) this.explicitLabels.add(splitSourcePath(p, 'path', { allowBackslash: true }).join('/'));
+    const attrs: Xattrs = list.map(([n, v]) => [n, Buffer.from(v.buffer, v.byteOffset, v.byteLength)]);
+    attrs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    if (exact) replaceXattrs(B(host), attrs, { rel: p, ...this.xattrOptions });
+    else writeXattrs(B(host), attrs, { rel: p, ...this.xattrOptions });
+    this.mutated('setxattr', host);
   }
 
   private mutated(op: string, host: string): void {
@@ -406,7 +450,7 @@ export class RootFs {
 }
 
 export function fsyncDir(dir: string): void {
-  const fd = fs.openSync(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+  const fd = fs.openSync(B(dir), fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
   try {
     fs.fsyncSync(fd);
   } finally {
@@ -421,7 +465,7 @@ function defined(attrs: FileAttrs): FileAttrs {
 
 function safeUnlink(p: string): void {
   try {
-    fs.unlinkSync(p);
+    fs.unlinkSync(B(p));
   } catch {
     // already gone
   }

@@ -13,6 +13,9 @@ import { runOnPath } from './path-tool.js';
  * through the UTF-8 conversion that would lose them.
  */
 
+/** Attributes as a change set carries them: [name, value] pairs. */
+export type XattrList = ReadonlyArray<readonly [string, Uint8Array]>;
+
 /** A tree entry's attributes: [name, value] pairs sorted by name. */
 export type Xattrs = [string, Buffer][];
 

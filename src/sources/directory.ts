@@ -48,6 +48,7 @@ function directoryReader(root: string, where: string): LayerReader {
       for (const t of readTree(root)) {
         const e: LayerEntry = { path: t.rel, kind: KINDS[t.kind], typeName: TYPE_NAMES[t.kind], size: t.size, mode: t.mode, uid: t.uid, gid: t.gid, mtime: t.mtime };
         if (t.kind === 'symlink') e.linkpath = t.linkTarget;
+        if (t.xattrs !== undefined) e.xattrs = t.xattrs;
         if (t.kind === 'file') {
           const first = t.nlink > 1 ? firstPathOf.get(t.inode) : undefined;
           if (first !== undefined) {

@@ -1,3 +1,4 @@
+import type { XattrList } from '../changeset.js';
 import { StagedrootError } from '../errors.js';
 import { checkEntryPath, checkHardlinkTarget, checkId, checkSymlinkTarget, foldPath, show, type LayerLimits } from './entry-checks.js';
 import type { LayerEntry } from './layer-entry.js';
@@ -8,9 +9,9 @@ export type PlannedEntry =
   | { kind: 'skip' }
   | { kind: 'whiteout'; path: string }
   | { kind: 'opaque'; path: string }
-  | { kind: 'dir'; path: string; mode?: number; uid?: number; gid?: number; mtime?: number }
-  | { kind: 'file'; path: string; size: number; mode?: number; uid?: number; gid?: number; mtime?: number; open: () => AsyncIterable<Uint8Array> }
-  | { kind: 'symlink'; path: string; target: string; uid?: number; gid?: number }
+  | { kind: 'dir'; path: string; mode?: number; uid?: number; gid?: number; mtime?: number; xattrs?: XattrList }
+  | { kind: 'file'; path: string; size: number; mode?: number; uid?: number; gid?: number; mtime?: number; open: () => AsyncIterable<Uint8Array>; xattrs?: XattrList }
+  | { kind: 'symlink'; path: string; target: string; uid?: number; gid?: number; xattrs?: XattrList }
   | { kind: 'hardlink'; path: string; target: string };
 
 export interface DirAttrs {
@@ -71,20 +72,21 @@ export class LayerChecker {
     const gid = checkId(e.gid, 'gid', raw);
     const mode = e.mode === undefined ? undefined : e.mode & 0o7777;
     const mtime = e.mtime !== undefined && Number.isFinite(e.mtime) ? e.mtime : undefined;
+    const xattrs = checkXattrs(e.xattrs, raw);
     switch (e.kind) {
       case 'dir':
         this.becomes(p, 'dir');
         this.dirs.set(p, { mode, mtime });
-        return { kind: 'dir', path: p, mode, uid, gid, mtime };
+        return { kind: 'dir', path: p, mode, uid, gid, mtime, xattrs };
       case 'file': {
         if (!e.open) throw new StagedrootError('SOURCE_CORRUPT', `The entry ${show(e.path)} has no content`, { path: raw });
         this.becomes(p, 'file');
-        return { kind: 'file', path: p, size: e.size, mode, uid, gid, mtime, open: e.open };
+        return { kind: 'file', path: p, size: e.size, mode, uid, gid, mtime, open: e.open, xattrs };
       }
       case 'symlink': {
         const target = checkSymlinkTarget(e.linkpath, p);
         this.becomes(p, 'symlink');
-        return { kind: 'symlink', path: p, target, uid, gid };
+        return { kind: 'symlink', path: p, target, uid, gid, xattrs };
       }
       case 'hardlink': {
         const target = checkHardlinkTarget(e.linkpath, p);
@@ -128,4 +130,19 @@ export class LayerChecker {
     if (kind === 'file') this.files.add(p);
     if (kind === 'symlink') this.symlinks.set(key, p);
   }
+}
+
+/** Linux's limits: a name of at most 255 bytes in a known namespace, a value of at most 64 KiB. */
+const XATTR_NAME = /^(security|system|trusted|user)\.[^\0]+$/;
+
+/** An entry's extended attributes, checked: undefined when it has none. */
+function checkXattrs(x: LayerEntry['xattrs'], raw: string): XattrList | undefined {
+  if (x === undefined || x.length === 0) return undefined;
+  for (const [name, value] of x) {
+    if (!XATTR_NAME.test(name) || Buffer.byteLength(name) > 255) {
+      throw new StagedrootError('SOURCE_UNSUPPORTED', `The entry ${show(raw)} has the extended attribute ${JSON.stringify(name)}, outside the Linux namespaces (security, system, trusted, user)`, { path: raw, value: name });
+    }
+    if (value.length > 65536) throw new StagedrootError('UNSAFE_ENTRY', `The entry ${show(raw)} has a ${value.length}-byte extended attribute ${name} (limit 65536)`, { path: raw, value: name });
+  }
+  return x;
 }

@@ -97,13 +97,13 @@ async function* applyOps(reader: LayerReader, limits: LayerLimits, replace: bool
         break;
       case 'dir':
         // u+rwx while children are written; the real mode comes with the final setattr.
-        yield { op: 'mkdir', path: p.path, mode: (p.mode ?? 0o755) | 0o700, uid: p.uid, gid: p.gid, replace: true };
+        yield { op: 'mkdir', path: p.path, mode: (p.mode ?? 0o755) | 0o700, uid: p.uid, gid: p.gid, replace: true, xattrs: p.xattrs };
         break;
       case 'file':
-        yield { op: 'write', path: p.path, content: { kind: 'stream', size: p.size, open: p.open }, mode: p.mode ?? 0o644, uid: p.uid, gid: p.gid, mtime: p.mtime, replace: true };
+        yield { op: 'write', path: p.path, content: { kind: 'stream', size: p.size, open: p.open }, mode: p.mode ?? 0o644, uid: p.uid, gid: p.gid, mtime: p.mtime, replace: true, xattrs: p.xattrs };
         break;
       case 'symlink':
-        yield { op: 'symlink', path: p.path, target: p.target, uid: p.uid, gid: p.gid, replace: true };
+        yield { op: 'symlink', path: p.path, target: p.target, uid: p.uid, gid: p.gid, replace: true, xattrs: p.xattrs };
         break;
       case 'hardlink':
         yield { op: 'hardlink', path: p.path, target: p.target, replace: true };

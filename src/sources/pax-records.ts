@@ -28,6 +28,12 @@ export function checkPaxRecords(raw: Buffer, layer: string, entry: string): void
     const len = Number(lenText);
     const end = off + len;
     if (end > raw.length || end <= sp + 1 || raw[end - 1] !== 0x0a) bad(`has a record at byte ${off} whose length (${len}) does not match its content`);
+    const eqAt = raw.indexOf(0x3d, sp + 1);
+    if (eqAt === -1 || eqAt >= end - 1 || eqAt === sp + 1) bad(`has a record at byte ${off} without a key`);
+    if (xattrKey(raw.toString('utf8', sp + 1, eqAt)) !== null) {
+      off = end; // a binary value: any byte, a newline or NUL included, is framed by the length
+      continue;
+    }
     const text = raw.toString('utf8', sp + 1, end - 1);
     const eq = text.indexOf('=');
     if (eq <= 0) bad(`has a record at byte ${off} without a key`);
@@ -41,4 +47,45 @@ export function checkPaxRecords(raw: Buffer, layer: string, entry: string): void
     if (key.startsWith('GNU.sparse.')) bad(`has ${key}: sparse files are not supported`, 'SOURCE_UNSUPPORTED');
     off = end;
   }
+}
+
+const XATTR_PREFIXES = ['SCHILY.xattr.', 'LIBARCHIVE.xattr.'] as const;
+
+/** The prefix of an extended-attribute record's key, or null for any other key. */
+function xattrKey(key: string): (typeof XATTR_PREFIXES)[number] | null {
+  for (const p of XATTR_PREFIXES) if (key.startsWith(p) && key.length > p.length) return p;
+  return null;
+}
+
+/**
+ * Takes the extended attributes out of a checked PAX header: GNU tar and bsdtar's
+ * `SCHILY.xattr.NAME=VALUE` (the value's raw bytes, how OCI layers carry file
+ * capabilities) and bsdtar's `LIBARCHIVE.xattr.NAME=BASE64` (the name URL-encoded).
+ * Returns them sorted by name, and the header without them, for node-tar's parser:
+ * it splits records at newlines, which a binary value may contain.
+ */
+export function takeXattrRecords(raw: Buffer): { rest: Buffer; xattrs: [string, Buffer][]; rawPath?: Buffer; rawLinkpath?: Buffer } {
+  const keep: Buffer[] = [];
+  let rawPath: Buffer | undefined;
+  let rawLinkpath: Buffer | undefined;
+  const found = new Map<string, Buffer>();
+  let off = 0;
+  while (off < raw.length) {
+    const sp = raw.indexOf(0x20, off);
+    if (sp === -1 || raw.subarray(off).every((b) => b === 0)) break;
+    const end = off + Number(raw.toString('latin1', off, sp));
+    const eqAt = raw.indexOf(0x3d, sp + 1);
+    const key = raw.toString('utf8', sp + 1, eqAt);
+    const prefix = xattrKey(key);
+    if (prefix === 'SCHILY.xattr.') found.set(key.slice(prefix.length), Buffer.from(raw.subarray(eqAt + 1, end - 1)));
+    else if (prefix === 'LIBARCHIVE.xattr.') found.set(decodeURIComponent(key.slice(prefix.length)), Buffer.from(raw.toString('latin1', eqAt + 1, end - 1), 'base64'));
+    else {
+      // The bytes of a name, for a name that is not UTF-8 (GNU tar's hdrcharset=BINARY).
+      if (key === 'path') rawPath = Buffer.from(raw.subarray(eqAt + 1, end - 1));
+      if (key === 'linkpath') rawLinkpath = Buffer.from(raw.subarray(eqAt + 1, end - 1));
+      keep.push(raw.subarray(off, end));
+    }
+    off = end;
+  }
+  return { rest: Buffer.concat(keep), xattrs: [...found].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)), rawPath, rawLinkpath };
 }

@@ -3,7 +3,8 @@ import { StagedrootError } from '../errors.js';
 import { ByteReader } from './byte-reader.js';
 import type { LayerLimits } from './entry-checks.js';
 import type { LayerEntry, LayerEntryKind } from './layer-entry.js';
-import { checkPaxRecords } from './pax-records.js';
+import { nameFromBytes } from '../fs/names.js';
+import { checkPaxRecords, takeXattrRecords } from './pax-records.js';
 
 /** node-tar's cap on one extended header; a longer one is an attack, not a long name. */
 export const MAX_META_BYTES = 1024 * 1024;
@@ -52,6 +53,9 @@ export async function* readTarEntries(source: AsyncIterable<Uint8Array>, where: 
   const truncated = (): never => corrupt(`it ends in the middle of ${JSON.stringify(current)} (truncated)`);
   let ex: Ex;
   let gex: Ex;
+  let xattrs: [string, Buffer][] | undefined;
+  let rawPath: Buffer | undefined;
+  let rawLinkpath: Buffer | undefined;
   let sawNull = false;
   let headers = 0;
   try {
@@ -98,23 +102,40 @@ export async function* readTarEntries(source: AsyncIterable<Uint8Array>, where: 
           const value = gnuLongName(body, current, where);
           ex ??= Object.create(null) as Record<string, unknown>;
           ex[type === 'NextFileHasLongLinkpath' ? 'linkpath' : 'path'] = value;
+          const bytes = body.subarray(0, body.indexOf(0) === -1 ? body.length : body.indexOf(0));
+          if (type === 'NextFileHasLongLinkpath') rawLinkpath = bytes;
+          else rawPath = bytes;
         } else {
           checkPaxRecords(body, where, paxPathGuess(body) ?? current);
-          const parsed = Pax.parse(body.toString('utf8'), ex as never, type === 'GlobalExtendedHeader') as unknown as Ex;
+          const { rest, xattrs: found, rawPath: rp, rawLinkpath: rl } = takeXattrRecords(body);
+          const parsed = Pax.parse(rest.toString('utf8'), ex as never, type === 'GlobalExtendedHeader') as unknown as Ex;
           if (type === 'GlobalExtendedHeader') gex = parsed;
-          else ex = parsed;
+          else {
+            ex = parsed;
+            // Attributes belong to the next entry only (a global header's are not taken).
+            if (found.length > 0) xattrs = found;
+            if (rp !== undefined) rawPath = rp;
+            if (rl !== undefined) rawLinkpath = rl;
+          }
         }
         continue;
       }
 
       const re = new ReadEntry(h, ex as never, gex as never);
       ex = undefined;
+      const entryXattrs = xattrs;
+      xattrs = undefined;
+      // Names are bytes: node-tar decodes them as UTF-8, turning what is not into U+FFFD;
+      // such a name is taken again from its bytes (PAX record, GNU long name or header).
+      const entryPath = byteName(re.path, rawPath ?? ustarName(block));
+      const entryLinkpath = byteName(re.linkpath, rawLinkpath ?? ustarField(block, 157, 100));
+      rawPath = rawLinkpath = undefined;
       current = typeof re.path === 'string' ? re.path : current;
       const kind = KINDS[type] ?? 'unsupported';
       let consumed = 0;
       let opened = false;
       const entry: LayerEntry = {
-        path: re.path,
+        path: entryPath,
         kind,
         typeName: type === 'Unsupported' ? `with code ${JSON.stringify(String.fromCharCode(block[156]!))}` : type,
         size: kind === 'file' ? size : 0,
@@ -122,8 +143,9 @@ export async function* readTarEntries(source: AsyncIterable<Uint8Array>, where: 
         uid: re.uid,
         gid: re.gid,
         mtime: re.mtime instanceof Date ? re.mtime.getTime() / 1000 : undefined,
-        linkpath: re.linkpath,
+        linkpath: entryLinkpath,
       };
+      if (entryXattrs !== undefined) entry.xattrs = entryXattrs;
       if (kind === 'file') {
         entry.open = () => {
           if (opened) throw new StagedrootError('IO', `The content of ${JSON.stringify(current)} was read twice`, { path: current });
@@ -167,4 +189,25 @@ function gnuLongName(body: Buffer, current: string, where: string): string {
 function paxPathGuess(body: Buffer): string | undefined {
   const m = /(?:^|\n)\d+ path=([^\n]*)\n/.exec(body.toString('utf8'));
   return m?.[1];
+}
+
+/** A NUL-terminated header field's bytes. */
+function ustarField(block: Buffer, off: number, len: number): Buffer {
+  const f = block.subarray(off, off + len);
+  const end = f.indexOf(0);
+  return end === -1 ? f : f.subarray(0, end);
+}
+
+/** The name of a ustar header as bytes: prefix "/" name. */
+function ustarName(block: Buffer): Buffer {
+  const name = ustarField(block, 0, 100);
+  const magic = block.toString('latin1', 257, 263);
+  const prefix = magic === 'ustar\0' ? ustarField(block, 345, 155) : Buffer.alloc(0);
+  return prefix.length > 0 ? Buffer.concat([prefix, Buffer.from('/'), name]) : name;
+}
+
+/** node-tar's decoded name, or the name from its bytes when decoding lost some (U+FFFD). */
+function byteName(decoded: unknown, bytes: Buffer): unknown {
+  if (typeof decoded !== 'string' || !decoded.includes('\ufffd')) return decoded;
+  return nameFromBytes(bytes);
 }

@@ -13,7 +13,7 @@ export interface ApplyProgress {
 export async function applyOp(root: RootFs, op: ChangeOp): Promise<number> {
   switch (op.op) {
     case 'write': {
-      const attrs = { mode: op.mode, uid: op.uid, gid: op.gid, mtime: op.mtime, overwrite: op.overwrite, replace: op.replace };
+      const attrs = { mode: op.mode, uid: op.uid, gid: op.gid, mtime: op.mtime, overwrite: op.overwrite, replace: op.replace, xattrs: op.xattrs };
       if (op.append) {
         const data = op.content.kind === 'bytes' ? op.content.data : await collect(op.content.open());
         root.appendFile(op.path, data, attrs);
@@ -26,10 +26,10 @@ export async function applyOp(root: RootFs, op: ChangeOp): Promise<number> {
       return root.writeFileFromStream(op.path, op.content.open(), attrs);
     }
     case 'mkdir':
-      root.mkdir(op.path, { mode: op.mode, uid: op.uid, gid: op.gid, mtime: op.mtime, replace: op.replace });
+      root.mkdir(op.path, { mode: op.mode, uid: op.uid, gid: op.gid, mtime: op.mtime, replace: op.replace, xattrs: op.xattrs });
       return 0;
     case 'symlink':
-      root.symlink(op.path, op.target, { uid: op.uid, gid: op.gid, overwrite: op.overwrite, replace: op.replace });
+      root.symlink(op.path, op.target, { uid: op.uid, gid: op.gid, overwrite: op.overwrite, replace: op.replace, xattrs: op.xattrs });
       return 0;
     case 'hardlink':
       root.link(op.path, op.target, { overwrite: op.overwrite, replace: op.replace });

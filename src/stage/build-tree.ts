@@ -12,6 +12,7 @@ import type { PatchResult } from '../fs/patch-manifest.js';
 import { noFaults, type FaultHook } from '../fs/faults.js';
 import { availableParallelism } from 'node:os';
 import { makeTree, snapshotTree, snapshotsFrom, storageKind, type StorageKind } from '../fs/storage.js';
+import { labelWritten, treePolicy } from '../fs/selinux.js';
 import { applyChanges, type ApplyProgress } from './apply-changes.js';
 
 export interface BuildTreeOptions {
@@ -109,10 +110,22 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   const warnings: Issue[] = [];
   o.onStep?.('apply');
   if (o.changes) {
-    const root = new RootFs(tree, { faults: ctx.faults, durability: 'deferred', onTouch: (e) => events.push(e) });
+    const root = new RootFs(tree, {
+      faults: ctx.faults,
+      durability: 'deferred',
+      onTouch: (e) => events.push(e),
+      xattrPolicy: ctx.xattrPolicy,
+      onXattrDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`),
+    });
     const applied = await applyChanges(root, o.changes, o.onApply);
     bytes += applied.bytes;
     warnings.push(...applied.warnings);
+    // What the update wrote is labelled by the new tree's own SELinux policy, if it has one.
+    const policy = treePolicy(root);
+    if (policy !== null) {
+      const written = new Set(events.filter((e) => e.kind === 'touch').map((e) => e.path));
+      labelWritten(tree, policy, written, { keep: root.explicitLabels, policy: ctx.xattrPolicy, onDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`) });
+    }
   }
   o.onStep?.('manifest');
   let patched: PatchResult;

@@ -1,4 +1,4 @@
-import { StagedrootError } from '../errors.js';
+import { StagedrootError, fieldPath } from '../errors.js';
 import { exists, readText, type DurableFs } from '../fs/durable.js';
 import type { Layout } from '../state/layout.js';
 import { checkState } from '../state/invariants.js';
@@ -20,7 +20,7 @@ function parse(text: string, file: string): { ok: true; state: State } | { ok: f
   }
   const r = stateSchema.safeParse(raw);
   if (!r.success) {
-    return { ok: false, reason: `${file} does not match the state schema: ${r.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}` };
+    return { ok: false, reason: `${file} does not match the state schema: ${r.error.issues.slice(0, 5).map((i) => `${fieldPath(i.path) || '(root)'}: ${i.message}`).join('; ')}` };
   }
   return { ok: true, state: r.data };
 }

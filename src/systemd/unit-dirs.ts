@@ -11,8 +11,11 @@ import { isInstance, parseUnitName, templateOf, UNIT_SUFFIXES } from './unit-nam
 /** Where the administrator's units, enablement links and masks go. */
 export const UNIT_DIR = 'etc/systemd/system';
 
+/** Where the OS's own (vendor) units are installed. */
+export const VENDOR_UNIT_DIR = 'usr/lib/systemd/system';
+
 /** The system unit search path, first wins (etc/ overrides usr/local/lib/, which overrides usr/lib/). */
-export const UNIT_SEARCH_PATH: readonly string[] = [UNIT_DIR, 'usr/local/lib/systemd/system', 'usr/lib/systemd/system', 'lib/systemd/system'];
+export const UNIT_SEARCH_PATH: readonly string[] = [UNIT_DIR, 'usr/local/lib/systemd/system', VENDOR_UNIT_DIR, 'lib/systemd/system'];
 
 /** Directories of dependency links next to unit files: `multi-user.target.wants/`. */
 export const LINK_DIR_SUFFIXES = ['.wants', '.requires', '.upholds'] as const;

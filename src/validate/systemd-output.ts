@@ -1,4 +1,5 @@
 import type { Issue } from '../errors.js';
+import { UNIT_SUFFIXES } from '../systemd/unit-names.js';
 
 /**
  * What `systemd-analyze verify --root=TREE` prints, turned into issues by one rule:
@@ -54,7 +55,7 @@ export interface ClassifiedOutput {
   dropped: { line: string; rule: NoiseRule }[];
 }
 
-const UNIT_NAME = String.raw`[^\s/:]+\.(?:service|socket|device|mount|automount|swap|target|path|timer|slice|scope)`;
+const UNIT_NAME = String.raw`[^\s/:]+\.(?:${UNIT_SUFFIXES.join('|')})`;
 const FILE_LINE = /^(\/.+?):(\d+): (.*)$/;
 const UNIT_PREFIX = new RegExp(`^(${UNIT_NAME}): (.*)$`);
 const UNIT_SENTENCE = new RegExp(`^Unit (${UNIT_NAME}) (.*)$`);

@@ -5,7 +5,7 @@ import { ScratchDir } from '../fs/scratch-dir.js';
 import { runCommand, describeOutcome } from '../util/run-command.js';
 import { classifySystemdOutput, type ClassifiedOutput } from './systemd-output.js';
 import type { ValidationContext } from './types.js';
-import { classifyUnitPath, findUnitFile, isMaskedIn, UNIT_DIR, unitDirsIn } from '../systemd/unit-dirs.js';
+import { classifyUnitPath, findUnitFile, isMaskedIn, UNIT_DIR, unitDirsIn, VENDOR_UNIT_DIR } from '../systemd/unit-dirs.js';
 import { templateNameOf } from '../systemd/unit-names.js';
 
 export interface SystemdVerifyOptions {
@@ -75,7 +75,7 @@ export async function verifySystemdUnits(ctx: ValidationContext, o: SystemdVerif
   };
   const osUnitsInTree = ((): boolean => {
     try {
-      return tree.stat('usr/lib/systemd/system')?.isDirectory() === true;
+      return tree.stat(VENDOR_UNIT_DIR)?.isDirectory() === true;
     } catch {
       return false;
     }
