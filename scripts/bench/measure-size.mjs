@@ -10,6 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Sysroot } from '../../dist/index.js';
+import { isSubvolume } from '../../dist/fs/storage.js';
 import { generate } from './generate-tree.mjs';
 import { ostreeRound, setupOstree, unlockDeployments } from './ostree.mjs';
 import { run, settle, timeCmd } from './tools.mjs';
@@ -61,8 +62,11 @@ export async function prepareSize(o) {
   const add = (k, v) => (samples[k] ??= []).push(v);
   const rss = [];
   const rm = (p) => run('rm', ['-rf', p]);
-  const booted = path.join(sysrootDir, 'deploy/0001/tree');
-  // The references copy the same booted tree as stage, to a path just as deep.
+  const deployed = path.join(sysrootDir, 'deploy/0001/tree');
+  // The references copy the same booted tree as stage, to a path just as deep. On btrfs
+  // the booted tree is a subvolume, which no hardlink leaves (EXDEV): there they copy
+  // the generated base tree, the same files in the filesystem's top subvolume.
+  const booted = isSubvolume(deployed) ? gen.base : deployed;
   const scratch = path.join(dir, 'reference/work/0000/tree');
   fs.mkdirSync(path.dirname(scratch), { recursive: true });
   const topDirs = fs.readdirSync(booted, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
@@ -100,6 +104,7 @@ export async function prepareSize(o) {
     add('stage', st.ms);
     add('event-loop delay', st.eldMaxMs);
     add('event-loop busy', st.busyMaxMs);
+    if (st.cpuMaxMs !== null) add('event-loop cpu', st.cpuMaxMs);
     rss.push(Math.max(st.maxRssKb, all.maxRssKb, st.vmHwmKb ?? 0, all.vmHwmKb ?? 0) * 1024);
     if (verify) {
       settle();
