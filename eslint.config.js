@@ -13,6 +13,7 @@ const LAYERS = [
   ['errors.ts', 'exit-codes.ts', 'util'], // typed errors and small helpers
   ['state'], // the pure model: schema, transitions, status view, layout (no disk, no context)
   ['fs'], // the safe-fs layer: the only code that touches the disk
+  ['trust', 'hooks'], // signatures and trusted keys (minisign/signify); phase hooks
   ['systemd'], // systemd units in an offline tree (names, directories, [Install]), for sources and validators
   ['changeset.ts', 'sources', 'validate'], // what an update is, and how a tree is judged
   ['context.ts', 'store'], // a sysroot on disk: state file, transition writer, recovery, removal

@@ -24,6 +24,9 @@ export type ErrorCode =
   | 'FINALIZE_FAILED'
   | 'TOOL_MISSING' // an external tool (systemctl, sync) is not installed
   | 'ABORTED' // the caller's AbortSignal cancelled the operation
+  | 'SIGNATURE_INVALID' // a source is unsigned, wrongly signed, or signed by a key the sysroot does not trust
+  | 'HOOK_REJECTED' // a pre-stage hook failed: the update is rejected
+  | 'HOOK_FAILED' // a pre-finalize hook failed: finalize did not run
   | 'INVARIANT_VIOLATED' // a state write that would break an invariant was refused (a bug, nothing written)
   | 'XATTR_UNSUPPORTED' // the target filesystem refuses an extended attribute a tree carries
   | 'NAME_UNREPRESENTABLE' // a file name that cannot be kept byte for byte
@@ -38,6 +41,8 @@ export const REJECTION_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'UNSAFE_ENTRY',
   'APPLY_FAILED',
   'VALIDATION_FAILED',
+  'SIGNATURE_INVALID',
+  'HOOK_REJECTED',
   'NAME_UNREPRESENTABLE',
 ]);
 

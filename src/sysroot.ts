@@ -5,7 +5,7 @@ import { finalize, type FinalizeOptions, type FinalizeResult } from './commit/fi
 import { applyTransition } from './store/apply-transition.js';
 import { emptyTrash } from './store/remove-deployments.js';
 import type { PathChange } from './fs/diff-manifests.js';
-import { exists, readLink } from './fs/durable.js';
+import { exists, readLink, writeJson } from './fs/durable.js';
 import { acquireLock } from './fs/lock.js';
 import type { Drift } from './fs/verify-tree.js';
 import { runTreeTask, warmTreeWorker } from './fs/tree-jobs.js';
@@ -23,7 +23,11 @@ import { specSource } from './sources/spec.js';
 import { ignitionSource } from './sources/ignition/index.js';
 import type { Source } from './sources/source.js';
 import { initSysroot, type InitOptions } from './stage/init.js';
+import { addTrustedKey, loadTrustedKeys, readPublicKeyFile, removeTrustedKey } from './trust/keys.js';
 import { stage, type StageOptions, type StageResult } from './stage/stage.js';
+import { dryRun, type DryRunOptions, type DryRunResult } from './stage/dry-run.js';
+import { describeHookFailure, runHooks, type HookContext, type HookRun } from './hooks/run-hooks.js';
+import type { HookPhase } from './hooks/phases.js';
 import type { BuiltinOptions } from './validate/builtins.js';
 
 export interface SysrootOptions extends ContextOptions {
@@ -155,27 +159,106 @@ export class Sysroot {
   async stage(input: StageInput, o: StageOptions = {}): Promise<StageResult> {
     const source = toSource(input);
     warmTreeWorker(); // its start overlaps the lock, recovery and the source's plan
-    return this.write('stage', (s) => stage(this.ctx, s, source, { ...o, builtins: { ...this.builtins, ...o.builtins } }));
+    return this.write('stage', async (s) => {
+      let r: StageResult;
+      try {
+        r = await stage(this.ctx, s, source, { ...o, builtins: { ...this.builtins, ...o.builtins } });
+      } catch (err) {
+        // Only a failure the stage recorded (not a bad option) is the update failing.
+        const f = this.state().lastFailure;
+        if (f !== null && f !== s.lastFailure && (f.id !== s.lastFailure?.id || f.at !== s.lastFailure?.at)) await this.hooks('on-failure', { id: f.id, label: f.label, reason: f.reason }, o);
+        throw err;
+      }
+      if (!r.alreadyRunning) r.hooks = [...(r.hooks ?? []), ...(await this.hooks('post-stage', { id: r.id, label: r.label, tree: r.path }, o))];
+      return r;
+    });
   }
 
-  finalize(o: FinalizeOptions = {}): Promise<FinalizeResult> {
-    return this.write('finalize', (s) => finalize(this.ctx, s, o));
+  /**
+   * Runs a phase's hooks (hooks/PHASE/, name order) and keeps what they did in
+   * hook-runs/PHASE.json; a failure is a warning (post-*, on-*) and changes nothing.
+   */
+  private async hooks(phase: HookPhase, c: Omit<HookContext, 'sysroot'>, o: { hookTimeoutMs?: number } = {}): Promise<HookRun[]> {
+    const { layout, dfs } = this.ctx;
+    const s = this.state();
+    const runs = await runHooks(layout.hooksDir, phase, { sysroot: layout.root, bootedTree: s.booted ? layout.tree(s.booted) : null, ...c }, { timeoutMs: o.hookTimeoutMs, stopOnFailure: phase.startsWith('pre-') });
+    if (runs.length > 0) {
+      dfs.mkdir(layout.hookRunsDir);
+      writeJson(dfs, `${layout.hookRunsDir}/${phase}.json`, { phase, at: this.ctx.now().toISOString(), ...c, runs });
+    }
+    for (const r of runs) if (!r.ok && !phase.startsWith('pre-')) this.ctx.warn(describeHookFailure(r));
+    return runs;
   }
 
-  boot(): Promise<BootResult> {
-    return this.write('boot', (s) => boot(this.ctx, s));
+  /**
+   * What `stage` would do, without writing or recording anything: the changes against
+   * the booted tree and every check that needs no new tree. Takes no lock.
+   */
+  async dryRun(input: StageInput, o: DryRunOptions = {}): Promise<DryRunResult> {
+    const source = toSource(input);
+    return dryRun(this.ctx, this.state(), source, { ...o, builtins: { ...this.builtins, ...o.builtins } });
+  }
+
+  /**
+   * Finalize, with its hooks: a failing pre-finalize hook stops it (HOOK_FAILED, the
+   * staged deployment stays staged); post-finalize runs when a deployment became current.
+   */
+  finalize(o: FinalizeOptions & { hookTimeoutMs?: number } = {}): Promise<FinalizeResult> {
+    return this.write('finalize', async (s) => {
+      const staged = s.staged === null ? null : mustFind(s, s.staged);
+      if (staged && !staged.locked) {
+        const runs = await this.hooks('pre-finalize', { id: staged.id, label: staged.label, tree: this.ctx.layout.tree(staged.id) }, o);
+        const bad = runs.find((r) => !r.ok);
+        if (bad) throw new StagedrootError('HOOK_FAILED', `Finalize of deployment ${staged.id} (${staged.label}) was stopped by the ${describeHookFailure(bad)}; it stays staged`, { path: `hooks/pre-finalize/${bad.hook}`, value: staged.id });
+      }
+      let r: FinalizeResult;
+      try {
+        r = finalize(this.ctx, s, o);
+      } catch (err) {
+        await this.hooks('on-failure', { id: staged?.id, label: staged?.label, reason: (err as Error).message }, o);
+        throw err;
+      }
+      if (r.finalized && staged) await this.hooks('post-finalize', { id: staged.id, label: staged.label, tree: this.ctx.layout.tree(staged.id) }, o);
+      return r;
+    });
+  }
+
+  /** The boot hook, then post-boot hooks (and on-rollback ones when it fell back). */
+  boot(o: { hookTimeoutMs?: number } = {}): Promise<BootResult> {
+    return this.write('boot', async (s) => {
+      const r = boot(this.ctx, s);
+      const id = r.event.kind === 'booted' ? r.event.id : r.event.to;
+      const d = mustFind(this.state(), id);
+      if (r.event.kind === 'fell-back') await this.hooks('on-rollback', { id, label: d.label, tree: this.ctx.layout.tree(id), reason: r.event.reason }, o);
+      await this.hooks('post-boot', { id, label: d.label, tree: this.ctx.layout.tree(id) }, o);
+      return r;
+    });
   }
 
   markGood(): Promise<Status> {
     return this.write('mark-good', (s) => this.view(markGood(this.ctx, s)));
   }
 
-  markBad(reason = 'marked bad', o: { phase?: Phase; output?: string } = {}): Promise<Status> {
-    return this.write('mark-bad', (s) => this.view(markBad(this.ctx, s, reason, o.phase ?? 'health', o.output)));
+  markBad(reason = 'marked bad', o: { phase?: Phase; output?: string; hookTimeoutMs?: number } = {}): Promise<Status> {
+    return this.write('mark-bad', async (s) => {
+      const st = this.view(markBad(this.ctx, s, reason, o.phase ?? 'health', o.output));
+      await this.rolledBack(st, reason, o);
+      return st;
+    });
   }
 
-  rollback(o: { discardStaged?: boolean } = {}): Promise<Status> {
-    return this.write('rollback', (s) => this.view(rollback(this.ctx, s, o)));
+  rollback(o: { discardStaged?: boolean; hookTimeoutMs?: number } = {}): Promise<Status> {
+    return this.write('rollback', async (s) => {
+      const st = this.view(rollback(this.ctx, s, o));
+      await this.rolledBack(st, 'manual rollback', o);
+      return st;
+    });
+  }
+
+  /** on-rollback hooks, about the deployment the next boot goes back to. */
+  private async rolledBack(st: Status, reason: string, o: { hookTimeoutMs?: number }): Promise<void> {
+    const d = st.deployments.find((x) => x.id === st.current);
+    await this.hooks('on-rollback', { id: st.current, label: d?.label, tree: d?.path, reason }, o);
   }
 
   discardStaged(): Promise<{ removed: string }> {
@@ -224,6 +307,22 @@ export class Sysroot {
     const which = id ?? s.booted ?? s.current;
     const drift = await runTreeTask('verifyTree', { tree: this.ctx.layout.tree(which), manifest: this.manifestOf(s, which) }, { onProgress: o.onProgress, signal: o.signal });
     return { id: which, drift };
+  }
+
+  /** The trusted keys' ids, as minisign prints them. With none, sources need no signature. */
+  trustedKeys(): string[] {
+    return loadTrustedKeys(this.ctx.layout).map((k) => k.keyId);
+  }
+
+  /** Trusts a minisign/signify public key (a key file, or the base64 line `minisign -P` takes). */
+  addTrustedKey(file: string): Promise<{ keyId: string; added: boolean }> {
+    const key = readPublicKeyFile(file);
+    return this.write('trust', () => addTrustedKey(this.ctx, key));
+  }
+
+  /** Stops trusting a key (by the id minisign prints). */
+  removeTrustedKey(keyId: string): Promise<{ keyId: string }> {
+    return this.write('trust', () => removeTrustedKey(this.ctx, keyId));
   }
 
   /** Host path of a deployment's tree. */

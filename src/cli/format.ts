@@ -1,3 +1,4 @@
+import type { DryRunResult } from '../stage/dry-run.js';
 import type { PathChange } from '../fs/diff-manifests.js';
 import type { Drift } from '../fs/verify-tree.js';
 import { displayPath } from '../fs/names.js';
@@ -35,4 +36,15 @@ export function formatDrift(id: string, drift: Drift[]): string {
   if (drift.length === 0) return `deployment ${id} matches its manifest\n`;
   const lines = drift.map((d) => `${d.kind.padEnd(8)} ${displayPath(d.path)}${d.expected !== undefined || d.actual !== undefined ? `  expected ${d.expected ?? '-'}, found ${d.actual ?? '-'}` : ''}`);
   return `deployment ${id} has drifted (${drift.length} difference${drift.length === 1 ? '' : 's'}):\n${lines.join('\n')}\n`;
+}
+
+/** A dry run for people: the changes as `diff` prints them, then the issues and a verdict. */
+export function formatDryRun(r: DryRunResult): string {
+  if (r.alreadyRunning) return `the booted deployment ${r.base} already runs this image (${r.origin?.digest}): a stage would do nothing\n`;
+  const issues = r.issues.map((i) => `${i.severity} ${i.code} at ${i.path || '(root)'}: ${i.message}\n`).join('');
+  const n = r.changes.length;
+  const verdict = r.ok
+    ? `dry run: staging would change ${n} path${n === 1 ? '' : 's'} of deployment ${r.base} (${r.label}); nothing was written\n`
+    : `dry run: the stage would be rejected (${r.issues.length} issue${r.issues.length === 1 ? '' : 's'}); nothing was written\n`;
+  return formatDiff(r.changes) + issues + verdict;
 }

@@ -42,15 +42,27 @@ export class SourceFile {
     return buf.subarray(0, got);
   }
 
-  /** The whole file from offset 0, a fresh buffer per chunk (callers may keep slices). */
-  async *chunks(): AsyncGenerator<Buffer> {
-    let pos = 0;
+  /** `n` bytes from `offset` (fewer at the end of the file). */
+  headAt(offset: number, n: number): Buffer {
+    const buf = Buffer.alloc(n);
+    const got = fs.readSync(this.fd, buf, 0, n, offset);
+    return buf.subarray(0, got);
+  }
+
+  /**
+   * The file from `start` (default 0) to `end` (default: its end), a fresh buffer per
+   * chunk (callers may keep slices).
+   */
+  async *chunks(start = 0, end = Infinity): AsyncGenerator<Buffer> {
+    let pos = start;
     for (;;) {
-      const buf = Buffer.allocUnsafe(CHUNK);
-      const n = await new Promise<number>((resolve, reject) => fs.read(this.fd, buf, 0, CHUNK, pos, (err, got) => (err ? reject(ioError(err, this.path, this.path)) : resolve(got))));
+      const want = Math.min(CHUNK, end - pos);
+      if (want <= 0) return;
+      const buf = Buffer.allocUnsafe(want);
+      const n = await new Promise<number>((resolve, reject) => fs.read(this.fd, buf, 0, want, pos, (err, got) => (err ? reject(ioError(err, this.path, this.path)) : resolve(got))));
       if (n === 0) return;
       pos += n;
-      yield n === CHUNK ? buf : buf.subarray(0, n);
+      yield n === want ? buf : buf.subarray(0, n);
     }
   }
 

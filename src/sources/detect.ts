@@ -7,14 +7,18 @@ import type { Source } from './source.js';
 import { specSource } from './spec.js';
 import { ignitionFileSource } from './ignition/index.js';
 import { tarLayerSource } from './tar-layer.js';
+import { filePayload } from '../trust/payload.js';
+import { indexImageArchive } from './oci/blob-store.js';
+import { imageSource, isImageLayout } from './oci/image-source.js';
+import type { ImageOptions } from './oci/resolve.js';
 
-export type SourceKind = 'spec' | 'ignition' | 'tar' | 'directory';
+export type SourceKind = 'spec' | 'ignition' | 'tar' | 'directory' | 'image';
 
 /** Decides what a path holds from its content, not its name. */
 export function detectKind(p: string): SourceKind {
   const st = statPath(p);
   if (st === null) throw new StagedrootError('USAGE', `The source ${p} does not exist`, { value: p });
-  if (st.isDirectory()) return 'directory';
+  if (st.isDirectory()) return isImageLayout(p) ? 'image' : 'directory';
   const head = readHead(p, 512);
   if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b) return 'tar'; // gzip
   if (head.length >= 4 && head.readUInt32LE(0) === 0xfd2fb528) return 'tar'; // zstd
@@ -26,22 +30,27 @@ export function detectKind(p: string): SourceKind {
   throw new StagedrootError('SOURCE_UNSUPPORTED', `Cannot tell what ${p} is: not a JSON update spec, an Ignition config, a tar archive or a directory`, { path: p });
 }
 
-/** Options for sources read from a path; `replace` and `limits` apply to tar and directory sources. */
-export type SourceOptions = LayerOptions;
+/**
+ * Options for sources read from a path; `replace` and `limits` apply to tar and directory
+ * sources, `platform` and `ref` to images (an image is always a whole new tree).
+ */
+export type SourceOptions = LayerOptions & ImageOptions;
 
 /** A source for a path, its kind detected from the content. */
 export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
   const kind = detectKind(p);
-  if (o.replace && kind !== 'tar' && kind !== 'directory') {
+  if (o.replace && kind !== 'tar' && kind !== 'directory' && kind !== 'image') {
     throw new StagedrootError('USAGE', `--replace applies to tar and directory sources; ${p} is a ${kind} source`, { option: 'replace', value: true });
   }
   switch (kind) {
     case 'spec':
-      return specFileSource(p);
+      return signedFile(specFileSource(p), p);
     case 'ignition':
-      return ignitionFileSource(p);
+      return signedFile(ignitionFileSource(p), p);
     case 'tar':
-      return tarLayerSource(p, o);
+      return archiveSource(p, o);
+    case 'image':
+      return imageSource(p, o);
     case 'directory':
       return directorySource(p, o);
   }
@@ -55,11 +64,45 @@ export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
 export function pathSource(p: string, o: SourceOptions = {}): Source {
   if (statPath(p) === null) throw new StagedrootError('USAGE', `The source ${p} does not exist`, { value: p });
   if (o.replace) sourceFromPath(p, o); // --replace with a spec or Ignition config is a usage error, at once
+  let resolved: Source | undefined;
+  const get = (): Source => (resolved ??= sourceFromPath(p, o));
   return {
     kind: 'auto',
     describe: p,
-    plan: (base) => sourceFromPath(p, o).plan(base),
+    inspect: async () => (get().inspect ? get().inspect!() : {}),
+    plan: (base) => get().plan(base),
   };
+}
+
+/**
+ * A tar archive: an image archive (oci-archive, `docker save`) when its entries say so,
+ * else a layer. Only an uncompressed tar can be an image archive; deciding reads its
+ * headers up to the first name an image archive cannot hold (usually the first one).
+ */
+function archiveSource(p: string, o: SourceOptions): Source {
+  let chosen: Promise<Source> | undefined;
+  const get = (): Promise<Source> =>
+    (chosen ??= (async () => {
+      const head = readHead(p, 512);
+      const plain = head.length >= 262 && head.subarray(257, 262).toString('latin1') === 'ustar';
+      // A tar the image scan cannot read is reported by the layer reader, with its own words.
+      const members = plain ? await indexImageArchive(p).catch(() => null) : null;
+      return members ? imageSource(p, o, members) : signedFile(tarLayerSource(p, o), p);
+    })());
+  return {
+    kind: 'tar',
+    describe: `archive ${p}`,
+    inspect: async () => {
+      const s = await get();
+      return s.inspect ? s.inspect() : {};
+    },
+    plan: async (base) => (await get()).plan(base),
+  };
+}
+
+/** A source read from one file: its detached signature covers the file, in SOURCE.minisig by default. */
+function signedFile(s: Source, p: string): Source {
+  return { ...s, inspect: async () => ({ signed: { payload: filePayload(p, s.describe), defaultSignature: `${p}.minisig` } }) };
 }
 
 export function specFileSource(p: string): Source {

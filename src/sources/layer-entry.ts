@@ -17,6 +17,8 @@ export interface LayerEntry {
   gid?: number;
   /** Seconds since the epoch. */
   mtime?: number;
+  /** Where a file's body starts in the (decompressed) stream, when the reader knows it. */
+  offset?: number;
   /** Extended attributes ([name, value], sorted by name): PAX SCHILY.xattr records, a directory's own. */
   xattrs?: [string, Buffer][];
   /** A symlink's target, or the path a hardlink points at (unchecked). */

@@ -1,4 +1,6 @@
 import type { ChangeSet } from '../changeset.js';
+import type { Origin } from '../state/schema.js';
+import type { SignedPayload } from '../trust/verify.js';
 import type { ReadOnlyTree } from '../fs/read-only-tree.js';
 
 /**
@@ -7,10 +9,25 @@ import type { ReadOnlyTree } from '../fs/read-only-tree.js';
  */
 export type BaseTree = ReadOnlyTree;
 
+/** What a source is, known before it is planned: what its signature covers, which image it is. */
+export interface SourceInfo {
+  /** What a detached signature covers, and where that signature is by default (SOURCE.minisig). */
+  signed?: { payload: SignedPayload; defaultSignature: string };
+  /** An image's identity (manifest digest, labels): recorded with the deployment. */
+  origin?: Origin;
+  /** A label the source suggests (an image's org.opencontainers.image.version). */
+  label?: string;
+}
+
 /** Anything that can be turned into a change set: a spec, an Ignition config, a layer, a directory. */
 export interface Source {
   kind: string;
   /** Where it came from, for messages ("spec /tmp/web.json"). */
   describe: string;
+  /**
+   * Reads what the source is without planning it (an image's index and manifest,
+   * checked). Sources read from a file have one; in-memory sources do not.
+   */
+  inspect?(): Promise<SourceInfo>;
   plan(base: BaseTree): Promise<ChangeSet>;
 }

@@ -144,6 +144,7 @@ export async function* readTarEntries(source: AsyncIterable<Uint8Array>, where: 
         gid: re.gid,
         mtime: re.mtime instanceof Date ? re.mtime.getTime() / 1000 : undefined,
         linkpath: entryLinkpath,
+        offset: br.offset,
       };
       if (entryXattrs !== undefined) entry.xattrs = entryXattrs;
       if (kind === 'file') {
@@ -159,7 +160,10 @@ export async function* readTarEntries(source: AsyncIterable<Uint8Array>, where: 
         };
       }
       yield entry;
-      if (!(await br.skip(size - consumed + padding))) return truncated();
+      if (!(await br.skip(size - consumed))) return truncated();
+      // The body is complete: a stream that ends in its padding ends the archive there.
+      // umoci 0.4.7's `insert` writes layers so (umoci#436); Go and Python read them too.
+      if (!(await br.skip(padding))) break;
     }
   } finally {
     await br.close();

@@ -9,6 +9,7 @@ import type { BaseState } from '../state/schema.js';
 import { saveState } from '../store/state-file.js';
 import type { Source } from '../sources/source.js';
 import { buildTree } from './build-tree.js';
+import { addTrustedKey, readPublicKeyFile } from '../trust/keys.js';
 
 export interface InitOptions {
   /** A directory to copy as the first tree. */
@@ -17,6 +18,8 @@ export interface InitOptions {
   source?: Source;
   label?: string;
   bootTries?: number;
+  /** minisign/signify public key files: with one, every later stage needs a valid signature. */
+  trustedKeys?: readonly string[];
 }
 
 /**
@@ -35,9 +38,10 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
   if (o.fromDirectory !== undefined && !isDirectory(o.fromDirectory)) {
     throw new StagedrootError('USAGE', `--from ${o.fromDirectory} is not a directory`, { option: 'from', value: o.fromDirectory });
   }
+  const keys = (o.trustedKeys ?? []).map(readPublicKeyFile); // bad key files: USAGE, before anything is written
   // Leftovers of an init that crashed before writing its state.
   for (const n of listDir(layout.root)) {
-    if (['deploy', 'work', 'trash', 'current'].includes(n) || isTempName(n, ['current'])) dfs.removeTree(`${layout.root}/${n}`);
+    if (['deploy', 'work', 'trash', 'current', 'trusted-keys'].includes(n) || isTempName(n, ['current'])) dfs.removeTree(`${layout.root}/${n}`);
   }
   dfs.mkdir(layout.deployDir);
   dfs.mkdir(layout.workDir);
@@ -73,5 +77,6 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
     lastId: id,
     deployments: [newRecord({ id, label, parent: null, at: ctx.now().toISOString(), source: description, entries: built.entries, bytes: built.bytes, manifestSha256, good: true })],
   };
+  for (const k of keys) addTrustedKey(ctx, k);
   saveState(layout, dfs, { ...state, intent: null });
 }

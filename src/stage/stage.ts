@@ -9,6 +9,9 @@ import { applyTransition } from '../store/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
 import { buildTree, type BuiltTree } from './build-tree.js';
+import { checkSource, type CheckedSource } from './check-source.js';
+import { describeHookFailure, runHooks, type HookRun } from '../hooks/run-hooks.js';
+import { checkTimeoutMs } from '../util/options.js';
 import type { Source } from '../sources/source.js';
 import type { ChangeSet } from '../changeset.js';
 import { resolveBuiltins, type BuiltinOptions, type ResolvedBuiltins } from '../validate/builtins.js';
@@ -39,6 +42,10 @@ export interface StageOptions {
   lock?: boolean;
   /** Aborts running validator commands. */
   signal?: AbortSignal;
+  /** The detached signature of the source (default: SOURCE.minisig); required when the sysroot trusts keys. */
+  signature?: string;
+  /** Time limit of each phase hook (default 60 s). */
+  hookTimeoutMs?: number;
 }
 
 export interface StageResult {
@@ -49,6 +56,10 @@ export interface StageResult {
   warnings: Issue[];
   entries: number;
   bytes: number;
+  /** The image is what the booted deployment already runs: nothing was staged (`id` is the booted one). */
+  alreadyRunning?: boolean;
+  /** The pre-stage and post-stage hooks that ran. */
+  hooks?: HookRun[];
 }
 
 export const DEFAULT_COPY_POLICY: CopyPolicy = { hardlinkPrefixes: ['usr'], mode: 'reflink' };
@@ -64,6 +75,8 @@ export const DEFAULT_COPY_POLICY: CopyPolicy = { hardlinkPrefixes: ['usr'], mode
 export async function stage(ctx: Context, state: BaseState, source: Source, opts: StageOptions = {}): Promise<StageResult> {
   const run = startRun(ctx, state, source, opts);
   try {
+    await check(run);
+    if (run.checked?.info.origin !== undefined && run.base.origin?.digest === run.checked.info.origin.digest) return alreadyRunning(run);
     const changes = await plan(run);
     await preflight(run, changes);
     const built = await build(run, changes);
@@ -101,12 +114,17 @@ interface Run {
   /** The preflight's estimate, kept for the figures of an ENOSPC. */
   estimate?: SpaceEstimate;
   changes?: ChangeSet;
+  /** Hooks that ran (pre-stage). */
+  hooks: HookRun[];
+  /** The source's identity and verified signature (see checkSource). */
+  checked?: CheckedSource;
 }
 
 /** Checks the options (bad ones: USAGE, before anything is recorded) and picks the new id. */
 function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOptions): Run {
   const { layout } = ctx;
   const builtins = resolveBuiltins(opts.builtins);
+  if (opts.hookTimeoutMs !== undefined) checkTimeoutMs(opts.hookTimeoutMs, 'hookTimeoutMs');
   const id = nextId([state.lastId, ...state.deployments.map((d) => d.id), ...listDir(layout.deployDir), ...listDir(layout.workDir)]);
   return {
     ctx,
@@ -123,6 +141,7 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOpt
     phase: 'plan',
     treeBuilt: false,
     freeAtStart: null,
+    hooks: [],
   };
 }
 
@@ -130,6 +149,32 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOpt
 function enter(run: Run, phase: StagePhase, total: number | null = null): void {
   run.phase = phase;
   run.opts.onProgress?.({ phase, done: 0, total, bytes: 0 });
+}
+
+/** plan, first: the source's identity (an image's manifest) and, with trusted keys, its signature. */
+async function check(run: Run): Promise<void> {
+  enter(run, 'plan');
+  await preStage(run);
+  run.checked = await checkSource(run.ctx.layout, run.source, { signature: run.opts.signature });
+  run.label = run.opts.label ?? run.checked.info.label ?? run.label;
+}
+
+/** The pre-stage hooks: the first that fails rejects the update, its output the reason. */
+async function preStage(run: Run): Promise<void> {
+  const { layout } = run.ctx;
+  const runs = await runHooks(layout.hooksDir, 'pre-stage', { sysroot: layout.root, id: run.id, label: run.label, bootedTree: layout.tree(run.base.id) }, { stopOnFailure: true, timeoutMs: run.opts.hookTimeoutMs });
+  run.hooks.push(...runs);
+  const bad = runs.find((r) => !r.ok);
+  if (bad) {
+    run.output = bad.output;
+    throw new StagedrootError('HOOK_REJECTED', `The update was stopped by the ${describeHookFailure(bad)}`, { path: `hooks/pre-stage/${bad.hook}` });
+  }
+}
+
+/** The image the booted deployment runs: nothing to stage (like `bootc upgrade` with no new image). */
+function alreadyRunning(run: Run): StageResult {
+  const { base } = run;
+  return { id: base.id, label: base.label, path: run.ctx.layout.tree(base.id), delta: [], warnings: [], entries: base.entries, bytes: base.bytes, alreadyRunning: true, hooks: run.hooks };
 }
 
 /** plan: the source reads its input against the base tree and says what to change. */
@@ -182,7 +227,8 @@ async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
 async function validate(run: Run, built: BuiltTree): Promise<Issue[]> {
   const { id, label, opts } = run;
   enter(run, 'validate', opts.validators?.length ?? 0);
-  const vctx = { tree: built.tree, id, label, manifest: built.manifest, delta: built.delta, baseTree: run.ctx.layout.tree(run.base.id), signal: opts.signal };
+  const baseTree = run.ctx.layout.tree(run.base.id);
+  const vctx = { tree: built.tree, staged: new ReadOnlyTree(built.tree), id, label, manifest: built.manifest, delta: built.delta, baseTree, base: new ReadOnlyTree(baseTree), signal: opts.signal };
   const result = await validateTree(vctx, { builtins: run.builtins, commands: run.commands, validators: opts.validators });
   run.output = result.output;
   const errors = result.issues.filter((i) => i.severity === 'error');
@@ -207,8 +253,10 @@ async function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: 
   const manifestSha256 = await runTreeTask('hashFile', { file: layout.manifest(id) });
   const rec = newRecord({ id, label, parent: run.base.id, at: ctx.now().toISOString(), entries: built.entries, bytes: built.bytes, manifestSha256, source: changes.description });
   rec.locked = run.opts.lock ?? false;
+  if (run.checked?.info.origin) rec.origin = run.checked.info.origin;
+  if (run.checked?.signature) rec.signature = run.checked.signature;
   applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
-  return { id, label, path: layout.tree(id), delta: built.delta, warnings: [...built.warnings, ...warnings], entries: rec.entries, bytes: rec.bytes };
+  return { id, label, path: layout.tree(id), delta: built.delta, warnings: [...built.warnings, ...warnings], entries: rec.entries, bytes: rec.bytes, hooks: run.hooks };
 }
 
 /**

@@ -11,6 +11,9 @@ import { randomSuffix } from '../util/random.js';
  *   work/ID/                     a stage in progress (removed by recovery after a crash)
  *   trash/                       deployments being removed
  *   lock/                        the writer lock
+ *   trusted-keys/KEYID.pub       public keys a source's signature must match (none: unsigned sources are fine)
+ *   hooks/PHASE/                 executables run at each phase, in name order
+ *   hook-runs/PHASE.json         what the last run of each phase's hooks did (bounded output)
  *   .NAME.tmp-PID-R, .NAME.new-PID-R   a file or symlink being replaced (see tempPath)
  */
 export class Layout {
@@ -35,6 +38,15 @@ export class Layout {
   }
   get trashDir(): string {
     return path.join(this.root, 'trash');
+  }
+  get trustedKeysDir(): string {
+    return path.join(this.root, 'trusted-keys');
+  }
+  get hooksDir(): string {
+    return path.join(this.root, 'hooks');
+  }
+  get hookRunsDir(): string {
+    return path.join(this.root, 'hook-runs');
   }
   deployment(id: string): string {
     return path.join(this.deployDir, id);

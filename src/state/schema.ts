@@ -54,6 +54,34 @@ export const failureSchema = z
   .strict();
 export type Failure = z.infer<typeof failureSchema>;
 
+/** What an image deployment was built from: `status --json` shows it per deployment. */
+export const originSchema = z
+  .object({
+    kind: z.literal('oci-image'),
+    /** The image manifest's digest ("sha256:..."): the same digest is the same image. */
+    digest: z.string(),
+    mediaType: z.string(),
+    /** The config's labels (org.opencontainers.image.version, ...). */
+    labels: z.record(z.string()),
+    /** The index's `org.opencontainers.image.ref.name` of the selected manifest, if any. */
+    ref: z.string().optional(),
+    /** os/architecture[/variant] of the selected manifest. */
+    platform: z.string().optional(),
+  })
+  .strict();
+export type Origin = z.infer<typeof originSchema>;
+
+/** The detached signature a deployment's source was verified with. */
+export const signatureRecordSchema = z
+  .object({
+    keyId: z.string(),
+    algorithm: z.enum(['ED', 'Ed']),
+    /** The signed trusted comment (null for signify signatures). */
+    trustedComment: z.string().nullable(),
+  })
+  .strict();
+export type SignatureRecord = z.infer<typeof signatureRecordSchema>;
+
 export const deploymentRecordSchema = z
   .object({
     id: deploymentIdSchema,
@@ -75,6 +103,8 @@ export const deploymentRecordSchema = z
     /** sha256 of the manifest file, checked before finalize trusts it. */
     manifestSha256: z.string().nullable(),
     source: z.string().optional(),
+    origin: originSchema.optional(),
+    signature: signatureRecordSchema.optional(),
     failure: failureSchema.nullable(),
   })
   .strict();

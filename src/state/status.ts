@@ -1,5 +1,5 @@
 import type { Layout } from './layout.js';
-import type { BaseState, Failure } from './schema.js';
+import type { BaseState, Failure, Origin, SignatureRecord } from './schema.js';
 
 export interface DeploymentStatus {
   id: string;
@@ -20,6 +20,10 @@ export interface DeploymentStatus {
   rollback: boolean;
   entries: number;
   source?: string;
+  /** An image deployment's origin (manifest digest, config labels). */
+  origin?: Origin;
+  /** The signature its source was verified with (key id, trusted comment). */
+  signature?: SignatureRecord;
   failure: Failure | null;
 }
 
@@ -79,6 +83,8 @@ export function statusView(s: BaseState, layout: Layout, storage: Status['storag
         rollback: d.id === s.rollback,
         entries: d.entries,
         ...(d.source === undefined ? {} : { source: d.source }),
+        ...(d.origin === undefined ? {} : { origin: d.origin }),
+        ...(d.signature === undefined ? {} : { signature: d.signature }),
         failure: d.failure,
       })),
   };

@@ -1,6 +1,6 @@
 import type { Issue } from '../errors.js';
 import { normalizeTreePath } from '../fs/paths.js';
-import { ReadOnlyTree } from '../fs/read-only-tree.js';
+import type { ReadOnlyTree } from '../fs/read-only-tree.js';
 import type { ValidationContext } from './types.js';
 
 /**
@@ -31,12 +31,12 @@ function missing(tree: ReadOnlyTree, rel: string): string | null {
  * given, exactly those; otherwise DEFAULT_REQUIRED_PATHS that the booted tree has.
  */
 export function checkRequiredPaths(ctx: ValidationContext, o: RequiredPathsOptions = {}): Issue[] {
-  const tree = new ReadOnlyTree(ctx.tree);
+  const tree = ctx.staged;
   let paths: string[];
   if (o.paths !== undefined) {
     paths = o.paths.map((p) => normalizeTreePath(p, 'required path'));
   } else {
-    const base = ctx.baseTree ? new ReadOnlyTree(ctx.baseTree) : null;
+    const base = ctx.base ?? null;
     paths = base === null ? [] : DEFAULT_REQUIRED_PATHS.filter((p) => missing(base, p) === null);
   }
   const issues: Issue[] = [];

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { StagedrootError, type Issue } from '../errors.js';
-import { ReadOnlyTree } from '../fs/read-only-tree.js';
+import type { ReadOnlyTree } from '../fs/read-only-tree.js';
 import { ScratchDir } from '../fs/scratch-dir.js';
 import { runCommand, describeOutcome } from '../util/run-command.js';
 import { classifySystemdOutput, type ClassifiedOutput } from './systemd-output.js';
@@ -24,8 +24,7 @@ export interface UnitsToVerify {
 }
 
 /** Unit files and drop-ins of the unit search path among the changed paths (regular files only: links are aliases or masks). */
-export function unitsToVerify(treeDir: string, delta: readonly string[]): UnitsToVerify {
-  const tree = new ReadOnlyTree(treeDir);
+export function unitsToVerify(tree: ReadOnlyTree, delta: readonly string[]): UnitsToVerify {
   const files = new Set<string>();
   const orphans = new Set<string>();
   const hostOfFile = (rel: string, follow: boolean): string | null => {
@@ -59,11 +58,11 @@ export function unitsToVerify(treeDir: string, delta: readonly string[]): UnitsT
  * output is classified by the rule documented in systemd-output.ts.
  */
 export async function verifySystemdUnits(ctx: ValidationContext, o: SystemdVerifyOptions = {}): Promise<Issue[]> {
-  const { files, orphanDropins } = unitsToVerify(ctx.tree, ctx.delta);
+  const { files, orphanDropins } = unitsToVerify(ctx.staged, ctx.delta);
   if (files.length === 0 && orphanDropins.length === 0) return [];
   const tool = o.tool ?? 'systemd-analyze';
   const timeoutMs = o.timeoutMs ?? 120_000;
-  const tree = new ReadOnlyTree(ctx.tree);
+  const tree = ctx.staged;
   const issues: Issue[] = [];
 
   const commandDirInTree = (cmd: string): boolean => {

@@ -1,8 +1,13 @@
 import type { Issue } from '../errors.js';
+import type { ReadOnlyTree } from '../fs/read-only-tree.js';
 
 export interface ValidationContext {
-  /** Host path of the staged tree (read it; do not write it). */
+  /** Host path of the staged tree (read it; do not write it): for tools run over it. */
   tree: string;
+  /** The staged tree, read-only, paths resolved inside it (`etc -> /etc` stays in the tree): what a check should read through. */
+  staged: ReadOnlyTree;
+  /** The tree the update was built from (the booted one), read-only. */
+  base?: ReadOnlyTree;
   id: string;
   label: string;
   /** Host path of the staged tree's manifest. */

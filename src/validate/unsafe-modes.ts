@@ -1,5 +1,4 @@
 import type { Issue } from '../errors.js';
-import { ReadOnlyTree } from '../fs/read-only-tree.js';
 import { isUnder } from '../fs/paths.js';
 import type { ValidationContext } from './types.js';
 
@@ -50,7 +49,7 @@ export interface UnsafeModesOptions {
  */
 export function checkUnsafeModes(ctx: ValidationContext, o: UnsafeModesOptions = {}): Issue[] {
   const allow = o.setuidAllowList ?? DEFAULT_SETUID_ALLOW_LIST;
-  const tree = new ReadOnlyTree(ctx.tree);
+  const tree = ctx.staged;
   const issues: Issue[] = [];
   for (const p of ctx.delta) {
     let st;

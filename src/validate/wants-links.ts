@@ -1,5 +1,5 @@
 import type { Issue } from '../errors.js';
-import { ReadOnlyTree } from '../fs/read-only-tree.js';
+import type { ReadOnlyTree } from '../fs/read-only-tree.js';
 import { findUnitFile, parseLinkDir, unitDirsIn } from '../systemd/unit-dirs.js';
 import { listDirIn } from './systemd-verify.js';
 import type { ValidationContext } from './types.js';
@@ -31,8 +31,8 @@ function dangling(tree: ReadOnlyTree, rel: string): string | null {
  * (the update did not cause it).
  */
 export function checkWantsLinks(ctx: ValidationContext): Issue[] {
-  const tree = new ReadOnlyTree(ctx.tree);
-  const base = ctx.baseTree ? new ReadOnlyTree(ctx.baseTree) : null;
+  const tree = ctx.staged;
+  const base = ctx.base ?? null;
   const issues: Issue[] = [];
   for (const dir of unitDirsIn(tree)) {
     for (const sub of listDirIn(tree, dir)) {

@@ -3,6 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { execa, execaSync } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ReadOnlyTree } from '../../src/fs/read-only-tree.js';
 import { verifySystemdUnits } from '../../src/validate/systemd-verify.js';
 
 const UNITS_DIR = path.resolve(import.meta.dirname, '../../units');
@@ -81,7 +82,7 @@ describe('the shipped systemd units', () => {
     const r = await execa('systemd-analyze', ['verify', '--man=no', '--recursive-errors=no', `--root=${root}`, ...files], { all: true, reject: false, env: { SYSTEMD_LOG_COLOR: '0' } });
     expect(r.all).toBe('');
     expect(r.exitCode).toBe(0);
-    expect(await verifySystemdUnits({ tree: root, id: 'x', label: 'x', manifest: '', delta: UNITS.map((u) => `usr/lib/systemd/system/${u}`) })).toEqual([]);
+    expect(await verifySystemdUnits({ tree: root, staged: new ReadOnlyTree(root), id: 'x', label: 'x', manifest: '', delta: UNITS.map((u) => `usr/lib/systemd/system/${u}`) })).toEqual([]);
   });
 
   it.skipIf(!HAVE)('pass `systemd-analyze verify` against the host\'s own unit set (real targets, dependencies resolved)', async () => {
@@ -93,7 +94,7 @@ describe('the shipped systemd units', () => {
 
   it.skipIf(!HAVE)('the check can fail: a broken copy is reported', async () => {
     const root = installedTree((name, text) => (name === 'stagedroot-finalize.service' ? text.replace('\nTimeoutStopSec=5m', '\nTimeoutStopSec=5m\nExecStopp=/usr/bin/true') : text));
-    const issues = await verifySystemdUnits({ tree: root, id: 'x', label: 'x', manifest: '', delta: UNITS.map((u) => `usr/lib/systemd/system/${u}`) });
+    const issues = await verifySystemdUnits({ tree: root, staged: new ReadOnlyTree(root), id: 'x', label: 'x', manifest: '', delta: UNITS.map((u) => `usr/lib/systemd/system/${u}`) });
     expect(issues).toEqual([expect.objectContaining({ path: 'usr/lib/systemd/system/stagedroot-finalize.service', message: expect.stringContaining("Unknown key 'ExecStopp'") })]);
   });
 });

@@ -11,14 +11,16 @@ export function initCommand(program: Command, env: CliEnv): void {
     .option('--from <source>', 'a directory to copy, or an update source to apply over an empty tree')
     .option('--label <label>', 'a label for the first deployment')
     .option('--boot-tries <n>', 'boot tries a new deployment gets before automatic rollback (default 3)')
+    .option('--trusted-key <file>', 'a minisign/signify public key; with one, every stage needs a valid signature (repeatable)', (v: string, all: string[]) => [...all, v], [] as string[])
     .action(
-      action(env, async (o: CommonOptions & { from?: string; label?: string; bootTries?: string }) => {
+      action(env, async (o: CommonOptions & { from?: string; label?: string; bootTries?: string; trustedKey: string[] }) => {
         const isDir = o.from !== undefined && statSafe(o.from);
         const s = await Sysroot.init(sysrootDir(env, o), {
           fromDirectory: isDir ? o.from : undefined,
           source: o.from !== undefined && !isDir ? sourceFromPath(o.from) : undefined,
           label: o.label,
           bootTries: nonNegativeInt('boot-tries', o.bootTries),
+          trustedKeys: o.trustedKey,
           waitSeconds: waitSeconds(o),
           faults: env.faults,
           onWarning: (m) => env.io.err(`stagedroot: warning: ${m}\n`),

@@ -1,10 +1,13 @@
 import type { Command } from 'commander';
 import { StagedrootError } from '../../errors.js';
 import { pathSource } from '../../sources/detect.js';
+import { parsePlatform } from '../../sources/oci/platform.js';
 import type { BuiltinOptions } from '../../validate/builtins.js';
 import { DEFAULT_SETUID_ALLOW_LIST } from '../../validate/unsafe-modes.js';
 import { action, common, xattrOption, nonNegativeInt, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson } from '../io.js';
+import { formatDryRun } from '../format.js';
+import { EXIT } from '../../exit-codes.js';
 import { progressBar } from '../progress.js';
 
 interface StageCliOptions extends CommonOptions {
@@ -22,6 +25,10 @@ interface StageCliOptions extends CommonOptions {
   minFree?: string;
   validator: string[];
   validatorTimeout?: string;
+  signature?: string;
+  platform?: string;
+  ref?: string;
+  dryRun?: boolean;
 }
 
 const collect = (v: string, all: string[]): string[] => [...all, v];
@@ -40,7 +47,7 @@ function builtinsFrom(o: StageCliOptions): BuiltinOptions {
 
 export function stageCommand(program: Command, env: CliEnv): void {
   xattrOption(common(program.command('stage')))
-    .description('stage an update (a spec, Ignition config, tar layer or directory; kind detected from its content)')
+    .description('stage an update (a spec, Ignition config, tar layer, OCI image or directory; kind detected from its content)')
     .argument('<source>', 'file or directory to stage')
     .option('--label <label>', 'a label for the new deployment')
     .option('--lock', 'finalization lock: stage now, but finalize leaves it in place until `unlock`')
@@ -56,18 +63,29 @@ export function stageCommand(program: Command, env: CliEnv): void {
     .option('--min-free <bytes>', 'bytes that must stay free after the stage')
     .option('--validator <command>', 'an executable that judges the staged tree ($STAGEDROOT_TREE); non-zero exit rejects (repeatable)', collect, [])
     .option('--validator-timeout <seconds>', 'time limit of each --validator (default 60)')
+    .option('--platform <os/arch>', 'for an image: the manifest for this platform (default: linux and this host\'s architecture)')
+    .option('--ref <name>', 'for an image: the manifest its index names so (org.opencontainers.image.ref.name; a docker archive\'s tag)')
+    .option('--dry-run', 'print what the stage would add, modify and remove (the `diff` format) and its issues; write nothing; exit 3 when it would be rejected')
+    .option('--signature <file>', 'the detached minisign signature of the source (default: SOURCE.minisig); required when the sysroot trusts a key')
     .action(
       action(env, async (path: string, o: StageCliOptions) => {
-        const source = pathSource(path, { replace: o.replace });
+        const source = pathSource(path, { replace: o.replace, ref: o.ref, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }) });
         const builtins = builtinsFrom(o);
         const timeout = nonNegativeInt('validator-timeout', o.validatorTimeout);
         const commands = o.validator.map((command) => ({ command, ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }) }));
+        if (o.dryRun) {
+          const r = await (await openSysroot(env, o, { readOnly: true })).dryRun(source, { label: o.label, builtins, signature: o.signature });
+          if (o.json) printJson(env.io, r);
+          else env.io.out(formatDryRun(r));
+          return r.ok ? EXIT.OK : EXIT.REJECTED;
+        }
         const s = await openSysroot(env, o);
         const bar = progressBar(env.io);
         try {
-          const r = await s.stage(source, { label: o.label, lock: o.lock, onProgress: bar.update, copyPolicy: o.copy ? { mode: 'copy' } : undefined, builtins, commands });
+          const r = await s.stage(source, { label: o.label, lock: o.lock, onProgress: bar.update, copyPolicy: o.copy ? { mode: 'copy' } : undefined, builtins, commands, signature: o.signature });
           bar.done();
           if (o.json) printJson(env.io, { ok: true, ...r });
+          else if (r.alreadyRunning) env.io.out(`the booted deployment ${r.id} (${r.label}) already runs this image: nothing staged\n`);
           else {
             env.io.out(`staged deployment ${r.id} (${r.label}): ${r.delta.length} path${r.delta.length === 1 ? '' : 's'} changed; it becomes current at the next reboot\n`);
             for (const w of r.warnings) env.io.err(`stagedroot: warning: ${w.code} at ${w.path}: ${w.message}\n`);
