@@ -52,6 +52,13 @@ export interface ChangeSet {
   /** Number of operations when known (for progress). */
   count?: number;
   /**
+   * What entries under the sysroot's shared directories (var/) mean. 'initial' (layers,
+   * images, directories; the default): content for paths the shared directory does not
+   * have yet, never overwriting state. 'desired' (specs, Ignition configs): the agent's
+   * desired state, applied at finalize, each previous version kept aside.
+   */
+  sharedContent?: 'initial' | 'desired';
+  /**
    * Things the source accepted but that people should hear about (an unknown field it
    * ignored, a mode bit the spec version drops). They reach the stage's result.
    */

@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'NO_ROLLBACK'
   | 'INVALID_TRANSITION' // the lifecycle does not allow this operation now
   | 'FINALIZE_FAILED'
+  | 'MERGE_CONFLICT' // local changes and the update disagree on a path's type (directory or not)
   | 'TOOL_MISSING' // an external tool (systemctl, sync) is not installed
   | 'ABORTED' // the caller's AbortSignal cancelled the operation
   | 'SIGNATURE_INVALID' // a source is unsigned, wrongly signed, or signed by a key the sysroot does not trust
@@ -41,6 +42,7 @@ export const REJECTION_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'UNSAFE_ENTRY',
   'APPLY_FAILED',
   'VALIDATION_FAILED',
+  'MERGE_CONFLICT',
   'SIGNATURE_INVALID',
   'HOOK_REJECTED',
   'NAME_UNREPRESENTABLE',

@@ -1,7 +1,7 @@
 export { Sysroot, type SysrootOptions, type StageInput } from './sysroot.js';
 export { StagedrootError, isStagedrootError, formatIssues, REJECTION_CODES, type ErrorCode, type Issue } from './errors.js';
-export type { Status, DeploymentStatus } from './state/status.js';
-export type { Failure, Phase, DeploymentRecord } from './state/schema.js';
+export type { Status, DeploymentStatus, MergeStatus } from './state/status.js';
+export type { Failure, Phase, DeploymentRecord, MergeReport } from './state/schema.js';
 export type { StageOptions, StageResult, StageProgress } from './stage/stage.js';
 export type { InitOptions } from './stage/init.js';
 export type { DryRunOptions, DryRunResult } from './stage/dry-run.js';
@@ -36,6 +36,7 @@ export type { RequiredPathsOptions } from './validate/required-paths.js';
 export type { FreeSpaceOptions } from './validate/free-space.js';
 export { DEFAULT_SETUID_ALLOW_LIST } from './validate/unsafe-modes.js';
 export { DEFAULT_REQUIRED_PATHS } from './validate/required-paths.js';
+export { DEFAULT_SHARED, DEFAULT_MERGED } from './shared/config.js';
 export { classifySystemdOutput, type NoiseRule } from './validate/systemd-output.js';
 export { runHealthChecks, DEFAULT_HEALTH_TIMEOUT_MS, type HealthCheck, type HealthOptions, type HealthReport, type CheckResult, type HealthKind } from './boot/health.js';
 export { assessHealth, type AssessResult } from './assess-health.js';

@@ -10,9 +10,9 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Sysroot } from '../src/sysroot.js';
 import type { BaseState } from '../src/state/schema.js';
-import { buildTree, hashTree, reboot } from '../src/testing/index.js';
+import { buildTree, reboot } from '../src/testing/index.js';
 import { copySysroot, crashAt, requireDist, runChild, scratchDir, type ChildOp } from './helpers/crash.js';
-import { expectConsistent, expectReadable, readState } from './helpers/invariants.js';
+import { expectConsistent, expectReadable, hashTreeOutside, readState } from './helpers/invariants.js';
 import { BASE_TREE, motdUpdate } from './helpers/trees.js';
 import { loopMount, whyNoBtrfsLoop } from './helpers/mounts.js';
 
@@ -25,6 +25,68 @@ interface Scenario {
    * operation) is what the operation finds.
    */
   prepare(s: Sysroot, dir: string): Promise<void>;
+  /** Tree paths of the booted deployment the scenario edits as the running system would. */
+  localEdits?: string[];
+  /** Scenario-specific checks after recovery (`finished`: the operation's result is in effect). */
+  check?(dir: string, state: BaseState, finished: boolean): void;
+}
+
+/** What finalize-with-merge finds: an update of etc and var, and local changes made after its stage. */
+const MERGE_UPDATE = {
+  label: 'merge-update',
+  files: [
+    { path: '/etc/motd', contents: 'motd of the update\n' },
+    { path: '/etc/ssh/sshd_config', contents: 'PermitRootLogin prohibit-password\n', mode: '0600' },
+    { path: '/var/lib/app/config.json', contents: '{"desired":true}\n' },
+  ],
+  remove: ['/var/lib/app/stale'],
+};
+
+async function prepareMerge(s: Sysroot): Promise<void> {
+  const st = s.status();
+  const shared = st.shared.var!;
+  fs.mkdirSync(path.join(shared, 'lib/app'), { recursive: true });
+  fs.writeFileSync(path.join(shared, 'lib/app/config.json'), '{"local":true}\n');
+  fs.writeFileSync(path.join(shared, 'lib/app/stale'), 'stale\n');
+  await s.stage(MERGE_UPDATE);
+  const live = s.treePath(st.booted!);
+  fs.writeFileSync(path.join(live, 'etc/hostname'), 'node-1-renamed\n');
+  fs.writeFileSync(path.join(live, 'etc/local.conf'), 'added after the stage\n');
+  fs.unlinkSync(path.join(live, 'etc/old.conf'));
+  fs.writeFileSync(path.join(live, 'etc/motd'), 'edited locally\n');
+  fs.mkdirSync(path.join(live, 'etc/local.d'));
+  fs.writeFileSync(path.join(live, 'etc/local.d/x.conf'), 'x\n');
+  fs.writeFileSync(path.join(shared, 'db'), 'written after the stage\n');
+}
+
+/** Either the old current with nothing lost, or the new current with every local change carried and the var entries applied. */
+function checkMerge(dir: string, state: BaseState, finished: boolean): void {
+  const shared = path.join(dir, 'shared', 'var');
+  const read = (p: string): string | null => (fs.existsSync(p) ? fs.readFileSync(p, 'utf8') : null);
+  const booted = path.join(dir, 'deploy', state.booted!, 'tree');
+  expect(read(path.join(booted, 'etc/motd'))).toBe('edited locally\n');
+  const temps = (root: string): string[] => (fs.readdirSync(root, { recursive: true }) as string[]).filter((n) => path.basename(n).startsWith('.stagedroot-tmp-'));
+  expect(temps(shared), 'temp files left in the shared /var').toEqual([]);
+  expect(read(path.join(shared, 'db'))).toBe('written after the stage\n');
+  if (!finished) {
+    expect(state.current).toBe(state.booted);
+    expect(read(path.join(shared, 'lib/app/config.json'))).toBe('{"local":true}\n');
+    expect(read(path.join(shared, 'lib/app/stale'))).toBe('stale\n');
+    return;
+  }
+  const cur = path.join(dir, 'deploy', state.current, 'tree');
+  expect(temps(path.join(cur, 'etc')), 'temp files left in the new etc/').toEqual([]);
+  expect(read(path.join(cur, 'etc/hostname'))).toBe('node-1-renamed\n');
+  expect(read(path.join(cur, 'etc/local.conf'))).toBe('added after the stage\n');
+  expect(read(path.join(cur, 'etc/local.d/x.conf'))).toBe('x\n');
+  expect(fs.existsSync(path.join(cur, 'etc/old.conf'))).toBe(false);
+  expect(read(path.join(cur, 'etc/motd'))).toBe('motd of the update\n');
+  expect(read(path.join(dir, 'kept', state.current, 'etc/motd'))).toBe('edited locally\n');
+  expect(read(path.join(shared, 'lib/app/config.json'))).toBe('{"desired":true}\n');
+  expect(fs.existsSync(path.join(shared, 'lib/app/stale'))).toBe(false);
+  expect(read(path.join(dir, 'kept', state.current, 'var/lib/app/config.json'))).toBe('{"local":true}\n');
+  expect(read(path.join(dir, 'kept', state.current, 'var/lib/app/stale'))).toBe('stale\n');
+  expect(state.lastMerge).toMatchObject({ id: state.current, carried: 5 });
 }
 
 const REJECTED = { label: 'mcd-deadlock', files: [{ path: '/home/core/test/test', contents: 'x\n' }] };
@@ -55,6 +117,15 @@ const SCENARIOS: Scenario[] = [
       await s.finalize();
       await s.stage(motdUpdate('B'));
     },
+  },
+  // The /etc merge (local edits, additions, deletions, a conflict kept aside) and the
+  // update's entries under the shared /var (one replaced, one removed, both kept aside).
+  {
+    name: 'finalize with an /etc merge and shared /var entries',
+    op: 'finalize',
+    prepare: prepareMerge,
+    localEdits: ['etc'],
+    check: checkMerge,
   },
   {
     name: 'boot of a finalized update',
@@ -151,7 +222,8 @@ async function checkRecovered(p: Prepared, dir: string, n: number): Promise<void
   expect(warnings, where).toEqual(sysroot.recovery.map((a) => `recovery: ${a}`));
 
   // One current that verifies, staged absent or complete, no leftovers, no tree written into.
-  const state = expectConsistent(sysroot, dir, where, p.treeHashes);
+  const localEdits = p.scenario.localEdits ? { paths: p.scenario.localEdits, ids: new Set([p.before.booted!]) } : undefined;
+  const state = expectConsistent(sysroot, dir, where, p.treeHashes, { localEdits });
 
   // Atomic: the recovered state is the one before the operation or the one after it.
   expect([summary(p.before), summary(p.after)], where).toContain(summary(state));
@@ -162,6 +234,8 @@ async function checkRecovered(p: Prepared, dir: string, n: number): Promise<void
     expect(state.deployments.map((x) => x.id), `${where}: good deployment ${d.id} lost`).toContain(d.id);
   }
   expect(p.treeHashes.has(state.booted!), `${where}: booted ${state.booted} is a pre-existing deployment`).toBe(true);
+
+  p.scenario.check?.(dir, state, summary(state) === summary(p.after) && summary(p.before) !== summary(p.after));
 
   // The lifecycle goes on: another update stages, finalizes and boots.
   const staged = await sysroot.stage({ label: 'after-crash', files: [{ path: '/etc/after-crash', contents: `${n}\n` }] });
@@ -194,7 +268,7 @@ describe(title, () => {
       const init = await Sysroot.init(dir, { fromDirectory: initialTree });
       await scenario.prepare(init, dir);
       const before = readState(dir);
-      const treeHashes = new Map(before.deployments.map((d) => [d.id, hashTree(init.treePath(d.id))] as const));
+      const treeHashes = new Map(before.deployments.map((d) => [d.id, hashTreeOutside(init.treePath(d.id), scenario.localEdits)] as const));
       // Count the operation's mutating calls on a copy; its end state is "after".
       const countDir = path.join(scratch, `count-${prepared.size}`);
       copySysroot(dir, countDir);

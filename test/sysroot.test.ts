@@ -29,7 +29,10 @@ describe('Sysroot lifecycle (library)', () => {
     const st = t.sysroot.status();
     expect(st).toMatchObject({ current: '0001', booted: '0001', staged: null, rollback: null, pendingReboot: false, lastFailure: null });
     expect(st.deployments).toEqual([expect.objectContaining({ id: '0001', label: 'initial', good: true, path: path.join(t.dir, 'deploy', '0001', 'tree') })]);
-    expect(fs.readdirSync(st.deployments[0]!.path)).toEqual([]);
+    // Only the mount point of the shared /var, empty.
+    expect(fs.readdirSync(st.deployments[0]!.path)).toEqual(['var']);
+    expect(fs.readdirSync(path.join(st.deployments[0]!.path, 'var'))).toEqual([]);
+    expect(st.shared).toEqual({ var: path.join(t.dir, 'shared', 'var') });
     expect(fs.readlinkSync(path.join(t.dir, 'current'))).toBe('deploy/0001/tree');
     expect((await t.sysroot.verify()).drift).toEqual([]);
   });
@@ -37,8 +40,9 @@ describe('Sysroot lifecycle (library)', () => {
   it('init from a directory copies the tree; a second init is refused', async () => {
     t = await tempSysroot({ tree: BASE_TREE, label: 'base' });
     const tree = t.sysroot.treePath('0001');
+    fs.mkdirSync(path.join(t.scratch, 'initial-tree', 'var')); // the tree gains the (empty) mount point of the shared /var
     expect(hashTree(tree)).toBe(hashTree(path.join(t.scratch, 'initial-tree')));
-    expect(t.sysroot.status().deployments[0]).toMatchObject({ label: 'base', entries: 16 });
+    expect(t.sysroot.status().deployments[0]).toMatchObject({ label: 'base', entries: 17 });
     expect((await t.sysroot.verify('0001')).drift).toEqual([]);
     await expect(Sysroot.init(t.dir)).rejects.toMatchObject({ code: 'SYSROOT_EXISTS' });
     await expect(Sysroot.init(path.join(t.scratch, 'x'), { fromDirectory: path.join(t.scratch, 'nope') })).rejects.toMatchObject({ code: 'USAGE', option: 'from' });
@@ -69,7 +73,7 @@ describe('Sysroot lifecycle (library)', () => {
     expect(fs.existsSync(path.join(staged, 'etc/old.conf'))).toBe(false);
     expect((await t.sysroot.verify('0002')).drift).toEqual([]);
 
-    await expect(t.sysroot.finalize()).resolves.toEqual({ finalized: true, id: '0002', previous: '0001' });
+    await expect(t.sysroot.finalize()).resolves.toEqual({ finalized: true, id: '0002', previous: '0001', merge: { id: '0002', at: expect.any(String), carried: 0, conflicts: [] } });
     expect(t.sysroot.status()).toMatchObject({ current: '0002', booted: '0001', rollback: '0001', staged: null, pendingReboot: true });
     expect(fs.realpathSync(path.join(t.dir, 'current'))).toBe(fs.realpathSync(staged));
     await expect(t.sysroot.finalize()).resolves.toEqual({ finalized: false, reason: 'nothing-staged' });

@@ -2,7 +2,7 @@ import type { DryRunResult } from '../stage/dry-run.js';
 import type { PathChange } from '../fs/diff-manifests.js';
 import type { Drift } from '../fs/verify-tree.js';
 import { displayPath } from '../fs/names.js';
-import type { Status } from '../state/status.js';
+import type { MergeStatus, Status } from '../state/status.js';
 
 /** Human-readable views of results (pure functions; the CLI prints them). */
 export function formatStatus(s: Status): string {
@@ -24,7 +24,18 @@ export function formatStatus(s: Status): string {
     lines.push(...f.reason.split('\n').map((l) => `  ${l}`));
   }
   if (s.finalizeFailure && !s.finalizeFailure.reported) lines.push(`finalize failed for ${s.finalizeFailure.id}: ${s.finalizeFailure.reason}`);
+  const shared = Object.entries(s.shared);
+  lines.push(shared.length ? `shared: ${shared.map(([rel, host]) => `/${rel} at ${host}`).join(', ')}` : 'shared: none');
+  if (s.lastMerge) lines.push(...formatMerge(s.lastMerge));
   return lines.join('\n') + '\n';
+}
+
+/** The last merge: what was carried, and where each local version the update won over was kept. */
+export function formatMerge(m: MergeStatus): string[] {
+  const n = m.conflicts.length;
+  const lines = [`last merge into ${m.id} at ${m.at}: ${m.carried} local change${m.carried === 1 ? '' : 's'} carried${n ? `, ${n} conflict${n === 1 ? '' : 's'} where the update won` : ''}`];
+  for (const c of m.conflicts) lines.push(`  ${c.path}: ${c.kept === null ? 'deleted locally; the update keeps it' : `local version kept at ${c.kept}`}`);
+  return lines;
 }
 
 export function formatDiff(changes: PathChange[]): string {

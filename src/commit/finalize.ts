@@ -4,8 +4,13 @@ import { exists, fileSha256, readText } from '../fs/durable.js';
 import { verifyTree } from '../fs/verify-tree.js';
 import { parseDelta, verifyDelta } from '../fs/delta.js';
 import { finalizeFailed, finalizeTransition, mustFind } from '../state/model.js';
-import type { BaseState } from '../state/schema.js';
+import type { BaseState, MergeReport } from '../state/schema.js';
 import { applyTransition } from '../store/apply-transition.js';
+import { applyEtcMerge, conflictIssue, keepLocalVersions, planEtcMerge, type PlannedMerge } from '../merge/merge.js';
+import type { TypeConflict } from '../merge/plan.js';
+import { keepSharedVersions, planShared, type SharedPlan } from '../shared/apply.js';
+import { mergedDirs, sharedDirs } from '../shared/config.js';
+import { finishFinalize } from '../merge/finish.js';
 
 export interface FinalizeOptions {
   /** Verify the whole staged tree, not only the manifest and the update's delta. */
@@ -13,7 +18,7 @@ export interface FinalizeOptions {
 }
 
 export type FinalizeResult =
-  | { finalized: true; id: string; previous: string }
+  | { finalized: true; id: string; previous: string; merge: MergeReport }
   | { finalized: false; reason: 'nothing-staged' | 'locked'; id?: string };
 
 /**
@@ -27,14 +32,61 @@ export function finalize(ctx: Context, s: BaseState, o: FinalizeOptions = {}): F
   if (s.staged === null) return { finalized: false, reason: 'nothing-staged' };
   const staged = mustFind(s, s.staged);
   if (staged.locked) return { finalized: false, reason: 'locked', id: staged.id };
-  const problem = checkStaged(ctx, staged.id, staged.manifestSha256, o.fullVerify ?? false);
-  if (problem !== null) {
-    const failure = { id: staged.id, label: staged.label, phase: 'finalize' as const, reason: problem, at: ctx.now().toISOString(), code: 'FINALIZE_FAILED' };
+  const fail = (problem: string, issues: TypeConflict[] = []): never => {
+    const failure = {
+      id: staged.id,
+      label: staged.label,
+      phase: 'finalize' as const,
+      reason: problem,
+      at: ctx.now().toISOString(),
+      code: 'FINALIZE_FAILED',
+      ...(issues.length ? { path: issues[0]!.path, issues: issues.map(conflictIssue) } : {}),
+    };
     applyTransition(ctx, s, finalizeFailed(s, failure), 'finalize-failed');
-    throw new StagedrootError('FINALIZE_FAILED', `Finalize of deployment ${staged.id} (${staged.label}) failed: ${problem}; current stays ${s.current}`, { value: staged.id });
+    throw new StagedrootError('FINALIZE_FAILED', `Finalize of deployment ${staged.id} (${staged.label}) failed: ${problem}; current stays ${s.current}`, { value: staged.id, path: failure.path, issues: failure.issues });
+  };
+  const problem = checkStaged(ctx, staged.id, staged.manifestSha256, o.fullVerify ?? false);
+  if (problem !== null) fail(problem);
+
+  // Plan first (nothing written): the /etc merge and the update's entries under shared directories.
+  const merge = mergeBase(ctx, s, staged.id, staged.parent);
+  const shared = planShared(ctx.layout, staged.id, sharedDirs(s));
+  const conflicts = [...(merge?.typeConflicts ?? []), ...shared.typeConflicts];
+  if (conflicts.length > 0) {
+    fail(`${conflicts.length} merge conflict${conflicts.length === 1 ? '' : 's'} that cannot be resolved (a directory on one side, a non-directory on the other): ${conflicts.map((c) => `${c.path} (local ${c.local}, update ${c.update})`).join(', ')}; nothing was changed`, conflicts);
   }
-  applyTransition(ctx, s, finalizeTransition(s), 'finalize');
-  return { finalized: true, id: staged.id, previous: s.current };
+
+  // Kept copies (outside every tree), then the merge into the staged tree, then the swap.
+  if (merge) keepLocalVersions(ctx, merge);
+  keepSharedVersions(ctx, staged.id, shared, sharedDirs(s));
+  const sha = merge ? applyEtcMerge(ctx, merge, mergedDirs(s)) : staged.manifestSha256;
+  const report = mergeReport(ctx, staged.id, merge, shared);
+  const merged: BaseState = { ...s, deployments: s.deployments.map((d) => (d.id === staged.id ? { ...d, manifestSha256: sha } : d)) };
+  const t = finalizeTransition(merged);
+  const next = applyTransition(ctx, s, { next: { ...t.next, lastMerge: report, finishPending: staged.id }, drop: t.drop }, 'finalize');
+  ctx.dfs.unlink(ctx.layout.mergeMarker(staged.id));
+  finishFinalize(ctx, next);
+  return { finalized: true, id: staged.id, previous: s.current, merge: report };
+}
+
+/** The merge plan, when the staged deployment was built from the booted one (else its etc/ is not the running system's). */
+function mergeBase(ctx: Context, s: BaseState, staged: string, parent: string | null): PlannedMerge | null {
+  if (s.booted === null) return null;
+  if (parent !== s.booted) {
+    ctx.warn(`deployment ${staged} was built from ${parent ?? 'nothing'}, not from the booted ${s.booted}: local changes in ${mergedDirs(s).join(', ')} are not merged into it`);
+    return null;
+  }
+  return planEtcMerge(ctx.layout, s.booted, staged, mergedDirs(s));
+}
+
+function mergeReport(ctx: Context, id: string, merge: PlannedMerge | null, shared: SharedPlan): MergeReport {
+  const kept = (p: string): string => `kept/${id}/${p}`;
+  return {
+    id,
+    at: ctx.now().toISOString(),
+    carried: merge?.carried ?? 0,
+    conflicts: [...(merge?.conflicts ?? []).map((c) => ({ path: c.path, kept: c.kept ? kept(c.path) : null })), ...shared.keep.map((k) => ({ path: k.path, kept: kept(k.path) }))],
+  };
 }
 
 /** Why the staged tree cannot be trusted, or null. */

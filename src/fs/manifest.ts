@@ -107,6 +107,20 @@ export function readEntry(rel: string, host: string | Buffer, st: fs.Stats): Man
   return entryFromStat(rel, st, st.isFile() ? { h: hashFile(host), x } : st.isSymbolicLink() ? { l: readLinkTarget(host), x } : { x });
 }
 
+/**
+ * The manifest entry of what is on disk now, like readEntry, but a file whose size and
+ * mtime equal those of a known entry of the same path takes that entry's hash instead
+ * of being read (the same trade as copyTree's hash reuse).
+ */
+export function readEntryCached(rel: string, host: string | Buffer, st: fs.Stats, known: readonly (ManifestEntry | null)[]): ManifestEntry {
+  if (st.isFile()) {
+    const mt = Math.trunc(st.mtimeMs);
+    const hit = known.find((k) => k !== null && k.t === 'f' && k.s === st.size && k.mt === mt && k.h !== undefined);
+    if (hit) return entryFromStat(rel, st, { h: hit.h, x: xattrDigest(readXattrs(host)) });
+  }
+  return readEntry(rel, host, st);
+}
+
 /** Writes manifest lines through a 1 MiB buffer. */
 export class ManifestWriter {
   private fd: number;

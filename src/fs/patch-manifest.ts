@@ -70,7 +70,7 @@ export function deltaOf(ch: TreeChanges, entries: number): PatchResult {
   return { delta: ch.fresh.map((e) => e.p), changed: ch.fresh, removed: [...ch.removed].filter((p) => !present.has(p)).sort(), entries };
 }
 
-export function patchManifest(tree: string, before: string | readonly string[], after: string, events: readonly TouchEvent[], faults: FaultHook = noFaults): PatchResult {
+export function patchManifest(tree: string, before: string | readonly string[], after: string, events: readonly TouchEvent[], faults: FaultHook = noFaults, durable = false): PatchResult {
   const { dirty, fresh, underRemoved, ...ch } = changesOf(tree, events);
 
   // `before` was written by copyTree moments ago, line by line in ManifestWriter's
@@ -95,7 +95,7 @@ export function patchManifest(tree: string, before: string | readonly string[], 
     while (k < fresh.length) w.write(fresh[k++]!);
     entries = w.count;
   } finally {
-    w.close(false);
+    w.close(durable);
   }
   return deltaOf({ dirty, fresh, underRemoved, ...ch }, entries);
 }

@@ -94,3 +94,38 @@ function checked(root: string, r: Resolved): Resolved {
   }
   return r;
 }
+
+/**
+ * The real tree-relative path `p` names, reading only: symlinks of the existing part are
+ * followed inside the root (the last component's only with `followLast`); from the first
+ * missing or non-directory component on, the rest is taken as written. Never throws for
+ * a missing or non-directory parent (the write itself reports that).
+ */
+export function realPathInRoot(root: string, p: string, followLast = false): string {
+  const queue = splitSourcePath(p, 'path', { allowBackslash: true });
+  const stack: string[] = [];
+  const hostOf = (parts: string[]): string => (parts.length === 0 ? root : `${root}/${parts.join('/')}`);
+  let hops = 0;
+  while (queue.length > 0) {
+    const c = queue.shift()!;
+    if (c === '..') {
+      stack.pop();
+      continue;
+    }
+    let st: fs.Stats | null = null;
+    try {
+      st = fs.lstatSync(hostOf([...stack, c]));
+    } catch {
+      st = null;
+    }
+    if (st !== null && st.isSymbolicLink() && (queue.length > 0 || followLast) && ++hops <= MAX_SYMLINK_HOPS) {
+      const target = fs.readlinkSync(hostOf([...stack, c]));
+      if (target.startsWith('/')) stack.length = 0;
+      queue.unshift(...target.split('/').filter((x) => x !== '' && x !== '.'));
+      continue;
+    }
+    stack.push(c);
+    if (st === null || !st.isDirectory()) return [...stack, ...queue].join('/');
+  }
+  return stack.join('/');
+}

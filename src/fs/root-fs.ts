@@ -12,6 +12,9 @@ export type { Resolved } from './resolve-in-root.js';
 import { bytesOfName, hasRawBytes } from './names.js';
 import { readNames } from './walk.js';
 import { readXattrs, replaceXattrs, writeXattrs, type XattrList, type XattrPolicy, type Xattrs } from './xattr.js';
+import { copyFileInto } from './copy-entry.js';
+import { readLinkTarget } from './manifest.js';
+import { realPathInRoot } from './resolve-in-root.js';
 import { splitSourcePath } from './paths.js';
 
 /** What happened to a tree path, for incremental manifest updates. */
@@ -103,6 +106,14 @@ export class RootFs {
     });
   }
 
+  /**
+   * The real tree-relative path `p` names, reading only (see realPathInRoot): where an
+   * operation on `p` lands once the tree's own symlinks are followed.
+   */
+  realPath(p: string, followLast = false): string {
+    return realPathInRoot(this.root, p, followLast);
+  }
+
   /** The same tree, seen through a view that cannot write (for code that only reads). */
   readOnly(): ReadOnlyTree {
     return new ReadOnlyTree(this.root);
@@ -171,6 +182,44 @@ export class RootFs {
     fs.closeSync(fd);
     this.commitTmp(tmp, dir, name, target, p);
     return size;
+  }
+
+  /**
+   * Copies one entry of another tree (a host path, not followed) to `p`: a file's bytes
+   * (streamed, to a new inode), a symlink's target, or a directory's attributes (not its
+   * children), each with its mode, owner and (files) mtime. With `replace`, whatever is
+   * at `p`, a directory included, is replaced.
+   */
+  copyIn(p: string, srcHost: string | Buffer, o: CreateOptions = {}): void {
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(srcHost);
+    } catch (err) {
+      throw ioError(err, p, String(srcHost), 'sysroot');
+    }
+    // Owner and extended attributes (capabilities, SELinux labels, ACLs) come along.
+    const owner = { uid: st.uid, gid: st.gid, xattrs: readXattrs(srcHost) };
+    if (st.isDirectory()) {
+      this.mkdir(p, { mode: st.mode & 0o7777, ...owner, replace: o.replace });
+    } else if (st.isSymbolicLink()) {
+      this.symlink(p, readLinkTarget(srcHost), { ...owner, overwrite: o.overwrite, replace: o.replace });
+    } else if (st.isFile()) {
+      const { dir, name, target } = this.prepareCreate(p, o);
+      const tmp = this.tmpName(dir);
+      const fd = this.openTmp(tmp, p);
+      try {
+        copyFileInto(srcHost, fd, p);
+        this.finishFd(fd, { mode: st.mode & 0o7777, ...owner, mtime: st.mtimeMs / 1000 }, 0o644, tmp, p);
+      } catch (err) {
+        fs.closeSync(fd);
+        safeUnlink(tmp);
+        throw ioError(err, p, tmp);
+      }
+      fs.closeSync(fd);
+      this.commitTmp(tmp, dir, name, target, p);
+    } else {
+      throw new StagedrootError('UNSAFE_ENTRY', `${p} is not a file, directory or symlink and is not copied`, { path: p, resolvedPath: String(srcHost) });
+    }
   }
 
   /** Appends to a file by writing old + new content to a new inode (a shared inode stays intact). */
@@ -273,6 +322,42 @@ export class RootFs {
     }
     this.removeResolved(r, p);
     return true;
+  }
+
+  /**
+   * Removes the temp files a write killed part-way left in directory `dir` (a tree that
+   * is completed in place after a crash, as finalize's merge into a staged tree).
+   * Returns the names removed.
+   */
+  removeTempLeftovers(dir: string): string[] {
+    const r = /^\/*$/.test(dir) ? { hostPath: this.root, stat: fs.lstatSync(this.root) } : this.resolveIfReachable(dir);
+    if (r === null || r.stat === null || !r.stat.isDirectory()) return [];
+    const names = fs.readdirSync(r.hostPath).filter((n) => n.startsWith('.stagedroot-tmp-'));
+    for (const n of names) {
+      fs.rmSync(`${r.hostPath}/${n}`, { recursive: true, force: true });
+      this.mutated('remove', `${r.hostPath}/${n}`);
+    }
+    return names;
+  }
+
+  /**
+   * Moves the entry at `p` (not followed) out of the tree to `hostDst` (same filesystem:
+   * one rename), reported as removed. Used to move a first tree's `var/` content into
+   * the sysroot's shared directory.
+   */
+  moveOut(p: string, hostDst: string): void {
+    const r = this.resolve(p);
+    if (r.stat === null) throw new StagedrootError('APPLY_FAILED', `Cannot move ${p}: it does not exist`, { path: p, resolvedPath: r.hostPath, errno: 'ENOENT' });
+    if (r.rel === '') throw new StagedrootError('PATH_ESCAPE', `Refusing to move the root itself (${p})`, { path: p });
+    try {
+      fs.renameSync(r.hostPath, hostDst);
+    } catch (err) {
+      throw ioError(err, p, hostDst, 'sysroot');
+    }
+    this.mutated('rename', hostDst);
+    fsyncDir(path.dirname(hostDst));
+    fsyncDir(path.dirname(r.hostPath));
+    this.onTouch({ kind: 'remove', path: r.rel });
   }
 
   /**

@@ -85,7 +85,7 @@ export function specToChangeSet(spec: z.output<typeof updateSpecSchema>, describ
   for (const l of spec.symlinks) ops.push({ op: 'symlink', path: normalizeTreePath(l.path), target: l.target, overwrite: l.overwrite });
   for (const h of spec.hardlinks) ops.push({ op: 'hardlink', path: normalizeTreePath(h.path), target: normalizeTreePath(h.target), overwrite: h.overwrite });
   const n = spec.files.length + spec.directories.length + spec.symlinks.length + spec.hardlinks.length + spec.remove.length;
-  return { description: `${describe}: ${n} change${n === 1 ? '' : 's'}`, label: spec.label, ops, count: ops.length };
+  return { description: `${describe}: ${n} change${n === 1 ? '' : 's'}`, label: spec.label, ops, count: ops.length, sharedContent: 'desired' };
 }
 
 /** A source from a spec object already in memory (library users, tests). */

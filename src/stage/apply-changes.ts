@@ -52,8 +52,11 @@ async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
-/** Applies a change set in order; an error names the operation and its path. */
-export async function applyChanges(root: RootFs, cs: ChangeSet, onProgress?: (p: ApplyProgress) => void): Promise<{ ops: number; bytes: number; warnings: Issue[] }> {
+/**
+ * Applies a change set in order; an error names the operation and its path. `divert`
+ * takes the ops it handles elsewhere (returning their bytes) and null for the rest.
+ */
+export async function applyChanges(root: RootFs, cs: ChangeSet, onProgress?: (p: ApplyProgress) => void, divert?: (op: ChangeOp, root: RootFs) => Promise<number | null>): Promise<{ ops: number; bytes: number; warnings: Issue[] }> {
   let done = 0;
   let bytes = 0;
   let lastYield = performance.now();
@@ -65,7 +68,9 @@ export async function applyChanges(root: RootFs, cs: ChangeSet, onProgress?: (p:
       lastYield = performance.now();
     }
     try {
-      bytes += await applyOp(root, op);
+      // An op under a shared directory is set aside for finalize (never written into the tree).
+      const diverted = divert ? await divert(op, root) : null;
+      bytes += diverted ?? (await applyOp(root, op));
     } catch (err) {
       if (err instanceof StagedrootError) {
         if (err.path === undefined) (err as { path?: string }).path = op.path;

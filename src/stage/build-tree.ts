@@ -1,4 +1,4 @@
-import type { ChangeSet } from '../changeset.js';
+import type { ChangeOp, ChangeSet } from '../changeset.js';
 import type { Context } from '../context.js';
 import type { Issue } from '../errors.js';
 import type { CopyPolicy, CopyProgress } from '../fs/copy-tree.js';
@@ -25,6 +25,10 @@ export interface BuildTreeOptions {
   onApply?: (p: ApplyProgress) => void;
   /** Called once the tree exists (a later failure then has a tree to keep for diagnosis). */
   onTreeBuilt?: () => void;
+  /** Takes the change set's ops under shared directories (see SharedDivert). */
+  divert?: (op: ChangeOp, root: RootFs) => Promise<number | null>;
+  /** Called after the change set, with the tree (writes recorded in the manifest): shared mount points settled. */
+  settle?: (root: RootFs) => void;
   /** Called as each step starts (a failure after it belongs to that step). */
   onStep?: (step: 'copy' | 'apply' | 'manifest') => void;
   /** Cancels the tree work between two entries (ABORTED). */
@@ -109,15 +113,15 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   const events: TouchEvent[] = [];
   const warnings: Issue[] = [];
   o.onStep?.('apply');
+  const root = new RootFs(tree, {
+    faults: ctx.faults,
+    durability: 'deferred',
+    onTouch: (e) => events.push(e),
+    xattrPolicy: ctx.xattrPolicy,
+    onXattrDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`),
+  });
   if (o.changes) {
-    const root = new RootFs(tree, {
-      faults: ctx.faults,
-      durability: 'deferred',
-      onTouch: (e) => events.push(e),
-      xattrPolicy: ctx.xattrPolicy,
-      onXattrDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`),
-    });
-    const applied = await applyChanges(root, o.changes, o.onApply);
+    const applied = await applyChanges(root, o.changes, o.onApply, o.divert);
     bytes += applied.bytes;
     warnings.push(...applied.warnings);
     // What the update wrote is labelled by the new tree's own SELinux policy, if it has one.
@@ -127,6 +131,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
       labelWritten(tree, policy, written, { keep: root.explicitLabels, policy: ctx.xattrPolicy, onDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`) });
     }
   }
+  o.settle?.(root);
   o.onStep?.('manifest');
   let patched: PatchResult;
   if (snapshotOf !== null) {

@@ -9,6 +9,9 @@ import type { BaseState } from '../state/schema.js';
 import { saveState } from '../store/state-file.js';
 import type { Source } from '../sources/source.js';
 import { buildTree } from './build-tree.js';
+import { DEFAULT_MERGED, DEFAULT_SHARED, normalizeDirs, sharedListText } from '../shared/config.js';
+import { moveOutShared } from '../shared/mount-points.js';
+import type { DurableFs } from '../fs/durable.js';
 import { addTrustedKey, readPublicKeyFile } from '../trust/keys.js';
 
 export interface InitOptions {
@@ -18,8 +21,22 @@ export interface InitOptions {
   source?: Source;
   label?: string;
   bootTries?: number;
+  /**
+   * Shared directories (tree-relative; default ["var"]): machine state kept once in the
+   * sysroot, bound into whichever deployment boots, never copied or rolled back. The
+   * first tree's content there becomes their initial content.
+   */
+  shared?: string[];
+  /** Directories whose local changes finalize carries into a new deployment (default ["etc"]). */
+  merged?: string[];
   /** minisign/signify public key files: with one, every later stage needs a valid signature. */
   trustedKeys?: readonly string[];
+}
+
+/** Creates `host` and its missing parents below `root`, each made durable. */
+export function mkdirs(dfs: DurableFs, root: string, host: string): void {
+  const parts = host.slice(root.length + 1).split('/');
+  for (let i = 1; i <= parts.length; i++) dfs.mkdir(`${root}/${parts.slice(0, i).join('/')}`);
 }
 
 /**
@@ -32,6 +49,8 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
   if (o.bootTries !== undefined && !(Number.isInteger(o.bootTries) && o.bootTries >= 1 && o.bootTries <= 100)) {
     throw new StagedrootError('USAGE', `Expected --boot-tries to be an integer from 1 to 100, got ${String(o.bootTries)}`, { option: 'bootTries', value: o.bootTries });
   }
+  const merged = normalizeDirs(o.merged ?? DEFAULT_MERGED, 'merged');
+  const shared = normalizeDirs(o.shared ?? DEFAULT_SHARED, 'shared', merged);
   if (exists(layout.stateFile) || exists(layout.stateBackup)) {
     throw new StagedrootError('SYSROOT_EXISTS', `${layout.root} already holds a sysroot`, { path: layout.root });
   }
@@ -41,7 +60,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
   const keys = (o.trustedKeys ?? []).map(readPublicKeyFile); // bad key files: USAGE, before anything is written
   // Leftovers of an init that crashed before writing its state.
   for (const n of listDir(layout.root)) {
-    if (['deploy', 'work', 'trash', 'current', 'trusted-keys'].includes(n) || isTempName(n, ['current'])) dfs.removeTree(`${layout.root}/${n}`);
+    if (['deploy', 'work', 'trash', 'current', 'trusted-keys', 'shared', 'shared.list', 'kept'].includes(n) || isTempName(n, ['current', 'shared.list'])) dfs.removeTree(`${layout.root}/${n}`);
   }
   dfs.mkdir(layout.deployDir);
   dfs.mkdir(layout.workDir);
@@ -56,6 +75,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
     work,
     from: o.fromDirectory === undefined ? undefined : { tree: o.fromDirectory, policy: { hardlinkPrefixes: [], mode: 'reflink' } },
     changes: cs,
+    settle: (root) => moveOutShared(root, shared, (rel) => layout.shared(rel), (host) => mkdirs(dfs, layout.root, host)),
   });
   if (o.fromDirectory === undefined) dfs.removeTree(planRoot);
   for (const w of built.warnings) ctx.warn(`${w.code} at ${w.path || '(root)'}: ${w.message}`);
@@ -63,6 +83,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
   const label = o.label ?? cs?.label ?? 'initial';
   await syncFilesystem(work);
   dfs.rename(work, layout.deployment(id));
+  dfs.writeFileAtomic(layout.sharedList, sharedListText(shared));
   dfs.replaceSymlink(layout.currentLink, layout.linkTarget(id));
   const manifestSha256 = await runTreeTask('hashFile', { file: layout.manifest(id) });
   const state: BaseState = {
@@ -75,6 +96,10 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
     finalizeFailure: null,
     bootTries: o.bootTries ?? 3,
     lastId: id,
+    shared,
+    merged,
+    lastMerge: null,
+    finishPending: null,
     deployments: [newRecord({ id, label, parent: null, at: ctx.now().toISOString(), source: description, entries: built.entries, bytes: built.bytes, manifestSha256, good: true })],
   };
   for (const k of keys) addTrustedKey(ctx, k);

@@ -1,7 +1,7 @@
 import type { Context } from '../context.js';
 import { StagedrootError, formatIssues, type Issue } from '../errors.js';
 import type { CopyPolicy } from '../fs/copy-tree.js';
-import { freeSpace, listDir, syncFilesystem } from '../fs/durable.js';
+import { freeSpace, listDir, syncFilesystem, writeJson } from '../fs/durable.js';
 import { runTreeTask } from '../fs/tree-jobs.js';
 import { snapshotsFrom } from '../fs/storage.js';
 import { ReadOnlyTree } from '../fs/read-only-tree.js';
@@ -9,6 +9,11 @@ import { applyTransition } from '../store/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
 import { buildTree, type BuiltTree } from './build-tree.js';
+import { SharedDivert } from './shared-divert.js';
+import { mergedDirs, sharedDirs } from '../shared/config.js';
+import { settleMountPoints } from '../shared/mount-points.js';
+import { planShared } from '../shared/apply.js';
+import { conflictIssue, planEtcMerge } from '../merge/merge.js';
 import { checkSource, type CheckedSource } from './check-source.js';
 import { describeHookFailure, runHooks, type HookRun } from '../hooks/run-hooks.js';
 import { checkTimeoutMs } from '../util/options.js';
@@ -206,21 +211,51 @@ async function preflight(run: Run, changes: ChangeSet): Promise<void> {
   run.freeAtStart = checkFreeSpace(layout.root, run.estimate, run.builtins.freeSpace).free;
 }
 
-/** copy, apply, manifest: the new tree in work/ID (see buildTree). */
+/**
+ * copy, apply, manifest: the new tree in work/ID (see buildTree). Entries under shared
+ * directories are set aside for finalize (SharedDivert), the mount points left empty;
+ * then conflicts finalize could not merge are refused now when they exist now.
+ */
 async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
-  const { ctx, base } = run;
+  const { ctx, base, state } = run;
+  const { layout } = ctx;
   const progress = run.opts.onProgress ?? (() => {});
-  ctx.dfs.mkdir(ctx.layout.workDir);
-  return buildTree(ctx, {
+  ctx.dfs.mkdir(layout.workDir);
+  const shared = sharedDirs(state);
+  const divert = new SharedDivert({ shared, mode: changes.sharedContent ?? 'initial', contentRoot: `${run.work}/shared`, liveShared: (rel) => layout.shared(rel), faults: ctx.faults, warn: ctx.warn });
+  const built = await buildTree(ctx, {
     work: run.work,
-    from: { tree: ctx.layout.tree(base.id), manifest: ctx.layout.manifest(base.id), entries: base.entries, policy: run.policy },
+    from: { tree: layout.tree(base.id), manifest: layout.manifest(base.id), entries: base.entries, policy: run.policy },
     changes,
     onStep: (step) => enter(run, step),
     onCopy: (p) => progress({ phase: 'copy', ...p }),
     onApply: (p) => progress({ phase: 'apply', ...p }),
     onTreeBuilt: () => void (run.treeBuilt = true),
     signal: run.opts.signal,
+    divert: (op, root) => divert.divert(op, root),
+    settle: (root) => settleMountPoints(root, shared),
   });
+  if (divert.ops.length > 0) writeJson(ctx.dfs, `${run.work}/shared-ops.json`, { ops: divert.ops });
+  checkMergeConflicts(run, built, divert);
+  return built;
+}
+
+/**
+ * Conflicts between the running system's local changes and the update that finalize
+ * could not merge (a directory on one side, a non-directory on the other), refused at
+ * stage when they exist already (bootc: "Merge conflicts found in etc"). Recorded as
+ * apply: the update cannot be applied to the booted system as it is.
+ */
+function checkMergeConflicts(run: Run, built: BuiltTree, divert: SharedDivert): void {
+  const { ctx, state, base, id, work } = run;
+  const conflicts = [
+    ...(state.booted === base.id ? planEtcMerge(ctx.layout, base.id, id, mergedDirs(state), { manifest: built.manifest, delta: `${work}/delta.json` }).typeConflicts : []),
+    ...planShared(ctx.layout, id, sharedDirs(state), `${work}/shared`, divert.ops).typeConflicts,
+  ];
+  if (conflicts.length === 0) return;
+  run.phase = 'apply';
+  const issues = conflicts.map(conflictIssue);
+  throw new StagedrootError('MERGE_CONFLICT', `Merge conflicts found: the running system and the update disagree on ${conflicts.length} path${conflicts.length === 1 ? '' : 's'} (a directory on one side, a non-directory on the other):\n${formatIssues(issues)}`, { path: conflicts[0]!.path, issues });
 }
 
 /** validate: built-ins, command validators, the caller's validators; any error rejects. Returns the warnings. */

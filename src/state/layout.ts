@@ -11,6 +11,12 @@ import { randomSuffix } from '../util/random.js';
  *   work/ID/                     a stage in progress (removed by recovery after a crash)
  *   trash/                       deployments being removed
  *   lock/                        the writer lock
+ *   shared/REL                   a shared directory (shared/var): machine state, in no deployment
+ *   shared.list                  the shared directories, one tree-relative path a line (for the initramfs)
+ *   kept/ID/PATH                 local versions the merge into deployment ID kept aside
+ *   deploy/ID/shared/REL/...     an update's entries under shared directories, applied at finalize
+ *   deploy/ID/shared-ops.json    what to do with them (see src/shared/ops.ts)
+ *   deploy/ID/merging.json       a merge into ID in progress (recovery redoes it)
  *   trusted-keys/KEYID.pub       public keys a source's signature must match (none: unsigned sources are fine)
  *   hooks/PHASE/                 executables run at each phase, in name order
  *   hook-runs/PHASE.json         what the last run of each phase's hooks did (bounded output)
@@ -59,6 +65,33 @@ export class Layout {
   }
   delta(id: string): string {
     return path.join(this.deployDir, id, 'delta.json');
+  }
+  get sharedRoot(): string {
+    return path.join(this.root, 'shared');
+  }
+  /** Host path of a shared directory (its tree-relative path, e.g. "var"). */
+  shared(rel: string): string {
+    return path.join(this.root, 'shared', rel);
+  }
+  get sharedList(): string {
+    return path.join(this.root, 'shared.list');
+  }
+  get keptRoot(): string {
+    return path.join(this.root, 'kept');
+  }
+  /** Where the merge into deployment `id` keeps local versions (`.partial` until the swap). */
+  kept(id: string, partial = false): string {
+    return path.join(this.root, 'kept', partial ? `${id}.partial` : id);
+  }
+  /** An update's entries under shared directories, staged beside its tree. */
+  sharedContent(id: string): string {
+    return path.join(this.deployDir, id, 'shared');
+  }
+  sharedOps(id: string): string {
+    return path.join(this.deployDir, id, 'shared-ops.json');
+  }
+  mergeMarker(id: string): string {
+    return path.join(this.deployDir, id, 'merging.json');
   }
   work(id: string): string {
     return path.join(this.workDir, id);

@@ -110,6 +110,29 @@ export const deploymentRecordSchema = z
   .strict();
 export type DeploymentRecord = z.infer<typeof deploymentRecordSchema>;
 
+/** One path the /etc merge (or a shared-directory update) settled for the update, the local version kept aside. */
+export const mergeConflictSchema = z
+  .object({
+    /** Tree-relative path ("etc/x"), as in `diff`. */
+    path: z.string(),
+    /** Where the local version was kept, relative to the sysroot (null when the local change was a deletion). */
+    kept: z.string().nullable(),
+  })
+  .strict();
+
+/** What the last finalize merged: local changes carried into the new deployment, conflicts kept aside. */
+export const mergeReportSchema = z
+  .object({
+    /** The deployment the merge went into. */
+    id: deploymentIdSchema,
+    at: z.string(),
+    /** Local changes carried (paths the new deployment took from the running system). */
+    carried: z.number().int().min(0),
+    conflicts: z.array(mergeConflictSchema),
+  })
+  .strict();
+export type MergeReport = z.infer<typeof mergeReportSchema>;
+
 const pointerFields = {
   /** What the `current` symlink points to (the symlink is authoritative; recovery reconciles). */
   current: deploymentIdSchema,
@@ -130,6 +153,21 @@ export const baseStateSchema = z
     /** The highest deployment id ever handed out: ids are never reused, even after discard or prune. */
     lastId: z.string().regex(/^\d+$/).default('0000'),
     deployments: z.array(deploymentRecordSchema),
+    /**
+     * Shared directories (tree-relative, e.g. "var"): one copy each under shared/, bound
+     * into whichever deployment boots. Absent in a sysroot made before they existed
+     * (`open` upgrades it).
+     */
+    shared: z.array(z.string()).optional(),
+    /** Directories whose local changes finalize merges into the new deployment (default ["etc"]). */
+    merged: z.array(z.string()).optional(),
+    lastMerge: mergeReportSchema.nullable().optional(),
+    /**
+     * A finalize whose pointer swap happened but whose last steps (the update's entries
+     * under shared directories, the kept copies moved into place) may not have: recovery
+     * completes them.
+     */
+    finishPending: deploymentIdSchema.nullable().optional(),
   })
   .strict();
 

@@ -1,6 +1,14 @@
 import type { Layout } from './layout.js';
 import type { BaseState, Failure, Origin, SignatureRecord } from './schema.js';
 
+/** The last merge as status shows it: kept paths absolute (host paths). */
+export interface MergeStatus {
+  id: string;
+  at: string;
+  carried: number;
+  conflicts: { path: string; kept: string | null }[];
+}
+
 export interface DeploymentStatus {
   id: string;
   label: string;
@@ -45,6 +53,15 @@ export interface Status {
    * snapshot of the booted one) or `portable` (plain directories, usr/ hardlinked).
    */
   storage: 'btrfs' | 'portable';
+  /**
+   * Each shared directory's tree path and the host path where it lives ({"var":
+   * "/sysroot/shared/var"}): in a temp-dir sysroot, the running system's /var is there.
+   */
+  shared: Record<string, string>;
+  /** Directories whose local changes finalize merges into a new deployment. */
+  merged: string[];
+  /** What the last finalize merged, or null. */
+  lastMerge: MergeStatus | null;
   deployments: DeploymentStatus[];
 }
 
@@ -63,6 +80,9 @@ export function statusView(s: BaseState, layout: Layout, storage: Status['storag
     finalizeFailure: s.finalizeFailure,
     bootTries: s.bootTries,
     storage,
+    shared: Object.fromEntries((s.shared ?? []).map((rel) => [rel, layout.shared(rel)])),
+    merged: s.merged ?? ['etc'],
+    lastMerge: s.lastMerge ? { ...s.lastMerge, conflicts: s.lastMerge.conflicts.map((c) => ({ path: c.path, kept: c.kept === null ? null : `${layout.root}/${c.kept}` })) } : null,
     deployments: [...s.deployments]
       .sort((a, b) => Number(b.id) - Number(a.id))
       .map((d) => ({

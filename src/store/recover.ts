@@ -7,6 +7,8 @@ import { effectiveState } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
 import { removeDeployments } from './remove-deployments.js';
 import { loadState, saveState } from './state-file.js';
+import { recoverFinalize } from '../merge/finish.js';
+import { upgradeSharedLayout } from '../shared/upgrade.js';
 
 export interface RecoveryReport {
   state: BaseState;
@@ -62,6 +64,10 @@ export function recover(ctx: Context): RecoveryReport {
     actions.push(`pointed current at deployment ${state.current}`);
   }
 
+  // Shared directories (a sysroot from before them is upgraded), finalize's merge and last steps.
+  state = upgradeSharedLayout(ctx, state, actions);
+  state = recoverFinalize(ctx, state, actions);
+
   // Leftovers: unfinished stages, half-removed deployments, unknown deployment dirs, temp files.
   const known = new Set(state.deployments.map((d) => d.id));
   const strays = listDir(layout.deployDir).filter((n) => !known.has(n));
@@ -76,7 +82,7 @@ export function recover(ctx: Context): RecoveryReport {
     actions.push(`removed leftovers in ${dir.slice(layout.root.length + 1)}/: ${names.join(', ')}`);
   }
   for (const n of listDir(layout.root)) {
-    if (isTempName(n)) {
+    if (isTempName(n, ['state.json', 'state.json.bak', 'current', 'shared.list'])) {
       dfs.unlink(`${layout.root}/${n}`);
       actions.push(`removed temp file ${n}`);
     }

@@ -227,7 +227,7 @@ describe('stage sources through the CLI', () => {
     const r = await cli(['stage', layer, '--replace', '--no-check-required', '--sysroot', sysroot]);
     expect(r.code, r.err).toBe(0);
     const replaced = path.join(sysroot, 'deploy/0003/tree');
-    expect(fs.readdirSync(replaced)).toEqual(['etc']);
+    expect(fs.readdirSync(replaced)).toEqual(['etc', 'var']); // var: the shared /var's mount point
     expect(fs.readdirSync(path.join(replaced, 'etc'))).toEqual(['new.conf']);
     const spec = write('s.json', { files: [{ path: '/etc/x', contents: 'x' }] });
     expect((await cli(['stage', spec, '--replace', '--sysroot', sysroot])).code).toBe(2);

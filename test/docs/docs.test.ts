@@ -171,6 +171,14 @@ describe('README.md and docs/', () => {
     expect(missing).toEqual([]);
   });
 
+  it('the README names every verb of the program, and no other', () => {
+    const program = buildProgram({ io: { out: () => {}, err: () => {}, errIsTty: false, env: {} }, exitCode: 0 });
+    const verbs = /^Verbs: ([\s\S]*?)\. /m.exec(read('README.md'));
+    expect(verbs, 'README.md has a "Verbs: `a`, `b`, ... ." sentence').not.toBeNull();
+    const named = [...verbs![1]!.matchAll(/`([a-z-]+)`/g)].map((m) => m[1]!);
+    expect(named.sort()).toEqual(program.commands.map((c) => c.name()).sort());
+  });
+
   it('link every page under docs/ from the README', () => {
     const readme = read('README.md');
     for (const f of docFiles().filter((x) => x !== 'README.md')) expect(readme, `README.md links ${f}`).toContain(`](${f})`);

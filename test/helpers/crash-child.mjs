@@ -19,7 +19,7 @@
 // refusals the lifecycle allows; MS since the start) straight to fd 1, so that the last
 // line says what the process was doing when it was killed. Ends with "done"; any other
 // error exits 1.
-import { writeSync } from 'node:fs';
+import { appendFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { Sysroot, countingHook, killAfter } from '../../dist/index.js';
@@ -67,6 +67,20 @@ const ops = {
   // For sequences: each stage differs (so every deployment differs) and applies over its own result.
   'stage-next': (s) => s.stage(nextSpec()),
   markGood: (s) => s.markGood(),
+  // The running system at work: local edits in the booted etc/ (what finalize merges) and a /var write.
+  'edit-local': (s) => {
+    const st = s.status();
+    const live = s.treePath(st.booted);
+    // Which deployments the running system edited (their drift in etc/ is expected), beside the sysroot.
+    appendFileSync(`${s.path}.local-edits`, `${st.booted}\n`);
+    edits += 1;
+    const token = `${process.pid}-${edits}`;
+    writeFileSync(`${live}/etc/local-${token}.conf`, `local ${token}\n`);
+    writeFileSync(`${live}/etc/conf.d/${edits % 20}.conf`, `edited ${token}\n`);
+    rmSync(`${live}/etc/conf.d/${(edits + 10) % 20}.conf`, { force: true });
+    if (st.shared.var) writeFileSync(`${st.shared.var}/local-${token}`, `${token}\n`);
+    return token;
+  },
   'rollback-discard': (s) => s.rollback({ discardStaged: true }),
   discard: (s) => s.discardStaged(),
   'prune-2': (s) => s.prune({ keep: 2 }),
@@ -81,6 +95,7 @@ const ops = {
 };
 
 let stages = 0;
+let edits = 0;
 /** A small update of every kind of change that applies again over its own result. */
 function nextSpec() {
   stages += 1;

@@ -11,11 +11,11 @@ import { stateViolations } from '../../src/state/invariants.js';
 import { effectiveState } from '../../src/state/model.js';
 import type { BaseState } from '../../src/state/schema.js';
 import { loadState } from '../../src/store/state-file.js';
-import { hashTree } from '../../src/testing/index.js';
+import { createHash } from 'node:crypto';
 import { verifyTree, type Drift } from '../../src/fs/verify-tree.js';
 
 /** What may be at the top of a sysroot when no writer runs (no lock, no temp files). */
-export const ALLOWED_ROOT_ENTRIES = new Set(['state.json', 'state.json.bak', 'current', 'deploy', 'work', 'trash']);
+export const ALLOWED_ROOT_ENTRIES = new Set(['state.json', 'state.json.bak', 'current', 'deploy', 'work', 'trash', 'shared', 'shared.list', 'kept']);
 
 /** The state a reader sees, without recovering anything. */
 export function readState(dir: string): BaseState {
@@ -36,9 +36,33 @@ function verifySync(s: Sysroot, id: string): Drift[] {
   return verifyTree(s.treePath(id), s.ctx.layout.manifest(id));
 }
 
-/** Hashes of every deployment tree (to show later that none was written into). */
-export function hashDeployments(s: Sysroot): Map<string, string> {
-  return new Map(s.state().deployments.map((d) => [d.id, hashTree(s.treePath(d.id))] as const));
+/**
+ * A hash of a tree like hashTree (paths, types, modes, owners, content, link targets),
+ * leaving out the subtrees `exclude` names: where a test edits the booted tree as the
+ * running system would (etc), and where finalize's merge completes a staged tree.
+ */
+export function hashTreeOutside(dir: string, exclude: readonly string[] = []): string {
+  const h = createHash('sha256');
+  const walk = (rel: string): void => {
+    for (const name of fs.readdirSync(rel === '' ? dir : path.join(dir, rel)).sort()) {
+      const r = rel === '' ? name : `${rel}/${name}`;
+      if (exclude.some((e) => r === e || r.startsWith(`${e}/`))) continue;
+      const p = path.join(dir, r);
+      const st = fs.lstatSync(p);
+      h.update(`${r}\0${st.mode}\0${st.uid}\0${st.gid}\0`);
+      if (st.isFile()) h.update(`${st.size}\0`).update(fs.readFileSync(p));
+      else if (st.isSymbolicLink()) h.update(fs.readlinkSync(p));
+      h.update('\n');
+      if (st.isDirectory()) walk(r);
+    }
+  };
+  walk('');
+  return h.digest('hex');
+}
+
+/** Hashes of every deployment tree (to show later that none was written into), outside `exclude`. */
+export function hashDeployments(s: Sysroot, exclude: readonly string[] = []): Map<string, string> {
+  return new Map(s.state().deployments.map((d) => [d.id, hashTreeOutside(s.treePath(d.id), exclude)] as const));
 }
 
 /**
@@ -47,9 +71,24 @@ export function hashDeployments(s: Sysroot): Map<string, string> {
  * absent or complete; every ready deployment verifies (no torn tree); no leftovers
  * (work/, trash/, temp files, unrecorded deployment dirs, the lock); the booted
  * deployment exists. With `treeHashes`, invariant 1 too: no deployment that existed
- * before was written into.
+ * before was written into. `localEdits`: tree paths (etc) the test edited in those
+ * deployments while they ran, as the running system would: their drift there is
+ * expected, and trees are compared outside them (finalize's merge completes the staged
+ * tree there).
  */
-export function expectConsistent(sysroot: Sysroot, dir: string, where: string, treeHashes?: Map<string, string>): BaseState {
+/** Where a test edited deployments' trees as the running system would: these paths of these deployments. */
+export interface LocalEdits {
+  paths: readonly string[];
+  ids: ReadonlySet<string>;
+}
+
+/** The deployments a crash-child's `edit-local` edited in the sysroot `dir` (it notes them beside it). */
+export function editedDeployments(dir: string): Set<string> {
+  const f = `${dir}.local-edits`;
+  return new Set(fs.existsSync(f) ? fs.readFileSync(f, 'utf8').split('\n').filter(Boolean) : []);
+}
+
+export function expectConsistent(sysroot: Sysroot, dir: string, where: string, treeHashes?: Map<string, string>, o: { localEdits?: LocalEdits } = {}): BaseState {
   const state = sysroot.state();
   const status = sysroot.status();
 
@@ -59,11 +98,14 @@ export function expectConsistent(sysroot: Sysroot, dir: string, where: string, t
   expect(status.deployments.filter((d) => d.current).map((d) => d.id), where).toEqual([state.current]);
   expect(fs.readlinkSync(path.join(dir, 'current')), where).toBe(`deploy/${state.current}/tree`);
   expect(fs.realpathSync(path.join(dir, 'current')), where).toBe(fs.realpathSync(sysroot.treePath(state.current)));
-  expect(verifySync(sysroot, state.current), `${where}: current ${state.current}`).toEqual([]);
+  // The booted tree is the running system's root: the local edits a test made there are
+  // its drift (what the merge carries), not a torn tree.
+  const local = (id: string, p: string): boolean => (o.localEdits?.ids.has(id) ?? false) && o.localEdits!.paths.some((e) => p === e || p.startsWith(`${e}/`));
+  expect(verifySync(sysroot, state.current).filter((x) => !local(state.current, x.path)), `${where}: current ${state.current}`).toEqual([]);
 
   if (state.staged !== null) expect(state.deployments.find((d) => d.id === state.staged)?.status, where).toBe('ready');
   for (const d of state.deployments.filter((x) => x.status === 'ready')) {
-    expect(verifySync(sysroot, d.id), `${where}: deployment ${d.id}`).toEqual([]);
+    expect(verifySync(sysroot, d.id).filter((x) => !local(d.id, x.path)), `${where}: deployment ${d.id}`).toEqual([]);
   }
 
   const rootEntries = fs.readdirSync(dir);
@@ -72,6 +114,10 @@ export function expectConsistent(sysroot: Sysroot, dir: string, where: string, t
     const sd = path.join(dir, sub);
     if (fs.existsSync(sd)) expect(fs.readdirSync(sd), `${where}: ${sub}/`).toEqual([]);
   }
+  // Kept copies of a finalize that never committed are leftovers too.
+  const kept = path.join(dir, 'kept');
+  if (fs.existsSync(kept)) expect(fs.readdirSync(kept).filter((n) => n.endsWith('.partial')), `${where}: kept/`).toEqual([]);
+  for (const d of state.deployments) expect(fs.existsSync(path.join(dir, 'deploy', d.id, 'merging.json')), `${where}: merge marker of ${d.id}`).toBe(false);
   expect(fs.readdirSync(path.join(dir, 'deploy')).sort(), `${where}: deploy/ holds exactly the recorded deployments`).toEqual(state.deployments.map((d) => d.id).sort());
 
   expect(state.booted, where).not.toBeNull();
@@ -79,7 +125,7 @@ export function expectConsistent(sysroot: Sysroot, dir: string, where: string, t
   if (treeHashes) {
     for (const d of state.deployments) {
       const h = treeHashes.get(d.id);
-      if (h !== undefined) expect(hashTree(sysroot.treePath(d.id)), `${where}: tree of ${d.id} changed`).toBe(h);
+      if (h !== undefined) expect(hashTreeOutside(sysroot.treePath(d.id), o.localEdits?.paths), `${where}: tree of ${d.id} changed`).toBe(h);
     }
   }
   return state;

@@ -39,7 +39,7 @@ async function withFullishSysroot(fn: (s: Sysroot, dir: string) => Promise<void>
       'var/lib/data.bin': Buffer.alloc(3 * MIB, 7),
     });
     const dir = path.join(mnt, 'sysroot');
-    await fn(await Sysroot.init(dir, { fromDirectory: tree }), dir);
+    await fn(await Sysroot.init(dir, { fromDirectory: tree, shared: [] }), dir); // no shared /var: var/lib is part of the trees copied here
   } finally {
     execaSync('umount', [mnt]);
     fs.rmSync(base, { recursive: true, force: true });

@@ -34,7 +34,7 @@ async function rejection(p: Promise<unknown>): Promise<StagedrootError> {
 
 describe('directory sources, applied like an uncompressed layer', () => {
   it('copies files, directories, links, modes and mtimes, and honours whiteouts', async () => {
-    t = await tempSysroot({ tree: BASE });
+    t = await tempSysroot({ tree: BASE, shared: [] });
     const src = buildTree(path.join(t.scratch, 'overlay'), {
       'etc/new.conf': { content: 'new\n', mode: 0o600 },
       'etc/.wh.old.conf': '',
@@ -68,14 +68,14 @@ describe('directory sources, applied like an uncompressed layer', () => {
   });
 
   it('with replace, makes the directory the whole tree', async () => {
-    t = await tempSysroot({ tree: BASE });
+    t = await tempSysroot({ tree: BASE, shared: [] });
     const src = buildTree(path.join(t.scratch, 'rootfs'), { 'etc/hostname': 'new\n', 'usr/bin/sh': '#!\n' });
     const r = await t.sysroot.stage(directorySource(src, { replace: true }));
     expect(hashTree(r.path)).toBe(hashTree(src));
   });
 
   it('rejects FIFOs, sockets and symlinks that climb out, naming them, before writing', async () => {
-    t = await tempSysroot({ tree: BASE });
+    t = await tempSysroot({ tree: BASE, shared: [] });
     const canary = buildTree(path.join(t.scratch, 'canary'), { secret: 's\n' });
     const before = { booted: hashTree(t.sysroot.treePath(t.sysroot.status().booted!)), canary: hashTree(canary) };
     const src = buildTree(path.join(t.scratch, 'bad'), { 'srv/ok': 'ok\n', 'srv/out': { symlink: '../../../../../../../../..' + canary } });
@@ -99,7 +99,7 @@ describe('directory sources, applied like an uncompressed layer', () => {
   });
 
   it('checks again what it applies: a change between the passes cannot slip through', async () => {
-    t = await tempSysroot({ tree: BASE });
+    t = await tempSysroot({ tree: BASE, shared: [] });
     const src = buildTree(path.join(t.scratch, 'moving'), { 'srv/a': 'a\n', 'srv/swapped': '1234', 'srv/target': 'secret\n' });
     const cs = await directorySource(src).plan(new ReadOnlyTree(t.sysroot.treePath('0001')));
     // After the checks, a file becomes a symlink that climbs out: pass 2 checks it again.
@@ -118,7 +118,7 @@ describe('directory sources, applied like an uncompressed layer', () => {
   });
 
   it('reads only the regular file it checked, of the size it checked', async () => {
-    t = await tempSysroot({ tree: BASE });
+    t = await tempSysroot({ tree: BASE, shared: [] });
     const src = buildTree(path.join(t.scratch, 'files'), { grows: '1234', target: 'secret\n' });
     // Grown after the walk counted 4 bytes: refused, not read on.
     fs.appendFileSync(path.join(src, 'grows'), 'more bytes than were checked');

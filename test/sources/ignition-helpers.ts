@@ -43,8 +43,9 @@ export interface Env extends TempSysroot {
   canary: string;
 }
 
-export async function ignitionEnv(tree: TreeSpec = BASE_TREE): Promise<Env> {
-  const t = await tempSysroot({ tree });
+export async function ignitionEnv(tree: TreeSpec = BASE_TREE, o: { shared?: string[] } = {}): Promise<Env> {
+  // No shared directories unless asked: these tests look at what a config writes into the tree (var/ included).
+  const t = await tempSysroot({ tree, shared: o.shared ?? [] });
   const bootedId = t.sysroot.status().booted!;
   const canary = path.join(t.scratch, 'canary');
   fs.mkdirSync(canary);

@@ -86,7 +86,7 @@ const OCI_LAYER: TarEntry[] = [
 
 describe('tar layers with OCI semantics', () => {
   it('applies whiteouts, opaque directories, replacements, modes, owners, mtimes, links', async () => {
-    t = await tempSysroot({ tree: BASE });
+    t = await tempSysroot({ tree: BASE, shared: [] });
     const booted = hashTree(t.sysroot.treePath(t.sysroot.status().booted!));
     const r = await t.sysroot.stage(writeLayer(t, 'layer.tar', OCI_LAYER));
     const tree = r.path;
@@ -131,7 +131,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('gives the same tree for .tar and .tar.gz', async () => {
-    t = await tempSysroot({ tree: BASE });
+    t = await tempSysroot({ tree: BASE, shared: [] });
     // A newer stage supersedes the staged one: hash each tree while it exists.
     const a = hashTree((await t.sysroot.stage(writeLayer(t, 'layer.tar', OCI_LAYER))).path);
     const b = hashTree((await t.sysroot.stage(writeLayer(t, 'layer.tar.gz', OCI_LAYER, { gz: true }))).path);
@@ -139,7 +139,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('reads .tar.zst (Node zlib zstd where present, else the zstd tool)', async () => {
-    t = await tempSysroot({ tree: BASE });
+    t = await tempSysroot({ tree: BASE, shared: [] });
     const plain = writeLayer(t, 'layer.tar', OCI_LAYER);
     const zst = `${plain}.zst`;
     const tool = await execa('zstd', ['-q', '-f', plain, '-o', zst], { reject: false });
@@ -163,7 +163,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('with replace, takes the archive as the whole new tree', async () => {
-    t = await tempSysroot({ tree: BASE });
+    t = await tempSysroot({ tree: BASE, shared: [] });
     const file = writeLayer(t, 'rootfs.tar', [
       { name: 'etc/', type: 'dir' },
       { name: 'etc/hostname', body: 'new\n' },
@@ -179,7 +179,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('applies a whiteout and an entry of the same name, and an opaque root', async () => {
-    t = await tempSysroot({ tree: BASE });
+    t = await tempSysroot({ tree: BASE, shared: [] });
     const r = await t.sysroot.stage(writeLayer(t, 'l.tar', [{ name: 'etc/hostname', body: 'again\n' }, { name: 'etc/.wh.hostname', body: '' }, { name: 'srv/.wh.data', body: '' }]));
     expect(read(r.path, 'etc/hostname')).toBe('again\n');
     expect(exists(r.path, 'srv/data')).toBe(false);
@@ -188,7 +188,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('checks the whole layer before writing: a late bad entry stops everything, all problems listed', async () => {
-    t = await tempSysroot({ tree: BASE });
+    t = await tempSysroot({ tree: BASE, shared: [] });
     const entries: TarEntry[] = [
       ...Array.from({ length: 50 }, (_, i) => ({ name: `srv/good/${i}`, body: `good ${i}\n` })),
       { name: '../evil', body: 'x' },
@@ -212,7 +212,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('streams file content bigger than a chunk intact', async () => {
-    t = await tempSysroot({ tree: BASE });
+    t = await tempSysroot({ tree: BASE, shared: [] });
     const big = randomBytes(3 * 1024 * 1024 + 123);
     const r = await t.sysroot.stage(writeLayer(t, 'big.tar.gz', [{ name: 'srv/blob', body: big }, { name: 'srv/after', body: 'after\n' }], { gz: true }));
     const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -221,7 +221,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('refuses an archive that changes between the check and the apply', async () => {
-    t = await tempSysroot({ tree: BASE });
+    t = await tempSysroot({ tree: BASE, shared: [] });
     const file = writeLayer(t, 'l.tar', [{ name: 'srv/a', body: 'a' }]);
     const cs = await tarLayerSource(file).plan(new ReadOnlyTree(t.sysroot.treePath('0001')));
     // Rewritten in place after the checks: pass 2 sees another file.
@@ -238,7 +238,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('plans lazily: the change set reads content only when an op is applied', async () => {
-    t = await tempSysroot({ tree: BASE });
+    t = await tempSysroot({ tree: BASE, shared: [] });
     const file = writeLayer(t, 'l.tar', [{ name: 'srv/a', body: 'aaa' }, { name: 'srv/b/', type: 'dir', mode: 0o700 }, { name: 'srv/b/c', type: 'symlink', linkname: '../a' }]);
     const cs = await tarLayerSource(file).plan(new ReadOnlyTree('/nonexistent'));
     expect(cs.description).toMatch(/3 entries, 3 bytes/);
@@ -249,7 +249,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('reads what GNU tar (gnu and posix formats) and node-tar write', async () => {
-    t = await tempSysroot({ tree: BASE });
+    t = await tempSysroot({ tree: BASE, shared: [] });
     const deep = 'very-long-directory-name-'.repeat(5);
     const src = path.join(t.scratch, 'src');
     fs.mkdirSync(path.join(src, deep, 'sub'), { recursive: true });
@@ -277,7 +277,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('is detected from content and wired into sourceFromPath', async () => {
-    t = await tempSysroot({ tree: BASE });
+    t = await tempSysroot({ tree: BASE, shared: [] });
     const plain = writeLayer(t, 'no-extension', [{ name: 'srv/x', body: 'x' }]);
     const gz = writeLayer(t, 'also-no-extension', [{ name: 'srv/x', body: 'x' }], { gz: true });
     expect(detectKind(plain)).toBe('tar');

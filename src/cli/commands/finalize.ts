@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { action, common, xattrOption, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson } from '../io.js';
+import { formatMerge } from '../format.js';
 
 export function finalizeCommand(program: Command, env: CliEnv): void {
   xattrOption(common(program.command('finalize')))
@@ -11,7 +12,10 @@ export function finalizeCommand(program: Command, env: CliEnv): void {
         const s = await openSysroot(env, o);
         const r = await s.finalize({ fullVerify: o.fullVerify });
         if (o.json) printJson(env.io, r);
-        else if (r.finalized) env.io.out(`finalized: deployment ${r.id} is current (was ${r.previous}); it boots next\n`);
+        else if (r.finalized) {
+          env.io.out(`finalized: deployment ${r.id} is current (was ${r.previous}); it boots next\n`);
+          env.io.out(formatMerge(s.status().lastMerge!).join('\n') + '\n');
+        }
         else if (r.reason === 'locked') env.io.out(`deployment ${r.id} is staged but finalization-locked; nothing changed (run \`stagedroot unlock\`)\n`);
         else env.io.out('nothing staged; nothing to finalize\n');
       }),

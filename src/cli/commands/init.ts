@@ -11,15 +11,19 @@ export function initCommand(program: Command, env: CliEnv): void {
     .option('--from <source>', 'a directory to copy, or an update source to apply over an empty tree')
     .option('--label <label>', 'a label for the first deployment')
     .option('--boot-tries <n>', 'boot tries a new deployment gets before automatic rollback (default 3)')
+    .option('--shared <dir>', 'a shared directory (machine state in no deployment, never rolled back); repeatable; default: var', collect, [])
+    .option('--merged <dir>', 'a directory whose local changes finalize carries into the new deployment; repeatable; default: etc', collect, [])
     .option('--trusted-key <file>', 'a minisign/signify public key; with one, every stage needs a valid signature (repeatable)', (v: string, all: string[]) => [...all, v], [] as string[])
     .action(
-      action(env, async (o: CommonOptions & { from?: string; label?: string; bootTries?: string; trustedKey: string[] }) => {
+      action(env, async (o: CommonOptions & { from?: string; label?: string; bootTries?: string; shared: string[]; merged: string[]; trustedKey: string[] }) => {
         const isDir = o.from !== undefined && statSafe(o.from);
         const s = await Sysroot.init(sysrootDir(env, o), {
           fromDirectory: isDir ? o.from : undefined,
           source: o.from !== undefined && !isDir ? sourceFromPath(o.from) : undefined,
           label: o.label,
           bootTries: nonNegativeInt('boot-tries', o.bootTries),
+          shared: o.shared.length ? o.shared : undefined,
+          merged: o.merged.length ? o.merged : undefined,
           trustedKeys: o.trustedKey,
           waitSeconds: waitSeconds(o),
           faults: env.faults,
@@ -28,9 +32,16 @@ export function initCommand(program: Command, env: CliEnv): void {
         });
         const st = s.status();
         if (o.json) printJson(env.io, st);
-        else env.io.out(`initialized ${st.sysroot} with deployment ${st.current} (${st.deployments[0]?.label})\n`);
+        else {
+          env.io.out(`initialized ${st.sysroot} with deployment ${st.current} (${st.deployments[0]?.label})\n`);
+          for (const [rel, host] of Object.entries(st.shared)) env.io.out(`shared /${rel}: ${host}\n`);
+        }
       }),
     );
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
 }
 
 function statSafe(p: string): boolean {

@@ -185,6 +185,7 @@ export function planIgnition({ config: cfg, warnings }: CheckedIgnition, tree: R
     description: `Ignition ${cfg.ignition.version} ${describe}: ${summary.join(', ')}`,
     ops,
     count: ops.length,
+    sharedContent: 'desired',
     warnings: [...warnings, ...issues.warnings],
     ...(actions.length ? { finish: async (root: RootFs) => applyUnitActions(root, actions) } : {}),
   };

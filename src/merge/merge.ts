@@ -1,0 +1,127 @@
+import { z } from 'zod';
+import type { Context } from '../context.js';
+import { StagedrootError, type Issue } from '../errors.js';
+import { copyOut, lstatOrNull } from '../fs/copy-entry.js';
+import { parseDelta } from '../fs/delta.js';
+import { exists, fileSha256, readText } from '../fs/durable.js';
+import { hostPath } from '../fs/names.js';
+import { patchManifest } from '../fs/patch-manifest.js';
+import { RootFs, type TouchEvent } from '../fs/root-fs.js';
+import type { Layout } from '../state/layout.js';
+import { MergePlanner, type MergeAction, type TypeConflict, type UpdatePaths } from './plan.js';
+import { forEachRow } from './rows.js';
+
+/** The merge of every merged directory into one staged deployment. */
+export interface PlannedMerge {
+  booted: string;
+  staged: string;
+  actions: MergeAction[];
+  keep: string[];
+  conflicts: { path: string; kept: boolean }[];
+  typeConflicts: TypeConflict[];
+  carried: number;
+}
+
+/** What the update wrote and removed (its delta, recorded at stage). */
+export function updatePaths(layout: Layout, id: string, file = layout.delta(id)): UpdatePaths {
+  const text = readText(file);
+  if (text === null) throw new StagedrootError('STATE_CORRUPT', `The delta of deployment ${id} is missing (${file})`, { path: file });
+  const delta = parseDelta(text, file);
+  return { changed: new Map(delta.changed.map((e) => [e.p, e.t])), removed: new Set(delta.removed) };
+}
+
+/**
+ * Plans the merge of the booted deployment's local changes into the staged one: reads
+ * the two manifests and walks the live merged directories; writes nothing.
+ */
+export function planEtcMerge(layout: Layout, booted: string, staged: string, merged: readonly string[], where = { manifest: layout.manifest(staged), delta: layout.delta(staged) }): PlannedMerge {
+  const update = updatePaths(layout, staged, where.delta);
+  const out: PlannedMerge = { booted, staged, actions: [], keep: [], conflicts: [], typeConflicts: [], carried: 0 };
+  for (const dir of merged) {
+    const planner = new MergePlanner(update, dir);
+    forEachRow({ dir, baseManifest: layout.manifest(booted), newManifest: where.manifest, liveTree: layout.tree(booted) }, (r) => planner.add(r));
+    const p = planner.result();
+    out.actions.push(...p.actions);
+    out.keep.push(...p.keep);
+    out.conflicts.push(...p.conflicts);
+    out.typeConflicts.push(...p.typeConflicts);
+    out.carried += p.carried;
+  }
+  return out;
+}
+
+/** A type conflict as an issue (stage's MERGE_CONFLICT, finalize's failure record). */
+export function conflictIssue(c: TypeConflict): Issue {
+  return { code: 'MERGE_CONFLICT', path: c.path, message: `local ${c.local}, update ${c.update}`, severity: 'error' };
+}
+
+/** The marker of a merge in progress (deploy/ID/merging.json): recovery redoes it from this. */
+const markerSchema = z.object({ booted: z.string(), merged: z.array(z.string()), paths: z.array(z.string()) }).strict();
+export type MergeMarker = z.infer<typeof markerSchema>;
+
+export function readMarker(layout: Layout, id: string): MergeMarker | null {
+  const text = readText(layout.mergeMarker(id));
+  if (text === null) return null;
+  try {
+    return markerSchema.parse(JSON.parse(text));
+  } catch (err) {
+    throw new StagedrootError('STATE_CORRUPT', `${layout.mergeMarker(id)} is unreadable: ${(err as Error).message}`, { path: layout.mergeMarker(id), cause: err });
+  }
+}
+
+/** Copies the local versions the update wins over to kept/ID.partial/PATH (the live tree is not changed). */
+export function keepLocalVersions(ctx: Context, m: PlannedMerge): void {
+  const { layout } = ctx;
+  for (const p of m.keep) copyOut(hostPath(layout.tree(m.booted), p), `${layout.kept(m.staged, true)}/${p}`, { faults: ctx.faults });
+}
+
+/**
+ * Writes the plan into the staged tree and its manifest. The marker goes first (with
+ * every path the merge touches), so that a crash part-way is redone by recovery; the
+ * manifest is replaced atomically at the end. Returns the new manifest's sha256.
+ */
+export function applyEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly string[], earlier: readonly string[] = []): string {
+  const { layout, dfs } = ctx;
+  const paths = [...new Set([...earlier, ...m.actions.map((a) => a.path)])];
+  dfs.writeFileAtomic(layout.mergeMarker(m.staged), JSON.stringify({ booted: m.booted, merged, paths }) + '\n');
+  const tree = layout.tree(m.staged);
+  const live = layout.tree(m.booted);
+  const events: TouchEvent[] = [];
+  const root = new RootFs(tree, { faults: ctx.faults, onTouch: (e) => events.push(e) });
+  for (const a of m.actions) {
+    if (a.kind === 'carry' && lstatOrNull(hostPath(live, a.path)) !== null) {
+      root.copyIn(a.path, hostPath(live, a.path), { replace: a.replace });
+    } else {
+      // Removed locally (or gone since it was planned, rpm-ostree#1791): the target is "absent".
+      root.remove(a.path, { recursive: true, missingOk: true });
+    }
+  }
+  // Every path the merge (or an earlier, interrupted one) touched is re-read into the manifest.
+  for (const p of paths) {
+    const st = lstatOrNull(hostPath(tree, p));
+    events.push({ kind: st !== null && st.isDirectory() ? 'touch' : 'remove', path: p });
+  }
+  const manifest = layout.manifest(m.staged);
+  const next = `${manifest}.merged`;
+  patchManifest(tree, manifest, next, events, ctx.faults, true);
+  dfs.rename(next, manifest);
+  return fileSha256(manifest);
+}
+
+/**
+ * Completes a merge a crash interrupted in a deployment that is still staged: plans it
+ * again from the live tree (type conflicts are left for the next finalize to refuse) and
+ * applies it, re-reading every path the first attempt may have touched. Returns the new
+ * manifest's sha256.
+ */
+export function redoEtcMerge(ctx: Context, id: string, marker: MergeMarker): string {
+  const { layout } = ctx;
+  if (!exists(layout.tree(marker.booted))) {
+    throw new StagedrootError('STATE_CORRUPT', `An interrupted merge into ${id} came from deployment ${marker.booted}, whose tree is gone`, { path: layout.mergeMarker(id) });
+  }
+  // Writes the crash cut short left temp files beside the paths they were writing.
+  const tree = new RootFs(layout.tree(id), { faults: ctx.faults });
+  for (const dir of new Set(marker.paths.map((p) => (p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '')))) tree.removeTempLeftovers(dir);
+  const m = planEtcMerge(layout, marker.booted, id, marker.merged);
+  return applyEtcMerge(ctx, m, marker.merged, marker.paths);
+}
