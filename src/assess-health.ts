@@ -40,7 +40,7 @@ export async function assessHealth(sysroot: Sysroot, o: HealthOptions = {}): Pro
     ...o,
     env: { STAGEDROOT_SYSROOT: sysroot.path, STAGEDROOT_DEPLOYMENT: booted.id, STAGEDROOT_LABEL: booted.label, STAGEDROOT_TREE: booted.path, ...o.env },
   });
-  if (report.ok) return { report, action: 'marked-good', status: await sysroot.markGood() };
+  if (report.ok) return { report, action: 'marked-good', status: await sysroot.markGood({ healthChecks: report.results.length }) };
   if (booted.good) return { report, action: 'failed-on-good', status: sysroot.status() };
   const names = report.failedRequired.map((r) => `${r.name} (${r.outcome})`).join(', ');
   const reason = `required health check${report.failedRequired.length === 1 ? '' : 's'} failed: ${names}`;

@@ -1,3 +1,4 @@
+import type { KernelArgumentChange } from './state/kernel-args.js';
 import type { Issue } from './errors.js';
 import type { RootFs } from './fs/root-fs.js';
 
@@ -63,6 +64,8 @@ export interface ChangeSet {
    * ignored, a mode bit the spec version drops). They reach the stage's result.
    */
   warnings?: readonly Issue[];
+  /** Changes to the kernel arguments the new deployment inherits from its parent. */
+  kernelArguments?: KernelArgumentChange;
   /**
    * Called after the ops are applied, e.g. to enable units. Writes only through the given
    * root. Returns the warnings found on the finished tree (they join `warnings`).

@@ -1,6 +1,7 @@
 import { makeContext, type Context, type ContextOptions } from './context.js';
 import { StagedrootError } from './errors.js';
 import { boot, markGood, type BootResult } from './boot/boot.js';
+import type { BootRecordPlace } from './boot/boot-record.js';
 import { finalize, type FinalizeOptions, type FinalizeResult } from './commit/finalize.js';
 import { applyTransition } from './store/apply-transition.js';
 import { emptyTrash } from './store/remove-deployments.js';
@@ -223,10 +224,13 @@ export class Sysroot {
     });
   }
 
-  /** The boot hook, then post-boot hooks (and on-rollback ones when it fell back). */
-  boot(o: { hookTimeoutMs?: number } = {}): Promise<BootResult> {
+  /**
+   * The boot hook, then post-boot hooks (and on-rollback ones when it fell back).
+   * `o.runDir`/`o.rootDir`: where the initramfs's record is (default /run/stagedroot, for the root /).
+   */
+  boot(o: { hookTimeoutMs?: number } & BootRecordPlace = {}): Promise<BootResult> {
     return this.write('boot', async (s) => {
-      const r = boot(this.ctx, s);
+      const r = boot(this.ctx, s, { runDir: o.runDir, rootDir: o.rootDir });
       const id = r.event.kind === 'booted' ? r.event.id : r.event.to;
       const d = mustFind(this.state(), id);
       if (r.event.kind === 'fell-back') await this.hooks('on-rollback', { id, label: d.label, tree: this.ctx.layout.tree(id), reason: r.event.reason }, o);
@@ -235,8 +239,9 @@ export class Sysroot {
     });
   }
 
-  markGood(): Promise<Status> {
-    return this.write('mark-good', (s) => this.view(markGood(this.ctx, s)));
+  /** `o.healthChecks`: how many health checks passed (the health service says; 0 when none are configured). */
+  markGood(o: { healthChecks?: number } = {}): Promise<Status> {
+    return this.write('mark-good', (s) => this.view(markGood(this.ctx, s, o.healthChecks ?? null)));
   }
 
   markBad(reason = 'marked bad', o: { phase?: Phase; output?: string; hookTimeoutMs?: number } = {}): Promise<Status> {

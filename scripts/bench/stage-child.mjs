@@ -15,9 +15,6 @@ import * as fs from 'node:fs';
 import { Sysroot } from '../../dist/index.js';
 
 const [dir, spec, policy] = process.argv.slice(2);
-// The sync step loads execa on first use; load it now, with the rest of the modules,
-// so that stage() is timed in a started process (as a long-lived agent runs it).
-await import('execa');
 const sysroot = await Sysroot.open(dir);
 const eld = monitorEventLoopDelay({ resolution: 5 });
 let busyMax = 0;

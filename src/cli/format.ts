@@ -15,6 +15,7 @@ export function formatStatus(s: Status): string {
     const mark = d.current ? '*' : d.staged ? '+' : ' ';
     lines.push(`${mark} ${d.id}  ${d.label.padEnd(20)} ${flags(d)}`);
     if (d.failure) lines.push(`        failed in ${d.failure.phase}: ${d.failure.reason.split('\n')[0]}`);
+    if (d.good && d.healthChecks === 0) lines.push('        marked good with no health checks configured: reaching the health service was all it took, not an assessment');
   }
   if (s.pendingReboot) lines.push(`pending reboot: the next boot runs ${s.current} (booted: ${s.booted ?? 'none'})`);
   if (s.finalizationLocked) lines.push(`finalization locked: ${s.staged} stays staged until \`stagedroot unlock\``);

@@ -17,6 +17,7 @@ import { verifyCommand } from './commands/verify.js';
 import { pinCommands } from './commands/pin.js';
 import { unlockCommand } from './commands/unlock.js';
 import { healthCommand } from './commands/health.js';
+import { installCommand } from './commands/install.js';
 import { trustCommands } from './commands/trust.js';
 
 const VERSION = '0.1.0';
@@ -28,7 +29,7 @@ export function buildProgram(env: CliEnv): Command {
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (s) => env.io.out(s), writeErr: (s) => env.io.err(s) })
     .exitOverride();
-  for (const register of [initCommand, statusCommand, stageCommand, finalizeCommand, bootCommand, markCommands, rollbackCommand, discardCommand, pruneCommand, diffCommand, verifyCommand, pinCommands, unlockCommand, healthCommand, trustCommands]) {
+  for (const register of [initCommand, statusCommand, stageCommand, finalizeCommand, bootCommand, markCommands, rollbackCommand, discardCommand, pruneCommand, diffCommand, verifyCommand, pinCommands, unlockCommand, healthCommand, trustCommands, installCommand]) {
     register(program, env);
   }
   for (const c of program.commands) c.exitOverride().configureOutput({ writeOut: (s) => env.io.out(s), writeErr: (s) => env.io.err(s) });

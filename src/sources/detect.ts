@@ -42,6 +42,9 @@ export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
   if (o.replace && kind !== 'tar' && kind !== 'directory' && kind !== 'image') {
     throw new StagedrootError('USAGE', `--replace applies to tar and directory sources; ${p} is a ${kind} source`, { option: 'replace', value: true });
   }
+  if ((o.platform !== undefined || o.ref !== undefined) && kind !== 'image' && kind !== 'tar') {
+    throw new StagedrootError('USAGE', `--platform and --ref choose an image's manifest; ${p} is a ${kind} source`, { option: o.ref !== undefined ? 'ref' : 'platform', value: o.ref ?? o.platform });
+  }
   switch (kind) {
     case 'spec':
       return signedFile(specFileSource(p), p);
@@ -63,7 +66,7 @@ export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
  */
 export function pathSource(p: string, o: SourceOptions = {}): Source {
   if (statPath(p) === null) throw new StagedrootError('USAGE', `The source ${p} does not exist`, { value: p });
-  if (o.replace) sourceFromPath(p, o); // --replace with a spec or Ignition config is a usage error, at once
+  if (o.replace || o.platform !== undefined || o.ref !== undefined) sourceFromPath(p, o); // --replace with a spec, --ref with a directory: usage errors, at once
   let resolved: Source | undefined;
   const get = (): Source => (resolved ??= sourceFromPath(p, o));
   return {
@@ -87,7 +90,11 @@ function archiveSource(p: string, o: SourceOptions): Source {
       const plain = head.length >= 262 && head.subarray(257, 262).toString('latin1') === 'ustar';
       // A tar the image scan cannot read is reported by the layer reader, with its own words.
       const members = plain ? await indexImageArchive(p).catch(() => null) : null;
-      return members ? imageSource(p, o, members) : signedFile(tarLayerSource(p, o), p);
+      if (members) return imageSource(p, o, members);
+      if (o.platform !== undefined || o.ref !== undefined) {
+        throw new StagedrootError('USAGE', `--platform and --ref choose an image's manifest; ${p} is a tar layer, not an image archive`, { option: o.ref !== undefined ? 'ref' : 'platform', value: o.ref ?? o.platform });
+      }
+      return signedFile(tarLayerSource(p, o), p);
     })());
   return {
     kind: 'tar',

@@ -17,13 +17,24 @@ export function readJsonDocument(p: string, what: string): unknown {
   return parseJsonDocument(data.toString('utf8'), `${what} ${p}`);
 }
 
-/** Parses a document's text; not JSON is SPEC_INVALID, with the parser's message as the one issue. */
-export function parseJsonDocument(text: string, what: string): unknown {
+export interface ParseJsonOptions {
+  /**
+   * The rejection for text that is not JSON: SPEC_INVALID for a document the caller wrote
+   * (the default), SOURCE_CORRUPT for one inside an archive (an image's index.json).
+   */
+  code?: 'SPEC_INVALID' | 'SOURCE_CORRUPT';
+  /** What the error is about, when not the document as a whole (a member name, a digest). */
+  path?: string;
+}
+
+/** Parses a document's text; text that is not JSON is rejected, with the parser's message as the one issue. */
+export function parseJsonDocument(text: string, what: string, o: ParseJsonOptions = {}): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
     const message = `not valid JSON: ${(err as Error).message}`;
-    throw issuesError([{ code: 'SPEC_INVALID', path: '', message, severity: 'error' }], what);
+    const e = issuesError([{ code: o.code ?? 'SPEC_INVALID', path: '', message, severity: 'error' }], what);
+    throw o.path === undefined ? e : new StagedrootError(e.code, e.message, { issues: e.issues, path: o.path, cause: err });
   }
 }
 

@@ -3,6 +3,7 @@ import { issuesError } from '../errors.js';
 import { zodIssues } from './document.js';
 import { bytes, type ChangeOp, type ChangeSet } from '../changeset.js';
 import { normalizeTreePath } from '../fs/paths.js';
+import { kernelArgumentProblem } from '../state/kernel-args.js';
 import type { Source } from './source.js';
 
 /**
@@ -53,6 +54,12 @@ const removeSchema = z.union([
   z.object({ path: pathSchema, recursive: z.boolean().default(false), missingOk: z.boolean().default(false) }).strict(),
 ]);
 
+const kernelArgSchema = z.string().superRefine((a, ctx) => {
+  const problem = kernelArgumentProblem(a);
+  if (problem) ctx.addIssue({ code: z.ZodIssueCode.custom, message: problem });
+});
+export const kernelArgumentsSchema = z.object({ shouldExist: z.array(kernelArgSchema).optional(), shouldNotExist: z.array(kernelArgSchema).optional() }).strict();
+
 export const updateSpecSchema = z
   .object({
     version: z.literal(1).optional(),
@@ -62,6 +69,8 @@ export const updateSpecSchema = z
     symlinks: z.array(linkSchema).default([]),
     hardlinks: z.array(hardlinkSchema).default([]),
     remove: z.array(removeSchema).default([]),
+    /** Kernel arguments of the new deployment: its parent's, with these changes. */
+    kernelArguments: kernelArgumentsSchema.optional(),
   })
   .strict();
 
@@ -85,7 +94,9 @@ export function specToChangeSet(spec: z.output<typeof updateSpecSchema>, describ
   for (const l of spec.symlinks) ops.push({ op: 'symlink', path: normalizeTreePath(l.path), target: l.target, overwrite: l.overwrite });
   for (const h of spec.hardlinks) ops.push({ op: 'hardlink', path: normalizeTreePath(h.path), target: normalizeTreePath(h.target), overwrite: h.overwrite });
   const n = spec.files.length + spec.directories.length + spec.symlinks.length + spec.hardlinks.length + spec.remove.length;
-  return { description: `${describe}: ${n} change${n === 1 ? '' : 's'}`, label: spec.label, ops, count: ops.length, sharedContent: 'desired' };
+  const kargs = spec.kernelArguments;
+  const k = (kargs?.shouldExist?.length ?? 0) + (kargs?.shouldNotExist?.length ?? 0);
+  return { description: `${describe}: ${n} change${n === 1 ? '' : 's'}${k ? `, ${k} kernel argument change${k === 1 ? '' : 's'}` : ''}`, label: spec.label, ops, count: ops.length, sharedContent: 'desired', ...(kargs ? { kernelArguments: kargs } : {}) };
 }
 
 /** A source from a spec object already in memory (library users, tests). */

@@ -132,6 +132,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     }
   }
   o.settle?.(root);
+  ensureMountPoints(root);
   o.onStep?.('manifest');
   let patched: PatchResult;
   if (snapshotOf !== null) {
@@ -145,4 +146,24 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   }
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
   return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes, storage, warnings };
+}
+
+/**
+ * Where the boot path mounts things in a deployment: the physical root (bound at
+ * `sysroot/` by the initramfs step, as ostree does). Created, empty, in every tree that
+ * boots (it has an init: `sbin/init` or `usr/sbin/init`), so no one makes them by hand;
+ * other trees are left exactly as their source made them.
+ */
+export const MOUNT_POINTS = ['sysroot'] as const;
+
+function ensureMountPoints(root: RootFs): void {
+  const has = (p: string): boolean => {
+    try {
+      return root.lstat(p) !== null;
+    } catch {
+      return false;
+    }
+  };
+  if (!has('/sbin/init') && !has('/usr/sbin/init')) return;
+  for (const p of MOUNT_POINTS) if (root.lstat(`/${p}`) === null) root.mkdir(`/${p}`, { mode: 0o755 });
 }

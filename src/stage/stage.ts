@@ -6,6 +6,7 @@ import { runTreeTask } from '../fs/tree-jobs.js';
 import { snapshotsFrom } from '../fs/storage.js';
 import { ReadOnlyTree } from '../fs/read-only-tree.js';
 import { applyTransition } from '../store/apply-transition.js';
+import { applyKernelArguments } from '../state/kernel-args.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
 import { buildTree, type BuiltTree } from './build-tree.js';
@@ -286,7 +287,7 @@ async function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: 
   enter(run, 'commit');
   ctx.dfs.rename(run.work, layout.deployment(id));
   const manifestSha256 = await runTreeTask('hashFile', { file: layout.manifest(id) });
-  const rec = newRecord({ id, label, parent: run.base.id, at: ctx.now().toISOString(), entries: built.entries, bytes: built.bytes, manifestSha256, source: changes.description });
+  const rec = newRecord({ id, label, parent: run.base.id, at: ctx.now().toISOString(), entries: built.entries, bytes: built.bytes, manifestSha256, source: changes.description, kernelArguments: applyKernelArguments(run.base.kernelArguments ?? [], changes.kernelArguments) });
   rec.locked = run.opts.lock ?? false;
   if (run.checked?.info.origin) rec.origin = run.checked.info.origin;
   if (run.checked?.signature) rec.signature = run.checked.signature;
@@ -343,5 +344,5 @@ async function keepForDiagnosis(run: Run, failure: Failure): Promise<DeploymentR
     return null;
   }
   ctx.dfs.rename(work, ctx.layout.deployment(id));
-  return newRecord({ id, label: run.label, parent: run.base.id, at: ctx.now().toISOString(), source: run.source.describe, failure });
+  return newRecord({ id, label: run.label, parent: run.base.id, at: ctx.now().toISOString(), source: run.changes?.description ?? run.source.describe, failure });
 }

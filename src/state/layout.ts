@@ -45,6 +45,15 @@ export class Layout {
   get trashDir(): string {
     return path.join(this.root, 'trash');
   }
+  get bootTriesDir(): string {
+    return path.join(this.root, 'boot-tries');
+  }
+  bootTriesFile(id: string): string {
+    return path.join(this.bootTriesDir, id);
+  }
+  get fallbackLink(): string {
+    return path.join(this.root, 'fallback');
+  }
   get trustedKeysDir(): string {
     return path.join(this.root, 'trusted-keys');
   }
@@ -125,7 +134,7 @@ export function tempPath(target: string, kind: 'file' | 'symlink'): string {
 }
 
 /** True for a name tempPath makes for one of the sysroot's own files (a leftover when no writer runs). */
-export function isTempName(name: string, of: readonly string[] = ['state.json', 'state.json.bak', 'current']): boolean {
+export function isTempName(name: string, of: readonly string[] = ['state.json', 'state.json.bak', 'current', 'fallback']): boolean {
   const m = /^\.(.+)\.(tmp|new)-\d+-[0-9a-f]+$/.exec(name);
   return m !== null && of.includes(m[1]!);
 }

@@ -55,7 +55,7 @@ export function lastGood(s: BaseState, exclude: Iterable<string | null>): string
 }
 
 /** A new deployment record: not yet good, not under assessment; failed when given a failure. */
-export function newRecord(o: { id: string; label: string; parent: string | null; at: string; source: string; entries?: number; bytes?: number; manifestSha256?: string | null; failure?: Failure; good?: boolean }): DeploymentRecord {
+export function newRecord(o: { id: string; label: string; parent: string | null; at: string; source: string; entries?: number; bytes?: number; manifestSha256?: string | null; failure?: Failure; good?: boolean; kernelArguments?: string[] }): DeploymentRecord {
   return {
     id: o.id,
     label: o.label,
@@ -71,6 +71,7 @@ export function newRecord(o: { id: string; label: string; parent: string | null;
     manifestSha256: o.manifestSha256 ?? null,
     source: o.source,
     failure: o.failure ?? null,
+    ...(o.kernelArguments && o.kernelArguments.length > 0 ? { kernelArguments: o.kernelArguments } : {}),
   };
 }
 
@@ -147,28 +148,35 @@ export type BootEvent =
   | { kind: 'fell-back'; from: string; to: string; reason: string };
 
 /**
- * Early boot, playing the bootloader's part too: the current deployment is booted and
- * one of its tries is used; a deployment with no tries left is skipped and the last
- * good one booted instead, the skipped one recorded as failed.
+ * What the initramfs step (prepare-root) recorded in /run/stagedroot/booted: the
+ * deployment it mounted as the root, the tries it left (it used one), and the deployment
+ * whose tries were used up when it booted the fallback instead.
  */
-export function bootTransition(s: BaseState, at: string): Transition & { event: BootEvent; finalizeFailure: Failure | null } {
-  const ff = s.finalizeFailure && !s.finalizeFailure.reported ? s.finalizeFailure : null;
-  const base: BaseState = ff ? { ...s, finalizeFailure: { ...s.finalizeFailure!, reported: true } } : s;
-  const cur = mustFind(base, base.current);
-  if (cur.good) {
-    return { next: { ...base, booted: cur.id }, drop: [], event: { kind: 'booted', id: cur.id, triesLeft: null }, finalizeFailure: ff };
-  }
-  const tries = cur.triesLeft ?? base.bootTries;
-  if (tries > 0) {
-    const next = replace({ ...base, booted: cur.id }, { ...cur, triesLeft: tries - 1 });
-    return { next, drop: [], event: { kind: 'booted', id: cur.id, triesLeft: tries - 1 }, finalizeFailure: ff };
-  }
-  const to = base.rollback !== null && find(base, base.rollback)?.good ? base.rollback : lastGood(base, [cur.id]);
-  if (to === null) {
-    // Nothing to fall back to: boot it anyway rather than leave the machine without a root.
-    return { next: { ...base, booted: cur.id }, drop: [], event: { kind: 'booted', id: cur.id, triesLeft: 0 }, finalizeFailure: ff };
-  }
-  const reason = `deployment ${cur.id} used all ${base.bootTries} boot tries without being marked good`;
+export interface BootRecord {
+  id: string;
+  triesLeft: number | null;
+  fellBackFrom: string | null;
+}
+
+/** Where the initramfs goes when the current deployment's tries are used up: the rollback if good, else the newest good one. */
+export function fallbackTarget(s: BaseState, from: string): string | null {
+  return s.rollback !== null && s.rollback !== from && find(s, s.rollback)?.good ? s.rollback : lastGood(s, [from]);
+}
+
+/**
+ * The files the initramfs reads, as the state implies them: while the current deployment
+ * is under assessment, its tries (boot-tries/ID) and the fallback; otherwise neither.
+ */
+export function bootFiles(s: BaseState): { tries: { id: string; left: number } | null; fallback: string | null } {
+  const cur = find(s, s.current);
+  if (!cur || cur.good || cur.triesLeft === null) return { tries: null, fallback: null };
+  return { tries: { id: cur.id, left: cur.triesLeft }, fallback: fallbackTarget(s, cur.id) };
+}
+
+type BootOutcome = Transition & { event: BootEvent; finalizeFailure: Failure | null };
+
+/** `cur` is given up (its tries are used): `to` boots and becomes current; `cur` is recorded as failed in phase boot. */
+function fallBack(base: BaseState, cur: DeploymentRecord, to: string, reason: string, at: string, ff: Failure | null): BootOutcome {
   const failure: Failure = { id: cur.id, label: cur.label, phase: 'boot', reason, at };
   let next: BaseState = { ...base, current: to, booted: to, lastFailure: failure };
   next = replace(next, { ...cur, status: 'failed', triesLeft: 0, failure });
@@ -177,11 +185,56 @@ export function bootTransition(s: BaseState, at: string): Transition & { event: 
   return { next: unstaged.next, drop: unstaged.drop, event: { kind: 'fell-back', from: cur.id, to, reason }, finalizeFailure: ff };
 }
 
-/** Health checks passed: the booted deployment is good. */
-export function markGoodTransition(s: BaseState): Transition {
+/**
+ * Early boot. With a record from the initramfs (a real host), the initramfs has counted
+ * the try and chosen the root: the state follows it, and a fallback it made is recorded
+ * as the failure of the deployment it gave up. Without one (temp-dir sysroots, hosts
+ * without the initramfs step), this plays the bootloader's part: the current deployment
+ * is booted and one of its tries used; one with no tries left is skipped and the last
+ * good one booted instead, the skipped one recorded as failed.
+ */
+export function bootTransition(s: BaseState, at: string, record: BootRecord | null = null): BootOutcome {
+  const ff = s.finalizeFailure && !s.finalizeFailure.reported ? s.finalizeFailure : null;
+  const base: BaseState = ff ? { ...s, finalizeFailure: { ...s.finalizeFailure!, reported: true } } : s;
+  const cur = mustFind(base, base.current);
+  if (record !== null && find(base, record.id)) {
+    if (record.fellBackFrom === cur.id && record.id !== cur.id && !cur.good) {
+      // The boot hook syncs triesLeft from each boot's record: still at its start value, no boot of it reached the hook.
+      const neverReached = cur.triesLeft === null || cur.triesLeft >= base.bootTries;
+      const reason = neverReached
+        ? `deployment ${cur.id} did not reach the boot hook in ${base.bootTries} tries (counted by the initramfs); booted ${record.id} instead`
+        : `deployment ${cur.id} used all ${base.bootTries} boot tries without being marked good (counted by the initramfs); booted ${record.id} instead`;
+      return fallBack(base, cur, record.id, reason, at, ff);
+    }
+    const booted = mustFind(base, record.id);
+    if (booted.good || booted.id !== cur.id) {
+      return { next: { ...base, booted: booted.id }, drop: [], event: { kind: 'booted', id: booted.id, triesLeft: booted.good ? null : booted.triesLeft }, finalizeFailure: ff };
+    }
+    const left = record.triesLeft ?? Math.max(0, (cur.triesLeft ?? base.bootTries) - 1);
+    const next = replace({ ...base, booted: cur.id }, { ...cur, triesLeft: left });
+    return { next, drop: [], event: { kind: 'booted', id: cur.id, triesLeft: left }, finalizeFailure: ff };
+  }
+  if (cur.good) {
+    return { next: { ...base, booted: cur.id }, drop: [], event: { kind: 'booted', id: cur.id, triesLeft: null }, finalizeFailure: ff };
+  }
+  const tries = cur.triesLeft ?? base.bootTries;
+  if (tries > 0) {
+    const next = replace({ ...base, booted: cur.id }, { ...cur, triesLeft: tries - 1 });
+    return { next, drop: [], event: { kind: 'booted', id: cur.id, triesLeft: tries - 1 }, finalizeFailure: ff };
+  }
+  const to = fallbackTarget(base, cur.id);
+  if (to === null) {
+    // Nothing to fall back to: boot it anyway rather than leave the machine without a root.
+    return { next: { ...base, booted: cur.id }, drop: [], event: { kind: 'booted', id: cur.id, triesLeft: 0 }, finalizeFailure: ff };
+  }
+  return fallBack(base, cur, to, `deployment ${cur.id} used all ${base.bootTries} boot tries without being marked good`, at, ff);
+}
+
+/** Health checks passed (`checks` of them; null: marked good by hand): the booted deployment is good. */
+export function markGoodTransition(s: BaseState, checks: number | null = null): Transition {
   if (s.booted === null) throw new StagedrootError('INVALID_TRANSITION', 'Nothing has been booted yet: run `stagedroot boot` first');
   const b = mustFind(s, s.booted);
-  return { next: replace(s, { ...b, good: true, triesLeft: null, status: 'ready', failure: null }), drop: [] };
+  return { next: replace(s, { ...b, good: true, triesLeft: null, status: 'ready', failure: null, healthChecks: checks }), drop: [] };
 }
 
 /** Health checks failed: the booted deployment is bad; current goes back to the last good one. */

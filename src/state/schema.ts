@@ -106,6 +106,13 @@ export const deploymentRecordSchema = z
     origin: originSchema.optional(),
     signature: signatureRecordSchema.optional(),
     failure: failureSchema.nullable(),
+    /**
+     * How it was last marked good: by `health` with this many checks (0: none were
+     * configured, so reaching the health service was all it took), or null by `mark-good`.
+     */
+    healthChecks: z.number().int().min(0).nullable().optional(),
+    /** Its kernel command line arguments (its parent's, changed by its update); absent: none. */
+    kernelArguments: z.array(z.string()).optional(),
   })
   .strict();
 export type DeploymentRecord = z.infer<typeof deploymentRecordSchema>;

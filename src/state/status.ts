@@ -27,6 +27,10 @@ export interface DeploymentStatus {
   staged: boolean;
   rollback: boolean;
   entries: number;
+  /** Marked good by `health` after this many checks (0: no health checks configured); null: by hand or never. */
+  healthChecks: number | null;
+  /** Its kernel arguments (its parent's, changed by its update: Ignition or spec `kernelArguments`). */
+  kernelArguments: string[];
   source?: string;
   /** An image deployment's origin (manifest digest, config labels). */
   origin?: Origin;
@@ -102,6 +106,8 @@ export function statusView(s: BaseState, layout: Layout, storage: Status['storag
         staged: d.id === s.staged,
         rollback: d.id === s.rollback,
         entries: d.entries,
+        healthChecks: d.healthChecks ?? null,
+        kernelArguments: d.kernelArguments ?? [],
         ...(d.source === undefined ? {} : { source: d.source }),
         ...(d.origin === undefined ? {} : { origin: d.origin }),
         ...(d.signature === undefined ? {} : { signature: d.signature }),

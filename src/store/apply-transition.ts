@@ -2,6 +2,7 @@ import type { Context } from '../context.js';
 import { verifyTransition } from '../state/invariants.js';
 import type { Transition } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
+import { syncBootFiles } from './boot-files.js';
 import { removeDeployments } from './remove-deployments.js';
 import { saveState } from './state-file.js';
 
@@ -13,15 +14,24 @@ import { saveState } from './state-file.js';
  * removed only after the new state is durable; a crash leaves them as leftovers that
  * recovery removes. A transition that breaks an invariant is refused before anything is
  * written (INVARIANT_VIOLATED; see state/invariants.ts).
+ *
+ * The initramfs's files (boot tries, fallback) for the next state are written before the
+ * pointer moves and before the state, so a deployment under assessment is counted from
+ * its first boot and a crash never leaves more tries on disk than the state allows; what
+ * the old state needed is removed only after the next state is durable. `tries: 'write'`
+ * (the boot hook) sets the tries file from the state.
  */
-export function applyTransition(ctx: Context, from: BaseState, t: Transition, op: string): BaseState {
+export function applyTransition(ctx: Context, from: BaseState, t: Transition, op: string, o: { tries?: 'keep' | 'write' } = {}): BaseState {
   const { layout, dfs } = ctx;
   verifyTransition(from, t, op);
-  if (t.next.current !== from.current) {
-    saveState(layout, dfs, { ...from, intent: { op, next: t.next } });
-    dfs.replaceSymlink(layout.currentLink, layout.linkTarget(t.next.current));
-  }
+  const moves = t.next.current !== from.current;
+  if (moves) saveState(layout, dfs, { ...from, intent: { op, next: t.next } });
+  // Tries only ever go down: written before the state that says so, a crash leaves the
+  // file at or below the state's count (recovery keeps it), never above.
+  syncBootFiles(ctx, t.next, { tries: o.tries ?? 'keep', cleanup: false });
+  if (moves) dfs.replaceSymlink(layout.currentLink, layout.linkTarget(t.next.current));
   saveState(layout, dfs, { ...t.next, intent: null });
+  syncBootFiles(ctx, t.next, { tries: 'keep', cleanup: true });
   removeDeployments(ctx, t.drop);
   return t.next;
 }

@@ -8,14 +8,14 @@ import { expect } from 'vitest';
 import type { Sysroot } from '../../src/sysroot.js';
 import { Layout } from '../../src/state/layout.js';
 import { stateViolations } from '../../src/state/invariants.js';
-import { effectiveState } from '../../src/state/model.js';
+import { bootFiles, effectiveState } from '../../src/state/model.js';
 import type { BaseState } from '../../src/state/schema.js';
 import { loadState } from '../../src/store/state-file.js';
 import { createHash } from 'node:crypto';
 import { verifyTree, type Drift } from '../../src/fs/verify-tree.js';
 
 /** What may be at the top of a sysroot when no writer runs (no lock, no temp files). */
-export const ALLOWED_ROOT_ENTRIES = new Set(['state.json', 'state.json.bak', 'current', 'deploy', 'work', 'trash', 'shared', 'shared.list', 'kept']);
+export const ALLOWED_ROOT_ENTRIES = new Set(['state.json', 'state.json.bak', 'current', 'deploy', 'work', 'trash', 'shared', 'shared.list', 'kept', 'boot-tries', 'fallback']);
 
 /** The state a reader sees, without recovering anything. */
 export function readState(dir: string): BaseState {
@@ -120,6 +120,8 @@ export function expectConsistent(sysroot: Sysroot, dir: string, where: string, t
   for (const d of state.deployments) expect(fs.existsSync(path.join(dir, 'deploy', d.id, 'merging.json')), `${where}: merge marker of ${d.id}`).toBe(false);
   expect(fs.readdirSync(path.join(dir, 'deploy')).sort(), `${where}: deploy/ holds exactly the recorded deployments`).toEqual(state.deployments.map((d) => d.id).sort());
 
+  expectBootFiles(dir, state, where);
+
   expect(state.booted, where).not.toBeNull();
   expect(state.deployments.map((d) => d.id), `${where}: booted ${state.booted} is recorded`).toContain(state.booted);
   if (treeHashes) {
@@ -129,4 +131,31 @@ export function expectConsistent(sysroot: Sysroot, dir: string, where: string, t
     }
   }
   return state;
+}
+
+/**
+ * The files the initramfs reads agree with the state: boot-tries/ holds exactly the
+ * current deployment's file while it is under assessment (a count no higher than the
+ * state's), and `fallback` points at the deployment the state would fall back to.
+ */
+export function expectBootFiles(dir: string, state: BaseState, where: string): void {
+  const want = bootFiles(state);
+  const triesDir = path.join(dir, 'boot-tries');
+  const names = fs.existsSync(triesDir) ? fs.readdirSync(triesDir) : [];
+  expect(names, `${where}: boot-tries/`).toEqual(want.tries ? [want.tries.id] : []);
+  if (want.tries) {
+    const left = fs.readFileSync(path.join(triesDir, want.tries.id), 'utf8');
+    expect(left, `${where}: boot-tries/${want.tries.id}`).toMatch(/^\d+\n$/);
+    expect(Number(left), `${where}: boot-tries/${want.tries.id}`).toBeLessThanOrEqual(want.tries.left);
+  }
+  const link = path.join(dir, 'fallback');
+  expect(fs.existsSync(link) || isLink(link) ? fs.readlinkSync(link) : null, `${where}: fallback`).toBe(want.fallback === null ? null : `deploy/${want.fallback}/tree`);
+}
+
+function isLink(p: string): boolean {
+  try {
+    return fs.lstatSync(p).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }

@@ -6,6 +6,7 @@ import { fieldPath, formatIssues, issuesError, StagedrootError } from '../../src
 import { MAX_DOCUMENT_BYTES, readJsonDocument } from '../../src/sources/document.js';
 import { parseUpdateSpec } from '../../src/sources/spec.js';
 import { parseIgnition } from '../../src/sources/ignition/parse.js';
+import { tempSysroot } from '../../src/testing/index.js';
 
 let dir: string | undefined;
 afterEach(() => {
@@ -70,5 +71,23 @@ describe('one JSON-document reader', () => {
     fs.truncateSync(big, MAX_DOCUMENT_BYTES + 1); // sparse: no 64 MiB written
     expect(MAX_DOCUMENT_BYTES).toBe(64 * 1024 * 1024);
     expect(errorOf(() => readJsonDocument(big, 'The doc')).code).toBe('UNSAFE_ENTRY');
+  });
+});
+
+describe('JSON inside an archive', () => {
+  it('is read by the same reader: an OCI layout whose index.json is not JSON is SOURCE_CORRUPT, naming index.json', async () => {
+    const t = await tempSysroot({ tree: { 'etc/os-release': 'ID=test\n' } });
+    try {
+      const layout = path.join(t.scratch, 'layout');
+      fs.mkdirSync(layout);
+      fs.writeFileSync(path.join(layout, 'oci-layout'), '{"imageLayoutVersion": "1.0.0"}');
+      fs.writeFileSync(path.join(layout, 'index.json'), '{"schemaVersion": 2,');
+      const e = await t.sysroot.stage(layout).then(() => null, (err: unknown) => err as StagedrootError);
+      expect([e?.code, e?.path, e?.isRejection]).toEqual(['SOURCE_CORRUPT', 'index.json', true]);
+      expect(e?.issues).toEqual([expect.objectContaining({ code: 'SOURCE_CORRUPT', message: expect.stringMatching(/^not valid JSON: /) })]);
+      expect(e?.message).toContain('index.json: 1 problem');
+    } finally {
+      t.cleanup();
+    }
   });
 });

@@ -30,14 +30,12 @@ describe('Ignition fields stagedroot does not apply', () => {
         fiels: [{ path: '/etc/x' }],
       },
       passwd: { users: [{ name: 'core', passwordHash: '$6$x', groups: ['wheel'] }], groups: [{ name: 'g' }] },
-      kernelArguments: { shouldExist: ['quiet'] },
       systemd: { units: [{ name: 'a.service', enabled: true }] },
     });
     expect(e.code).toBe('SOURCE_UNSUPPORTED');
     expect(issuePaths(e).sort()).toEqual([
       'ignition.config',
       'ignition.timeouts',
-      'kernelArguments',
       'passwd.groups',
       'passwd.users[0].groups',
       'passwd.users[0].passwordHash',

@@ -51,7 +51,8 @@ beforeAll(() => {
 
 describe('OCI images built with umoci and skopeo', () => {
   it('an image layout directory is an image: its layers in order, whiteouts and opaque dirs across layers, a whole new root', async () => {
-    t = await tempSysroot({ tree: BOOTED, shared: [] }) // the exact tree of the image (a shared /var adds its empty mount point);
+    // the exact tree of the image (a shared /var adds its empty mount point)
+    t = await tempSysroot({ tree: BOOTED, shared: [] });
     const layout = await image(t);
     expect(detectKind(layout)).toBe('image');
     const r = await cli(['stage', layout, '--sysroot', t.dir]);
@@ -64,7 +65,8 @@ describe('OCI images built with umoci and skopeo', () => {
   });
 
   it('the same image as an oci-archive and as a docker-archive (skopeo) stages the same tree', async () => {
-    t = await tempSysroot({ tree: BOOTED, shared: [] }) // the exact tree of the image (a shared /var adds its empty mount point);
+    // the exact tree of the image (a shared /var adds its empty mount point)
+    t = await tempSysroot({ tree: BOOTED, shared: [] });
     const layout = await image(t);
     const ociArchive = path.join(t.scratch, 'img.oci.tar');
     const dockerArchive = path.join(t.scratch, 'img.docker.tar');
@@ -83,7 +85,8 @@ describe('OCI images built with umoci and skopeo', () => {
   });
 
   it('zstd and uncompressed layers', async () => {
-    t = await tempSysroot({ tree: BOOTED, shared: [] }) // the exact tree of the image (a shared /var adds its empty mount point);
+    // the exact tree of the image (a shared /var adds its empty mount point)
+    t = await tempSysroot({ tree: BOOTED, shared: [] });
     const layout = await image(t);
     const zstd = path.join(t.scratch, 'zstd');
     await skopeo(['copy', '--dest-compress-format', 'zstd', `oci:${layout}:latest`, `oci:${zstd}:latest`]);
@@ -140,6 +143,25 @@ describe('OCI images built with umoci and skopeo', () => {
     expect(await osRelease()).toBe(`ID=${host}\n`);
     expect((await cli(['stage', layout, '--platform', 'linux/riscv64', '--sysroot', t.dir])).code).toBe(3);
     expect((await cli(['stage', layout, '--platform', 'nonsense', '--sysroot', t.dir])).code).toBe(2);
+    // --platform and --ref mean nothing to other sources: a usage error
+    const spec = path.join(t.scratch, 'u.json');
+    fs.writeFileSync(spec, JSON.stringify({ version: 1, files: [{ path: '/etc/x', contents: 'x' }] }));
+    expect((await cli(['stage', spec, '--ref', 'host', '--sysroot', t.dir])).code).toBe(2);
+  });
+
+  it("an image's var/ is initial content for the shared /var: added where the machine lacks it, never over its state", async () => {
+    t = await tempSysroot({ tree: { ...BOOTED, 'var/lib/db/data': 'machine state\n' } });
+    const layout = await image(t, 'img', [{ add: { 'etc/os-release': 'ID=image\n', 'var/lib/db/data': 'image default\n', 'var/lib/new/seed': 'seed\n' } }]);
+    const r = await cli(['stage', layout, '--sysroot', t.dir]);
+    expect(r.code, r.err).toBe(0);
+    const st = await status(t.dir);
+    const varDir = st.shared.var as string;
+    expect(fs.readFileSync(path.join(varDir, 'lib/db/data'), 'utf8')).toBe('machine state\n'); // stage never writes /var
+    expect(fs.existsSync(path.join(varDir, 'lib/new/seed'))).toBe(false);
+    await reboot(t.sysroot);
+    expect(fs.readFileSync(path.join(varDir, 'lib/db/data'), 'utf8')).toBe('machine state\n');
+    expect(fs.readFileSync(path.join(varDir, 'lib/new/seed'), 'utf8')).toBe('seed\n');
+    expect(fs.readdirSync(path.join(stagedOf(st).path, 'var'))).toEqual([]); // the mount point only
   });
 
   it('the image the booted deployment already runs: says so, stages nothing, exit 0', async () => {

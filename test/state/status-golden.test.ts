@@ -76,7 +76,7 @@ afterAll(() => t?.cleanup());
 describe('status --json golden files (fixtures/status/)', () => {
   const names = ['fresh-init', 'staged', 'pending-reboot', 'rollback-queued', 'marked-bad', 'last-failure', 'failed-deployment-kept'];
 
-  it.each(names)('%s matches fixtures/status/%s.json field for field', (name) => {
+  it.each(names)('%s matches its fixture in fixtures/status/, field for field', (name) => {
     const actual = snapshots.get(name);
     expect(actual, `snapshot ${name} was taken`).toBeDefined();
     const file = path.join(GOLDEN, `${name}.json`);

@@ -118,6 +118,18 @@ describe('minisign formats, against the real minisign tool', () => {
     await rejection(check(f, sig));
   });
 
+  it('verifies a signify signature (no trusted comment) with a signify key', async () => {
+    const pub = path.join(dir, 'signify.pub');
+    const sec = path.join(dir, 'signify.sec');
+    await execa('signify-openbsd', ['-G', '-n', '-p', pub, '-s', sec, '-c', 'signify test key']);
+    const f = file('s.txt', 'signed by signify\n');
+    await execa('signify-openbsd', ['-S', '-s', sec, '-m', f, '-x', `${f}.sig`]);
+    const v = await check(f, `${f}.sig`, [key(pub)]);
+    expect(v).toMatchObject({ algorithm: 'Ed', trustedComment: null });
+    fs.appendFileSync(f, 'x');
+    await rejection(check(f, `${f}.sig`, [key(pub)]));
+  });
+
   it('rejects what is not a signature or not a key', async () => {
     const f = file('i.txt', 'x');
     const junk = file('i.txt.minisig', 'untrusted comment: x\nnot base64!!\n');

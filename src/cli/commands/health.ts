@@ -50,7 +50,8 @@ export function healthCommand(program: Command, env: CliEnv): void {
             if (f.output.trim()) env.io.err(`--- ${f.kind} check ${f.name} (${f.outcome}) ---\n${f.output.endsWith('\n') ? f.output : f.output + '\n'}`);
           }
           const n = r.report.results.length;
-          if (r.action === 'marked-good') env.io.out(`${n} health check${n === 1 ? '' : 's'} passed${r.report.failedWanted.length ? ` (${r.report.failedWanted.length} wanted check(s) failed)` : ''}: deployment ${r.status.booted} marked good\n`);
+          if (r.action === 'marked-good' && n === 0) env.io.out(`no health checks configured: deployment ${r.status.booted} marked good without an assessment (add checks to ${DEFAULT_HEALTH_DIRS.required[0]})\n`);
+          else if (r.action === 'marked-good') env.io.out(`${n} health check${n === 1 ? '' : 's'} passed${r.report.failedWanted.length ? ` (${r.report.failedWanted.length} wanted check(s) failed)` : ''}: deployment ${r.status.booted} marked good\n`);
           else if (r.action === 'marked-bad') env.io.out(`required health check(s) failed: deployment ${r.status.booted} marked bad; deployment ${r.status.current} runs at the next boot (reboot to roll back)\n`);
           else env.io.out(`required health check(s) failed on deployment ${r.status.booted}, which was already marked good: nothing rolled back\n`);
         }

@@ -176,13 +176,20 @@ export function planIgnition({ config: cfg, warnings }: CheckedIgnition, tree: R
     if (u.mask === false || u.enabled !== undefined) actions.push({ at: `systemd.units[${i}]`, name: u.name, enabled: u.enabled, mask: u.mask });
   });
 
+  // kernelArguments came with spec 3.3.0; shouldExist/shouldNotExist as Ignition applies them.
+  const kargs = cfg.kernelArguments;
+  if (kargs && ['3.0.0', '3.1.0', '3.2.0'].includes(cfg.ignition.version)) {
+    issues.add('SOURCE_UNSUPPORTED', 'kernelArguments', `kernelArguments is part of Ignition spec 3.3.0 and later, not ${cfg.ignition.version}`);
+  }
+
   issues.throwIfAny(`The Ignition config ${describe} cannot be applied`);
 
   const count = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
   const dropins = units.reduce((n, u) => n + (u.dropins?.length ?? 0), 0);
   const summary = [count(files.length, 'file'), count(dirs.length, 'directory', 'directories'), count(links.length, 'link'), count(units.length, 'unit'), count(dropins, 'drop-in'), count(users.length, 'user')];
   return {
-    description: `Ignition ${cfg.ignition.version} ${describe}: ${summary.join(', ')}`,
+    description: `Ignition ${cfg.ignition.version} ${describe}: ${summary.join(', ')}${kargs ? `, ${(kargs.shouldExist?.length ?? 0) + (kargs.shouldNotExist?.length ?? 0)} kernel argument changes` : ''}`,
+    ...(kargs ? { kernelArguments: kargs } : {}),
     ops,
     count: ops.length,
     sharedContent: 'desired',

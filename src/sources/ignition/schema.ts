@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { kernelArgumentsSchema } from '../spec.js';
 import { MAX_PATH_DEPTH, splitSourcePath } from '../../fs/paths.js';
 import { dropinNameProblem, unitNameProblem } from '../../systemd/unit-names.js';
 
@@ -120,6 +121,8 @@ export const ignitionSchema = z
       .optional(),
     systemd: z.object({ units: z.array(unitSchema).optional() }).strict().optional(),
     passwd: z.object({ users: z.array(userSchema).optional() }).strict().optional(),
+    /** Spec 3.3.0 and later: the new deployment's kernel arguments (checked against the version in plan). */
+    kernelArguments: kernelArgumentsSchema.optional(),
   })
   .strict();
 

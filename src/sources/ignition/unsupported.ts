@@ -63,7 +63,7 @@ const CONFIG: Shape = {
         groups: U,
       },
     },
-    kernelArguments: U,
+    kernelArguments: { obj: { shouldExist: leaf, shouldNotExist: leaf } },
   },
 };
 

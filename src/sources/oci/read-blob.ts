@@ -1,6 +1,7 @@
 import { StagedrootError } from '../../errors.js';
 import type { BlobStore } from './blob-store.js';
 import { blobPath, checkDigest, VerifiedStream } from './digest.js';
+import { parseJsonDocument } from '../document.js';
 
 /** Indexes, manifests and configs are small documents; a bigger one is refused, not read. */
 export const MAX_JSON_BYTES = 4 * 1024 * 1024;
@@ -69,12 +70,7 @@ export async function readVerified(store: BlobStore, d: { digest: string; size: 
 }
 
 export function parseJson(data: Buffer, name: string, where: string): Record<string, unknown> {
-  let v: unknown;
-  try {
-    v = JSON.parse(data.toString('utf8'));
-  } catch (err) {
-    throw new StagedrootError('SOURCE_CORRUPT', `${where}: ${name} is not valid JSON: ${(err as Error).message}`, { path: name });
-  }
+  const v = parseJsonDocument(data.toString('utf8'), `${where}: ${name}`, { code: 'SOURCE_CORRUPT', path: name });
   if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new StagedrootError('SOURCE_CORRUPT', `${where}: ${name} is not a JSON object`, { path: name });
   return v as Record<string, unknown>;
 }

@@ -4,6 +4,7 @@ import { blobPath, checkDigest, digestOf } from './digest.js';
 import { CONFIG_TYPES, INDEX_TYPES, LAYER_TYPES, MANIFEST_TYPES, REF_ANNOTATION } from './media-types.js';
 import { hostPlatform, platformMatches, showPlatform, type Platform } from './platform.js';
 import { blobName, checkPresent, descriptor, parseJson, readSmall, readVerified, type Descriptor } from './read-blob.js';
+import { parseJsonDocument } from '../document.js';
 
 export interface ImageOptions {
   /** OS/ARCH[/VARIANT] (default: linux and this host's architecture). */
@@ -148,12 +149,7 @@ interface DockerEntry {
 export async function resolveDocker(store: BlobStore, o: ImageOptions): Promise<ResolvedImage> {
   const where = store.describe;
   const bytes = await readSmall(store, 'manifest.json');
-  let list: unknown;
-  try {
-    list = JSON.parse(bytes?.toString('utf8') ?? 'null');
-  } catch (err) {
-    return reject('SOURCE_CORRUPT', `${where}: manifest.json is not valid JSON: ${(err as Error).message}`, 'manifest.json');
-  }
+  const list = parseJsonDocument(bytes?.toString('utf8') ?? 'null', `${where}: manifest.json`, { code: 'SOURCE_CORRUPT', path: 'manifest.json' });
   if (!Array.isArray(list) || list.length === 0) return reject('SOURCE_CORRUPT', `${where}: manifest.json is not a list of images`, 'manifest.json');
   const entries = list as DockerEntry[];
   const tags = (e: DockerEntry) => (Array.isArray(e.RepoTags) ? e.RepoTags.filter((t): t is string => typeof t === 'string') : []);

@@ -1,0 +1,209 @@
+/**
+ * The real initramfs step, run outside a VM the way ostree tests ostree-prepare-root: in
+ * a private mount namespace, with a temp file bound over /proc/cmdline and a tmpfs over
+ * /run, against a fake physical root; what it mounted is read back with findmnt. Each
+ * case runs under the host's /bin/sh (dash, util-linux mount) and under busybox ash with
+ * only busybox applets on PATH (what an initramfs-tools or busybox initramfs has).
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { execa, execaSync } from 'execa';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const SCRIPT = path.resolve(import.meta.dirname, '../../initramfs/stagedroot-prepare-root');
+
+function why(): string | null {
+  if (process.getuid?.() !== 0) return 'not root (mount namespaces and bind mounts need root)';
+  try {
+    execaSync('unshare', ['-m', '--propagation', 'private', 'true']);
+  } catch (err) {
+    return `cannot make a mount namespace: ${(err as Error).message.split('\n')[0]}`;
+  }
+  return null;
+}
+const NO_NS = why();
+if (NO_NS) {
+  if (process.env.CI) throw new Error(`the prepare-root tests need root and mount namespaces in CI: ${NO_NS}`);
+  console.warn(`SKIPPED the prepare-root namespace tests: ${NO_NS}`);
+}
+const BUSYBOX = fs.existsSync('/bin/busybox') ? '/bin/busybox' : null;
+if (!BUSYBOX) {
+  if (process.env.CI) throw new Error('busybox is required in CI (install busybox-static)');
+  console.warn('SKIPPED the busybox ash runs of prepare-root: /bin/busybox is not installed');
+}
+
+let tmp: string | undefined;
+afterEach(() => {
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  tmp = undefined;
+});
+
+interface Fixture {
+  cmdline: string;
+  /** Remove the sysroot/ mount point from deployment 0002. */
+  noSysrootMountPoint?: boolean;
+  tries?: string;
+  sharedList?: string;
+}
+
+/** phys/sr is a sysroot: current -> 0002 (marker "two"), fallback -> 0001 (marker "one"), shared/var. */
+function fixture(f: Fixture): string {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-prepare-root-'));
+  const sr = path.join(tmp, 'phys/sr');
+  for (const [id, marker] of [['0001', 'one'], ['0002', 'two']] as const) {
+    const tree = path.join(sr, 'deploy', id, 'tree');
+    for (const d of ['usr/bin', 'var', 'srv', 'sysroot', 'etc']) fs.mkdirSync(path.join(tree, d), { recursive: true });
+    fs.writeFileSync(path.join(tree, 'marker'), `${marker}\n`);
+  }
+  if (f.noSysrootMountPoint) fs.rmdirSync(path.join(sr, 'deploy/0002/tree/sysroot'));
+  fs.writeFileSync(path.join(sr, 'state.json'), '{}\n');
+  fs.symlinkSync('deploy/0002/tree', path.join(sr, 'current'));
+  fs.symlinkSync('deploy/0001/tree', path.join(sr, 'fallback'));
+  fs.mkdirSync(path.join(sr, 'shared/var/lib'), { recursive: true });
+  fs.writeFileSync(path.join(sr, 'shared/var/lib/kept'), 'machine state\n');
+  fs.mkdirSync(path.join(sr, 'shared/srv'), { recursive: true });
+  fs.writeFileSync(path.join(sr, 'shared/srv/www'), 'site\n');
+  if (f.sharedList !== undefined) fs.writeFileSync(path.join(sr, 'shared.list'), f.sharedList);
+  if (f.tries !== undefined) {
+    fs.mkdirSync(path.join(sr, 'boot-tries'));
+    fs.writeFileSync(path.join(sr, 'boot-tries/0002'), f.tries);
+  }
+  fs.writeFileSync(path.join(tmp, 'cmdline'), `${f.cmdline}\n`);
+  fs.mkdirSync(path.join(tmp, 'out'));
+  if (BUSYBOX) {
+    fs.mkdirSync(path.join(tmp, 'bb'));
+    for (const applet of execaSync(BUSYBOX, ['--list']).stdout.split('\n')) fs.symlinkSync(BUSYBOX, path.join(tmp, 'bb', applet));
+  }
+  return tmp;
+}
+
+interface Run {
+  code: number;
+  stderr: string;
+  /** findmnt of everything under phys after the step: target (relative to phys) and options. */
+  mounts: { target: string; ro: boolean }[];
+  read: (p: string) => string | null;
+  usrWritable: boolean;
+  record: string | null;
+}
+
+/** Runs the step in a fresh mount namespace; everything is unmounted when the namespace ends. */
+async function runStep(dir: string, shell: 'sh' | 'busybox'): Promise<Run> {
+  const phys = path.join(dir, 'phys');
+  const out = path.join(dir, 'out');
+  const invoke = shell === 'busybox' ? `PATH="${dir}/bb" "${dir}/bb/sh" "${SCRIPT}" "${phys}"` : `sh "${SCRIPT}" "${phys}"`;
+  const script = `
+set -e
+mount --bind "${phys}" "${phys}"
+mount --bind "${dir}/cmdline" /proc/cmdline
+mount -t tmpfs tmpfs /run
+rc=0
+( ${invoke} ) 2>"${out}/stderr" || rc=$?
+echo "$rc" >"${out}/rc"
+findmnt -R -n -r -o TARGET,OPTIONS "${phys}" >"${out}/mounts"
+for f in marker var/lib/kept srv/www sysroot/sr/state.json; do
+  if [ -f "${phys}/$f" ]; then cp "${phys}/$f" "${out}/$(echo "$f" | tr / _)"; fi
+done
+if touch "${phys}/usr/probe" 2>/dev/null; then echo yes >"${out}/usr-writable"; rm -f "${phys}/usr/probe"; fi
+if [ -f /run/stagedroot/booted ]; then cp /run/stagedroot/booted "${out}/record"; fi
+`;
+  await execa('unshare', ['-m', '--propagation', 'private', 'sh', '-c', script]);
+  const read = (p: string): string | null => {
+    const f = path.join(out, p.replace(/\//g, '_'));
+    return fs.existsSync(f) ? fs.readFileSync(f, 'utf8') : null;
+  };
+  const mounts = fs
+    .readFileSync(path.join(out, 'mounts'), 'utf8')
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => {
+      const [target, options] = l.split(' ');
+      return { target: path.relative(phys, target!) || '.', ro: options!.split(',').includes('ro') };
+    });
+  return { code: Number(read('rc')), stderr: read('stderr') ?? '', mounts, read, usrWritable: read('usr-writable') !== null, record: read('record') };
+}
+
+const SHELLS = ['sh', 'busybox'] as const;
+
+describe.skipIf(NO_NS !== null)('stagedroot-prepare-root in a mount namespace', () => {
+  for (const shell of SHELLS) {
+    const itShell = shell === 'busybox' && !BUSYBOX ? it.skip : it;
+    describe(shell === 'sh' ? '/bin/sh with util-linux' : 'busybox ash with busybox applets only', () => {
+      itShell('mounts the current deployment at the root mount: shared /var bound in, /usr read-only, the physical root at sysroot/', async () => {
+        const r = await runStep(fixture({ cmdline: 'root=/dev/vda rw stagedroot=/sr quiet' }), shell);
+        expect(r.stderr).toContain('stagedroot: booting deployment 0002');
+        expect(r.code).toBe(0);
+        expect(r.read('marker')).toBe('two\n');
+        expect(r.read('var/lib/kept')).toBe('machine state\n');
+        expect(r.read('sysroot/sr/state.json')).toBe('{}\n');
+        expect(r.read('srv/www')).toBeNull();
+        expect(r.usrWritable).toBe(false);
+        expect(r.mounts.filter((m) => m.target !== '.').map((m) => [m.target, m.ro])).toEqual([
+          ['var', false],
+          ['usr', true],
+          ['sysroot', false],
+        ]);
+        expect(r.record).toBe('id=0002\nsysroot=/sr\n');
+      });
+
+      itShell('uses one boot try of a deployment under assessment, with a rename', async () => {
+        const dir = fixture({ cmdline: 'stagedroot=/sr', tries: '2\n' });
+        const r = await runStep(dir, shell);
+        expect(r.code).toBe(0);
+        expect(r.read('marker')).toBe('two\n');
+        expect(fs.readFileSync(path.join(dir, 'phys/sr/boot-tries/0002'), 'utf8')).toBe('1\n');
+        expect(fs.readdirSync(path.join(dir, 'phys/sr/boot-tries'))).toEqual(['0002']);
+        expect(r.record).toBe('id=0002\nsysroot=/sr\ntries-left=1\n');
+      });
+
+      itShell('boots the fallback when the tries are used up, and records from what', async () => {
+        const r = await runStep(fixture({ cmdline: 'stagedroot=/sr', tries: '0\n' }), shell);
+        expect(r.code).toBe(0);
+        expect(r.read('marker')).toBe('one\n');
+        expect(r.stderr).toContain('deployment 0002 used all its boot tries without being marked good: booting the last good deployment 0001');
+        expect(r.record).toBe('id=0001\nsysroot=/sr\nfell-back-from=0002\n');
+      });
+
+      itShell('binds every directory shared.list names', async () => {
+        const r = await runStep(fixture({ cmdline: 'stagedroot=/sr', sharedList: 'var\nsrv\n' }), shell);
+        expect(r.code).toBe(0);
+        expect(r.read('srv/www')).toBe('site\n');
+        expect(r.read('var/lib/kept')).toBe('machine state\n');
+      });
+
+      itShell('without stagedroot= on the command line does nothing', async () => {
+        const r = await runStep(fixture({ cmdline: 'root=/dev/vda ro' }), shell);
+        expect(r.code).toBe(0);
+        expect(r.mounts.map((m) => m.target)).toEqual(['.']);
+        expect(r.record).toBeNull();
+      });
+
+      itShell('a missing sysroot is a clear error, with nothing mounted', async () => {
+        const r = await runStep(fixture({ cmdline: 'stagedroot=/elsewhere' }), shell);
+        expect(r.code).toBe(1);
+        expect(r.stderr).toContain('stagedroot: error: no stagedroot sysroot at');
+        expect(r.stderr).toContain('/phys/elsewhere (no state.json; stagedroot=/elsewhere)');
+        expect(r.mounts.map((m) => m.target)).toEqual(['.']);
+        expect(r.record).toBeNull();
+      });
+
+      itShell('a deployment without a mount point fails before switching, undoing its mounts', async () => {
+        const r = await runStep(fixture({ cmdline: 'stagedroot=/sr', noSysrootMountPoint: true }), shell);
+        expect(r.code).toBe(1);
+        expect(r.stderr).toContain('deployment 0002 has no mount point /sysroot for the physical root');
+        expect(r.mounts.map((m) => m.target)).toEqual(['.']);
+        expect(r.read('marker')).toBeNull();
+        expect(r.record).toBeNull();
+      });
+
+      itShell('a tries file that is not a number stops the boot', async () => {
+        const r = await runStep(fixture({ cmdline: 'stagedroot=/sr', tries: 'x\n' }), shell);
+        expect(r.code).toBe(1);
+        expect(r.stderr).toContain("holds 'x', not a number of tries");
+        expect(r.mounts.map((m) => m.target)).toEqual(['.']);
+      });
+    });
+  }
+});
