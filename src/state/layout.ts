@@ -134,7 +134,7 @@ export function tempPath(target: string, kind: 'file' | 'symlink'): string {
 }
 
 /** True for a name tempPath makes for one of the sysroot's own files (a leftover when no writer runs). */
-export function isTempName(name: string, of: readonly string[] = ['state.json', 'state.json.bak', 'current', 'fallback']): boolean {
+export function isTempName(name: string, of: readonly string[] = ['state.json', 'state.json.bak', 'current', 'fallback', 'shared.list']): boolean {
   const m = /^\.(.+)\.(tmp|new)-\d+-[0-9a-f]+$/.exec(name);
   return m !== null && of.includes(m[1]!);
 }

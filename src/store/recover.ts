@@ -83,7 +83,7 @@ export function recover(ctx: Context): RecoveryReport {
     actions.push(`removed leftovers in ${dir.slice(layout.root.length + 1)}/: ${names.join(', ')}`);
   }
   for (const n of listDir(layout.root)) {
-    if (isTempName(n, ['state.json', 'state.json.bak', 'current', 'shared.list'])) {
+    if (isTempName(n)) {
       dfs.unlink(`${layout.root}/${n}`);
       actions.push(`removed temp file ${n}`);
     }
