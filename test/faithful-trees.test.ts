@@ -4,6 +4,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { readXattrs, writeXattrs } from '../src/fs/xattr.js';
 import { ignitionSource } from '../src/sources/ignition/index.js';
 import { Sysroot } from '../src/sysroot.js';
 import { cli } from './helpers/cli.js';
@@ -34,6 +35,7 @@ async function faithfulBase(root: string): Promise<void> {
   fs.writeFileSync(path.join(root, 'usr/bin/ping'), '#!/bin/true\n', { mode: 0o755 });
   run('setcap', 'cap_net_raw+ep', path.join(root, 'usr/bin/ping'));
   fs.writeFileSync(path.join(root, 'etc/os-release'), 'ID=faithful\n');
+  fs.writeFileSync(path.join(root, 'etc/label-me'), 'relabelled locally\n');
   run('setfattr', '-n', 'security.selinux', '-v', 'system_u:object_r:etc_t:s0', path.join(root, 'etc/os-release'));
   run('setfattr', '-n', 'user.origin', '-v', 'base', path.join(root, 'etc/os-release'));
   run('setfacl', '-m', 'u:1000:rw', path.join(root, 'etc/os-release'));
@@ -89,11 +91,24 @@ describe('faithful trees through the whole lifecycle', () => {
       ['tar layer', tar],
       ['directory', dir],
     ];
+    let n = 0;
     for (const [kind, source] of sources) {
       const r = await s.stage(source);
       check(r.path);
       expect(s.verify(r.id).drift, kind).toEqual([]);
+      // Local changes in the running etc/ (after the stage): a file with a latin-1 name and
+      // a user.* attribute, a file relabelled; finalize's merge carries them.
+      const live = path.join(sysroot, 'current');
+      const local = Buffer.concat([Buffer.from(`${live}/etc/local-${n++}-`), LATIN1]);
+      fs.writeFileSync(local, 'local\n');
+      writeXattrs(local, [['user.local', Buffer.from(kind)]], { rel: 'local' }); // argv cannot carry the name's bytes
+      run('setfattr', '-n', 'security.selinux', '-v', `system_u:object_r:etc_t:s${n}`, path.join(live, 'etc/label-me'));
+      const liveWant = dumpOf(live, ['etc/os-release', 'etc/label-me']);
       await s.finalize();
+      const merged = fs.readdirSync(path.join(sysroot, 'current/etc'), { encoding: 'buffer' }).filter((b) => b.includes(LATIN1) && b.toString('latin1').startsWith('local-'));
+      expect(merged.length, kind).toBe(n);
+      expect(readXattrs(Buffer.concat([Buffer.from(`${sysroot}/current/etc/`), merged[n - 1]!])), kind).toEqual([['user.local', Buffer.from(kind)]]);
+      expect(dumpOf(path.join(sysroot, 'current'), ['etc/os-release', 'etc/label-me']), kind).toBe(liveWant);
       await s.boot();
       check(path.join(sysroot, 'current'));
       expect(s.verify().drift, kind).toEqual([]);

@@ -10,10 +10,11 @@ import { resolveInRoot, type Resolved } from './resolve-in-root.js';
 export { ioError } from './io-error.js';
 export type { Resolved } from './resolve-in-root.js';
 import { bytesOfName, hasRawBytes } from './names.js';
+import { readLinkTarget } from './manifest.js';
+import { makeFifo } from './path-tool.js';
 import { readNames } from './walk.js';
 import { readXattrs, replaceXattrs, writeXattrs, type XattrList, type XattrPolicy, type Xattrs } from './xattr.js';
 import { copyFileInto } from './copy-entry.js';
-import { readLinkTarget } from './manifest.js';
 import { realPathInRoot } from './resolve-in-root.js';
 import { splitSourcePath } from './paths.js';
 
@@ -217,8 +218,21 @@ export class RootFs {
       }
       fs.closeSync(fd);
       this.commitTmp(tmp, dir, name, target, p);
+    } else if (st.isFIFO()) {
+      // A FIFO is recreated (Node has no mkfifo: coreutils'), with its owner, mode, times and attributes.
+      const { dir, name, target } = this.prepareCreate(p, o);
+      const tmp = this.tmpName(dir);
+      try {
+        makeFifo(B(tmp), st.mode, p);
+        this.mutated('mkfifo', tmp);
+        this.applyAttrs(tmp, { mode: st.mode & 0o7777, ...owner, mtime: st.mtimeMs / 1000 }, p);
+      } catch (err) {
+        safeUnlink(tmp);
+        throw ioError(err, p, tmp);
+      }
+      this.commitTmp(tmp, dir, name, target, p);
     } else {
-      throw new StagedrootError('UNSAFE_ENTRY', `${p} is not a file, directory or symlink and is not copied`, { path: p, resolvedPath: String(srcHost) });
+      throw new StagedrootError('UNSAFE_ENTRY', `${p} is a socket or device node and is not copied`, { path: p, resolvedPath: String(srcHost) });
     }
   }
 

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { StagedrootError } from '../errors.js';
 import { bytesOfName, hostPath } from './names.js';
-import type { RootFs } from './root-fs.js';
+import type { RootFs, TouchEvent } from './root-fs.js';
 import { readXattrs, writeXattrs, type XattrPolicy } from './xattr.js';
 
 /**
@@ -125,4 +125,16 @@ export function labelWritten(tree: string, policy: TreePolicy, rels: Iterable<st
     n += 1;
   }
   return n;
+}
+
+/**
+ * After an update or a merge wrote into `root`: when the tree carries a policy, labels
+ * every entry the writes touched (and still exist) that was not given a label
+ * explicitly. Returns the number labelled (0 without a policy).
+ */
+export function labelTouched(root: RootFs, events: readonly TouchEvent[], o: Omit<LabelOptions, 'keep'> = {}): number {
+  const policy = treePolicy(root);
+  if (policy === null) return 0;
+  const written = new Set(events.filter((e) => e.kind === 'touch').map((e) => e.path));
+  return labelWritten(root.root, policy, written, { ...o, keep: root.explicitLabels });
 }

@@ -4,8 +4,9 @@ import { StagedrootError, type Issue } from '../errors.js';
 import { copyOut, lstatOrNull } from '../fs/copy-entry.js';
 import { parseDelta } from '../fs/delta.js';
 import { exists, fileSha256, readText } from '../fs/durable.js';
-import { hostPath } from '../fs/names.js';
+import { displayPath, hostPath } from '../fs/names.js';
 import { patchManifest } from '../fs/patch-manifest.js';
+import { labelTouched } from '../fs/selinux.js';
 import { RootFs, type TouchEvent } from '../fs/root-fs.js';
 import type { Layout } from '../state/layout.js';
 import { MergePlanner, type MergeAction, type TypeConflict, type UpdatePaths } from './plan.js';
@@ -87,7 +88,8 @@ export function applyEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly st
   const tree = layout.tree(m.staged);
   const live = layout.tree(m.booted);
   const events: TouchEvent[] = [];
-  const root = new RootFs(tree, { faults: ctx.faults, onTouch: (e) => events.push(e) });
+  const dropped = (rel: string, name: string, why: string): void => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`);
+  const root = new RootFs(tree, { faults: ctx.faults, onTouch: (e) => events.push(e), xattrPolicy: ctx.xattrPolicy, onXattrDrop: dropped });
   for (const a of m.actions) {
     if (a.kind === 'carry' && lstatOrNull(hostPath(live, a.path)) !== null) {
       root.copyIn(a.path, hostPath(live, a.path), { replace: a.replace });
@@ -96,6 +98,9 @@ export function applyEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly st
       root.remove(a.path, { recursive: true, missingOk: true });
     }
   }
+  // What the merge wrote without a label of its own (created parents, a local file from an
+  // unlabelled tree) is labelled by the staged tree's policy; carried labels are kept.
+  labelTouched(root, events, { policy: ctx.xattrPolicy, onDrop: dropped });
   // Every path the merge (or an earlier, interrupted one) touched is re-read into the manifest.
   for (const p of paths) {
     const st = lstatOrNull(hostPath(tree, p));

@@ -3,7 +3,7 @@ import { StagedrootError } from '../errors.js';
 import { ByteReader } from './byte-reader.js';
 import type { LayerLimits } from './entry-checks.js';
 import type { LayerEntry, LayerEntryKind } from './layer-entry.js';
-import { nameFromBytes } from '../fs/names.js';
+import { hasRawBytes, nameFromBytes } from '../fs/names.js';
 import { checkPaxRecords, takeXattrRecords } from './pax-records.js';
 
 /** node-tar's cap on one extended header; a longer one is an attack, not a long name. */
@@ -127,8 +127,10 @@ export async function* readTarEntries(source: AsyncIterable<Uint8Array>, where: 
       xattrs = undefined;
       // Names are bytes: node-tar decodes them as UTF-8, turning what is not into U+FFFD;
       // such a name is taken again from its bytes (PAX record, GNU long name or header).
-      const entryPath = byteName(re.path, rawPath ?? ustarName(block));
-      const entryLinkpath = byteName(re.linkpath, rawLinkpath ?? ustarField(block, 157, 100));
+      // A PAX path that is not UTF-8 (what Go's archive/tar, so umoci, writes) is dropped by
+      // node-tar's parser (its length no longer matches once decoded): its bytes win.
+      const entryPath = paxBytes(rawPath) ?? byteName(re.path, rawPath ?? ustarName(block));
+      const entryLinkpath = paxBytes(rawLinkpath) ?? byteName(re.linkpath, rawLinkpath ?? ustarField(block, 157, 100));
       rawPath = rawLinkpath = undefined;
       current = typeof re.path === 'string' ? re.path : current;
       const kind = KINDS[type] ?? 'unsupported';
@@ -214,4 +216,11 @@ function ustarName(block: Buffer): Buffer {
 function byteName(decoded: unknown, bytes: Buffer): unknown {
   if (typeof decoded !== 'string' || !decoded.includes('\ufffd')) return decoded;
   return nameFromBytes(bytes);
+}
+
+/** A name's bytes as a tree path when they are not UTF-8 (else undefined: node-tar's decoding stands). */
+function paxBytes(bytes: Buffer | undefined): string | undefined {
+  if (bytes === undefined) return undefined;
+  const s = nameFromBytes(bytes);
+  return hasRawBytes(s) ? s : undefined;
 }

@@ -7,7 +7,7 @@ import { ManifestWriter } from '../fs/manifest.js';
 import { displayPath } from '../fs/names.js';
 import { patchManifest } from '../fs/patch-manifest.js';
 import { RootFs, type TouchEvent } from '../fs/root-fs.js';
-import { labelWritten, treePolicy } from '../fs/selinux.js';
+import { labelTouched } from '../fs/selinux.js';
 import { applyChanges, type ApplyProgress } from './apply-changes.js';
 
 export interface BuildTreeOptions {
@@ -92,11 +92,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     bytes += applied.bytes;
     warnings.push(...applied.warnings);
     // What the update wrote is labelled by the new tree's own SELinux policy, if it has one.
-    const policy = treePolicy(root);
-    if (policy !== null) {
-      const written = new Set(events.filter((e) => e.kind === 'touch').map((e) => e.path));
-      labelWritten(tree, policy, written, { keep: root.explicitLabels, policy: ctx.xattrPolicy, onDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`) });
-    }
+    labelTouched(root, events, { policy: ctx.xattrPolicy, onDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`) });
   }
   o.settle?.(root);
   ensureMountPoints(root);

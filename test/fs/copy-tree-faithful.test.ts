@@ -88,5 +88,15 @@ describe('copyTree keeps trees faithful', () => {
     fs.writeFileSync(Buffer.concat([Buffer.from(dst2 + '/usr/share/'), LATIN1]), 'changed\n');
     const drift = verifyTree(dst2, path.join(base, 'm2'));
     expect(drift.map((d) => `${d.kind} ${d.path}`).sort()).toEqual(['content usr/share/caf\udce9', 'xattrs etc/os-release', 'xattrs usr/bin/ping']);
+
+    // A tree copied from the changed one records the new attributes: diff names them.
+    const dst3 = path.join(base, 'dst3');
+    fs.mkdirSync(dst3);
+    copyTree({ src: dst2, dst: dst3, policy: { hardlinkPrefixes: [], mode }, srcManifest: path.join(base, 'm2'), manifestOut: path.join(base, 'm3') });
+    expect(diffManifests(path.join(base, 'm2'), path.join(base, 'm3'))).toEqual([
+      { path: 'etc/os-release', change: 'modified', what: ['xattrs'] },
+      { path: 'usr/bin/ping', change: 'modified', what: ['xattrs'] },
+      { path: 'usr/share/caf\udce9', change: 'modified', what: ['content'] },
+    ]);
   });
 });

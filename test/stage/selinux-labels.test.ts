@@ -103,6 +103,21 @@ describe.skipIf(missing !== null)('SELinux labels from the new tree\'s policy', 
     expect(labelOf(r.path, 'etc/plain')).toBe(expected('etc/plain', 'file'));
   });
 
+  it('finalize\'s merge labels what it carries without a label of its own, and keeps a carried label', async () => {
+    t = await tempSysroot({ tree: policyTree() });
+    await t.sysroot.stage({ files: [{ path: '/etc/app.conf', contents: 'x=1\n' }] });
+    const live = path.join(t.dir, 'current');
+    fs.mkdirSync(path.join(live, 'etc/local.d'));
+    fs.writeFileSync(path.join(live, 'etc/local.d/new.conf'), 'local\n');
+    fs.writeFileSync(path.join(live, 'etc/labelled.conf'), 'local\n');
+    execFileSync('setfattr', ['-n', 'security.selinux', '-v', 'system_u:object_r:shadow_t:s0', path.join(live, 'etc/labelled.conf')]);
+    await t.sysroot.finalize();
+    const now = path.join(t.dir, 'current');
+    expect(labelOf(now, 'etc/local.d')).toBe(expected('etc/local.d', 'dir'));
+    expect(labelOf(now, 'etc/local.d/new.conf')).toBe(expected('etc/local.d/new.conf', 'file'));
+    expect(labelOf(now, 'etc/labelled.conf')).toBe('system_u:object_r:shadow_t:s0');
+  });
+
   it('leaves what is written into a tree without a policy unlabelled', async () => {
     t = await tempSysroot({ tree: { 'etc/hostname': 'node\n' } });
     const r = await t.sysroot.stage({ files: [{ path: '/etc/app.conf', contents: 'x\n' }] });
