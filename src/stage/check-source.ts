@@ -5,6 +5,7 @@ import type { Layout } from '../state/layout.js';
 import type { SignatureRecord } from '../state/schema.js';
 import { loadTrustedKeys } from '../trust/keys.js';
 import { verifySignature } from '../trust/verify.js';
+import type { PublicKey } from '../trust/minisign.js';
 
 /** A signature file is three short lines. */
 const MAX_SIGNATURE_BYTES = 64 * 1024;
@@ -21,8 +22,8 @@ export interface CheckedSource {
  * signature. With a key present, a source that is unsigned, wrongly signed, signed by
  * an untrusted key, or cannot carry a signature at all is rejected (SIGNATURE_INVALID).
  */
-export async function checkSource(layout: Layout, source: Source, o: { signature?: string } = {}): Promise<CheckedSource> {
-  const keys = loadTrustedKeys(layout);
+export async function checkSource(layout: Layout, source: Source, o: { signature?: string; keys?: readonly PublicKey[] } = {}): Promise<CheckedSource> {
+  const keys = o.keys ?? loadTrustedKeys(layout);
   const info = source.inspect ? await source.inspect() : {};
   if (keys.length === 0) {
     if (o.signature !== undefined) {

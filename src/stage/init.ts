@@ -15,6 +15,7 @@ import { DEFAULT_MERGED, DEFAULT_SHARED, normalizeDirs, sharedListText } from '.
 import { moveOutShared } from '../shared/mount-points.js';
 import type { DurableFs } from '../fs/durable.js';
 import { addTrustedKey, readPublicKeyFile } from '../trust/keys.js';
+import { checkSource } from './check-source.js';
 
 export interface InitOptions {
   /** A directory to copy as the first tree. */
@@ -71,6 +72,8 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
     throw new StagedrootError('USAGE', `--from ${o.fromDirectory} is not a directory`, { option: 'from', value: o.fromDirectory });
   }
   const keys = (o.trustedKeys ?? []).map(readPublicKeyFile); // bad key files: USAGE, before anything is written
+  // A first deployment from a source is held to the keys it is given, like every later stage.
+  if (keys.length > 0 && o.source) await checkSource(layout, o.source, { keys });
   // Leftovers of an init that crashed before writing its state.
   for (const n of listDir(layout.root)) {
     if (['deploy', 'work', 'trash', 'current', 'trusted-keys', 'shared', 'shared.list', 'kept'].includes(n) || isTempName(n, ['current', 'shared.list'])) dfs.removeTree(`${layout.root}/${n}`);

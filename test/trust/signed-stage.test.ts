@@ -37,6 +37,12 @@ describe('signed sources', () => {
     expect((await cli(['trust', 'list', '--sysroot', dir])).out).toBe(`${k.id}\n`);
 
     const tar = await layer(t, 'app.tar', { 'etc/os-release': 'ID=test\n', 'etc/app.conf': 'v1\n' });
+    // init --from a source is held to the keys it is given
+    const other = path.join(t.scratch, 'from-unsigned');
+    const refused = await cli(['init', '--sysroot', other, '--trusted-key', k.pub, '--from', tar]);
+    expect(refused.code).toBe(3);
+    expect(refused.err).toContain('not signed');
+    expect(fs.existsSync(path.join(other, 'state.json'))).toBe(false);
     // unsigned: rejected, recorded, nothing staged
     const unsigned = await cli(['stage', tar, '--sysroot', dir]);
     expect(unsigned.code).toBe(3);
