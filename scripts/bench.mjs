@@ -1,9 +1,12 @@
 /**
  * `npm run bench`: stagedroot against cp -al, cp -a --reflink=auto, rsync --link-dest
  * and ostree, on generated trees of 10,000 and 100,000 files and one update, in one
- * run. Prints medians and the issue's target ratios and writes them to BENCHMARKS.md.
+ * run; then the same update on btrfs and XFS loop mounts (made by the bench). Prints
+ * medians and the target ratios and writes them to BENCHMARKS.md.
  *
- *   BENCH_REPS=5             repetitions per measurement (median reported)
+ *   --quick                  every target ratio, fast: 1 round, no ostree, rsync, full
+ *                            copy, verify or XFS rows (context for no target)
+ *   BENCH_REPS=5             repetitions per measurement (median reported; 1 with --quick)
  *   BENCH_SIZES=10000,100000 tree sizes in files
  *   BENCH_SEED=20240611      the seed of the generated trees and update
  *   BENCH_DIR=/var/tmp       where the trees are built (one filesystem; needs ~3 GB)
@@ -16,11 +19,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CONTEXT_ROUNDS, prepareSize } from './bench/measure-size.mjs';
-import { resultsTable, targets, targetsTable } from './bench/report.mjs';
+import { resultsTable, targets, targets12, targetsTable } from './bench/report.mjs';
+import { loopMount } from './bench/loop-mount.mjs';
 import { ensureTools, run, versionOf } from './bench/tools.mjs';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const reps = Number(process.env.BENCH_REPS ?? 5);
+const quick = process.argv.includes('--quick');
+const reps = Number(process.env.BENCH_REPS ?? (quick ? 1 : 5));
 const sizes = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map((s) => Number(s.trim()));
 const seed = Number(process.env.BENCH_SEED ?? 20240611);
 const out = process.env.BENCH_OUT ?? path.join(repoRoot, 'BENCHMARKS.md');
@@ -30,9 +35,9 @@ if (sizes.some((n) => !Number.isInteger(n) || n < 100)) throw new Error(`BENCH_S
 const log = (m) => console.log(m);
 const started = performance.now();
 
-const { available, notes } = ensureTools([{ cmd: 'ostree', pkg: 'ostree' }, { cmd: 'rsync', pkg: 'rsync' }], log);
+const { available, notes } = quick ? { available: {}, notes: ['--quick: ostree, rsync, the full copy, verify and the XFS rows are not run'] } : ensureTools([{ cmd: 'ostree', pkg: 'ostree' }, { cmd: 'rsync', pkg: 'rsync' }], log);
 for (const n of notes) log(`NOTE: ${n}`);
-const tools = { ostree: available.ostree, rsync: available.rsync };
+const tools = { ostree: available.ostree ?? false, rsync: available.rsync ?? false };
 
 const base = fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'stagedroot-bench-'));
 let fsType;
@@ -55,25 +60,52 @@ const env = {
 log(`stagedroot benchmark: sizes ${sizes.join(', ')}, ${reps} repetitions, seed ${seed}, in ${base} (${fsType})`);
 
 const results = [];
+/** Rows of the other filesystems: name -> { results } or { why } when it could not be made. */
+const others = [];
+const loops = [];
 try {
   const prepared = [];
   for (const files of sizes) {
-    log(`${files.toLocaleString('en-US')} files:`);
-    prepared.push(await prepareSize({ dir: path.join(base, String(files)), files, seed, reps, tools, log }));
+    log(`${files.toLocaleString('en-US')} files (${fsType}):`);
+    prepared.push(await prepareSize({ dir: path.join(base, String(files)), files, seed, reps, tools, log, context: !quick, verify: !quick }));
   }
   // Sizes interleaved round by round: the size ratios (finalize, rollback) then compare
   // measurements from the same stretch of time on this shared machine.
   for (let r = 0; r < reps; r++) for (const p of prepared) await p.round(r);
   for (const p of prepared) results.push(await p.finish());
+  // The same update on btrfs (trees are subvolumes, stage snapshots) and XFS (reflinks).
+  for (const type of quick ? ['btrfs'] : ['btrfs', 'xfs']) {
+    const m = loopMount(base, type, 8);
+    if (m.why) {
+      log(`NOTE: no ${type} rows: ${m.why}`);
+      others.push({ type, why: m.why });
+      continue;
+    }
+    loops.push(m);
+    const onFs = [];
+    for (const files of sizes) {
+      log(`${files.toLocaleString('en-US')} files (${type} loop mount):`);
+      onFs.push(await prepareSize({ dir: path.join(m.dir, String(files)), files, seed, reps, tools: { ostree: false, rsync: false }, log, context: false, verify: false }));
+    }
+    for (let r = 0; r < reps; r++) for (const p of onFs) await p.round(r);
+    const res = [];
+    for (const p of onFs) res.push(await p.finish());
+    others.push({ type, results: res });
+    m.cleanup();
+    loops.pop();
+  }
 } finally {
+  for (const m of loops) m.cleanup();
   // ostree's deployments are immutable (chattr +i): a failed run leaves them for `chattr -i`.
   spawnSync('rm', ['-rf', base]);
 }
 
 const table = resultsTable(results);
 const tt = targetsTable(targets(results));
+const tt12 = targetsTable(targets12([{ type: fsType, results }, ...others]));
+const otherTables = others.map((o) => `### ${o.type} (loop mount made by the bench)\n\n${o.why ? `Not measured: ${o.why}.` : resultsTable(o.results)}`).join('\n\n');
 const minutes = ((performance.now() - started) / 60000).toFixed(1);
-console.log(`\n${table}\n\n${tt}\n\n(run took ${minutes} min)`);
+console.log(`\n${table}\n\n${otherTables}\n\n${tt12}\n\n${tt}\n\n(run took ${minutes} min)`);
 
 if (out !== '-') {
   const notesFile = path.join(repoRoot, 'scripts/bench/NOTES.md');
@@ -82,9 +114,13 @@ if (out !== '-') {
   const doc = `# Benchmarks
 
 Generated by \`npm run bench\` (scripts/bench.mjs) on ${new Date().toISOString().slice(0, 10)}; the whole run took ${minutes} min.
-Every figure is a median over ${reps} rounds of this one run (status and rollback have more
+Every figure is a median over ${reps} round${reps === 1 ? '' : 's'} of this one run${quick ? ' (`--quick`)' : ''} (status and rollback have more
 samples, the full copy and rsync fewer: see Method); ratios compare medians measured in the
 same run, on the same trees and the same update.
+
+## Targets (issue 12: btrfs, the portable path, the event loop)
+
+${tt12}
 
 ## Targets (issue 5)
 
@@ -92,7 +128,11 @@ ${tt}
 
 ## Results
 
+### ${fsType} (the bench directory's filesystem)
+
 ${table}
+
+${otherTables}
 
 ## Method
 

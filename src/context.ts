@@ -1,5 +1,6 @@
 import { DurableFs } from './fs/durable.js';
 import { noFaults, type FaultHook } from './fs/faults.js';
+import { parseStoragePreference, type StoragePreference } from './fs/storage.js';
 import type { XattrPolicy } from './fs/xattr.js';
 import { Layout } from './state/layout.js';
 
@@ -11,6 +12,8 @@ export interface Context {
   now: () => Date;
   /** Non-fatal notes for the user (recovered state, skipped entries). */
   warn: (message: string) => void;
+  /** How new deployment trees are stored (see src/fs/storage.ts). */
+  storage: StoragePreference;
   /** An extended attribute the sysroot's filesystem refuses: an error, or dropped with a warning. */
   xattrPolicy: XattrPolicy;
 }
@@ -19,6 +22,11 @@ export interface ContextOptions {
   faults?: FaultHook;
   now?: () => Date;
   onWarning?: (message: string) => void;
+  /**
+   * `auto` (the default): deployment trees are btrfs subvolumes where the sysroot is on
+   * btrfs; `portable`: plain directories everywhere. Default from STAGEDROOT_STORAGE.
+   */
+  storage?: StoragePreference;
   /** 'strict' (default): an attribute the filesystem refuses fails the operation; 'drop': dropped with a warning. */
   xattrPolicy?: XattrPolicy;
 }
@@ -31,6 +39,7 @@ export function makeContext(sysroot: string, o: ContextOptions = {}): Context {
     faults,
     now: o.now ?? (() => new Date()),
     warn: o.onWarning ?? (() => {}),
+    storage: parseStoragePreference(o.storage ?? process.env.STAGEDROOT_STORAGE, o.storage === undefined ? 'STAGEDROOT_STORAGE' : 'storage'),
     xattrPolicy: o.xattrPolicy ?? 'strict',
   };
 }

@@ -4,10 +4,13 @@ import { boot, markGood, type BootResult } from './boot/boot.js';
 import type { BootRecordPlace } from './boot/boot-record.js';
 import { finalize, type FinalizeOptions, type FinalizeResult } from './commit/finalize.js';
 import { applyTransition } from './store/apply-transition.js';
-import { diffManifests, type PathChange } from './fs/diff-manifests.js';
+import { emptyTrash } from './store/remove-deployments.js';
+import type { PathChange } from './fs/diff-manifests.js';
 import { exists, readLink, writeJson } from './fs/durable.js';
 import { acquireLock } from './fs/lock.js';
-import { verifyTree, type Drift } from './fs/verify-tree.js';
+import type { Drift } from './fs/verify-tree.js';
+import { runTreeTask, warmTreeWorker } from './fs/tree-jobs.js';
+import { storageKind, type StorageKind } from './fs/storage.js';
 import { discardStaged, prune } from './gc/prune.js';
 import { markBad, rollback } from './rollback/rollback.js';
 import { effectiveState, mustFind, setLocked, setPinned } from './state/model.js';
@@ -122,15 +125,29 @@ export class Sysroot {
     return effectiveState(loaded.state, layout.idFromLink(readLink(layout.currentLink)));
   }
 
+  /** How new deployment trees are stored here (statfs of the sysroot, and the storage option). */
+  storage(): StorageKind {
+    return storageKind(this.ctx.layout.root, this.ctx.storage);
+  }
+
+  private view(s: BaseState): Status {
+    return statusView(s, this.ctx.layout, this.storage());
+  }
+
   status(): Status {
-    return statusView(this.state(), this.ctx.layout);
+    return this.view(this.state());
   }
 
   private async write<T>(operation: string, fn: (s: BaseState) => Promise<T> | T): Promise<T> {
     const lock = await acquireLock(this.ctx.layout.root, { waitSeconds: this.waitSeconds, operation, faults: this.ctx.faults });
     try {
       const { state } = recover(this.ctx);
-      return await fn(state);
+      try {
+        return await fn(state);
+      } finally {
+        // Deployments the operation dropped were moved to trash/: deleted now, off the event loop.
+        await emptyTrash(this.ctx).catch((err: unknown) => this.ctx.warn(`could not empty trash/ (${(err as Error).message}); the next writer retries`));
+      }
     } finally {
       lock.release();
     }
@@ -142,6 +159,7 @@ export class Sysroot {
    */
   async stage(input: StageInput, o: StageOptions = {}): Promise<StageResult> {
     const source = toSource(input);
+    warmTreeWorker(); // its start overlaps the lock, recovery and the source's plan
     return this.write('stage', async (s) => {
       let r: StageResult;
       try {
@@ -223,12 +241,12 @@ export class Sysroot {
 
   /** `o.healthChecks`: how many health checks passed (the health service says; 0 when none are configured). */
   markGood(o: { healthChecks?: number } = {}): Promise<Status> {
-    return this.write('mark-good', (s) => statusView(markGood(this.ctx, s, o.healthChecks ?? null), this.ctx.layout));
+    return this.write('mark-good', (s) => this.view(markGood(this.ctx, s, o.healthChecks ?? null)));
   }
 
   markBad(reason = 'marked bad', o: { phase?: Phase; output?: string; hookTimeoutMs?: number } = {}): Promise<Status> {
     return this.write('mark-bad', async (s) => {
-      const st = statusView(markBad(this.ctx, s, reason, o.phase ?? 'health', o.output), this.ctx.layout);
+      const st = this.view(markBad(this.ctx, s, reason, o.phase ?? 'health', o.output));
       await this.rolledBack(st, reason, o);
       return st;
     });
@@ -236,7 +254,7 @@ export class Sysroot {
 
   rollback(o: { discardStaged?: boolean; hookTimeoutMs?: number } = {}): Promise<Status> {
     return this.write('rollback', async (s) => {
-      const st = statusView(rollback(this.ctx, s, o), this.ctx.layout);
+      const st = this.view(rollback(this.ctx, s, o));
       await this.rolledBack(st, 'manual rollback', o);
       return st;
     });
@@ -259,18 +277,18 @@ export class Sysroot {
   }
 
   pin(id: string, pinned = true): Promise<Status> {
-    return this.write('pin', (s) => statusView(applyTransition(this.ctx, s, setPinned(s, id, pinned), 'pin'), this.ctx.layout));
+    return this.write('pin', (s) => this.view(applyTransition(this.ctx, s, setPinned(s, id, pinned), 'pin')));
   }
 
   /** Finalization lock on the staged deployment (finalize leaves it until unlocked). */
   setFinalizationLock(locked: boolean): Promise<Status> {
-    return this.write(locked ? 'lock' : 'unlock', (s) => statusView(applyTransition(this.ctx, s, setLocked(s, locked), locked ? 'lock' : 'unlock'), this.ctx.layout));
+    return this.write(locked ? 'lock' : 'unlock', (s) => this.view(applyTransition(this.ctx, s, setLocked(s, locked), locked ? 'lock' : 'unlock')));
   }
 
-  /** Changed paths between two deployments, by manifest. */
-  diff(a: string, b: string): PathChange[] {
+  /** Changed paths between two deployments, by manifest (compared on a worker thread). */
+  async diff(a: string, b: string): Promise<PathChange[]> {
     const s = this.state();
-    return diffManifests(this.manifestOf(s, a), this.manifestOf(s, b));
+    return runTreeTask('diffManifests', { a: this.manifestOf(s, a), b: this.manifestOf(s, b) });
   }
 
   /** A deployment's manifest; a deployment whose stage failed before it had one is named as such. */
@@ -284,11 +302,16 @@ export class Sysroot {
     return file;
   }
 
-  /** A deployment's tree (default: booted) against its manifest. */
-  verify(id?: string, o: { onProgress?: (done: number) => void } = {}): { id: string; drift: Drift[] } {
+  /**
+   * A deployment's tree (default: booted) against its manifest, walked and hashed on a
+   * worker thread; progress (entries done) arrives on the caller's thread, and a fired
+   * `signal` stops the walk (ABORTED).
+   */
+  async verify(id?: string, o: { onProgress?: (done: number) => void; signal?: AbortSignal } = {}): Promise<{ id: string; drift: Drift[] }> {
     const s = this.state();
     const which = id ?? s.booted ?? s.current;
-    return { id: which, drift: verifyTree(this.ctx.layout.tree(which), this.manifestOf(s, which), o) };
+    const drift = await runTreeTask('verifyTree', { tree: this.ctx.layout.tree(which), manifest: this.manifestOf(s, which) }, { onProgress: o.onProgress, signal: o.signal });
+    return { id: which, drift };
   }
 
   /** The trusted keys' ids, as minisign prints them. With none, sources need no signature. */

@@ -73,7 +73,7 @@ describe('faithful trees through the whole lifecycle', () => {
       expect(fs.existsSync(path.join(tree, 'run/control.sock'))).toBe(false);
     };
     check(path.join(sysroot, 'current'));
-    expect(s.verify().drift).toEqual([]);
+    expect((await s.verify()).drift).toEqual([]);
 
     // Each source kind, one after the other, each finalized and booted.
     const layer = path.join(base, 'layer');
@@ -95,7 +95,7 @@ describe('faithful trees through the whole lifecycle', () => {
     for (const [kind, source] of sources) {
       const r = await s.stage(source);
       check(r.path);
-      expect(s.verify(r.id).drift, kind).toEqual([]);
+      expect((await s.verify(r.id)).drift, kind).toEqual([]);
       // Local changes in the running etc/ (after the stage): a file with a latin-1 name and
       // a user.* attribute, a file relabelled; finalize's merge carries them.
       const live = path.join(sysroot, 'current');
@@ -111,7 +111,7 @@ describe('faithful trees through the whole lifecycle', () => {
       expect(dumpOf(path.join(sysroot, 'current'), ['etc/os-release', 'etc/label-me']), kind).toBe(liveWant);
       await s.boot();
       check(path.join(sysroot, 'current'));
-      expect(s.verify().drift, kind).toEqual([]);
+      expect((await s.verify()).drift, kind).toEqual([]);
     }
     const now = path.join(sysroot, 'current');
     expect(run('getfattr', '-h', '-n', 'user.layer', '--only-values', path.join(now, 'etc/from-layer'))).toBe('1');

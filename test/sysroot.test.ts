@@ -34,7 +34,7 @@ describe('Sysroot lifecycle (library)', () => {
     expect(fs.readdirSync(path.join(st.deployments[0]!.path, 'var'))).toEqual([]);
     expect(st.shared).toEqual({ var: path.join(t.dir, 'shared', 'var') });
     expect(fs.readlinkSync(path.join(t.dir, 'current'))).toBe('deploy/0001/tree');
-    expect(t.sysroot.verify().drift).toEqual([]);
+    expect((await t.sysroot.verify()).drift).toEqual([]);
   });
 
   it('init from a directory copies the tree; a second init is refused', async () => {
@@ -43,7 +43,7 @@ describe('Sysroot lifecycle (library)', () => {
     fs.mkdirSync(path.join(t.scratch, 'initial-tree', 'var')); // the tree gains the (empty) mount point of the shared /var
     expect(hashTree(tree)).toBe(hashTree(path.join(t.scratch, 'initial-tree')));
     expect(t.sysroot.status().deployments[0]).toMatchObject({ label: 'base', entries: 17 });
-    expect(t.sysroot.verify('0001').drift).toEqual([]);
+    expect((await t.sysroot.verify('0001')).drift).toEqual([]);
     await expect(Sysroot.init(t.dir)).rejects.toMatchObject({ code: 'SYSROOT_EXISTS' });
     await expect(Sysroot.init(path.join(t.scratch, 'x'), { fromDirectory: path.join(t.scratch, 'nope') })).rejects.toMatchObject({ code: 'USAGE', option: 'from' });
   });
@@ -71,7 +71,7 @@ describe('Sysroot lifecycle (library)', () => {
     expect(fs.readFileSync(path.join(staged, 'etc/motd'), 'utf8')).toBe('web\n');
     expect(fs.statSync(path.join(staged, 'etc/motd')).mode & 0o7777).toBe(0o640);
     expect(fs.existsSync(path.join(staged, 'etc/old.conf'))).toBe(false);
-    expect(t.sysroot.verify('0002').drift).toEqual([]);
+    expect((await t.sysroot.verify('0002')).drift).toEqual([]);
 
     await expect(t.sysroot.finalize()).resolves.toEqual({ finalized: true, id: '0002', previous: '0001', merge: { id: '0002', at: expect.any(String), carried: 0, conflicts: [] } });
     expect(t.sysroot.status()).toMatchObject({ current: '0002', booted: '0001', rollback: '0001', staged: null, pendingReboot: true });
@@ -145,7 +145,7 @@ describe('Sysroot lifecycle (library)', () => {
     expect(fs.readdirSync(path.join(t.dir, 'deploy')).sort()).toEqual(['0002', '0004', '0005', '0006']);
     const st = t.sysroot.status();
     expect(st).toMatchObject({ current: '0004', booted: '0005', rollback: '0005', staged: '0006' });
-    expect(t.sysroot.verify('0004').drift).toEqual([]);
+    expect((await t.sysroot.verify('0004')).drift).toEqual([]);
     await expect(t.sysroot.prune({ keep: 0 })).resolves.toEqual({ removed: [] });
     await t.sysroot.pin('0002', false);
     await expect(t.sysroot.prune({ keep: 3 })).resolves.toEqual({ removed: ['0002'] });
@@ -175,21 +175,21 @@ describe('Sysroot lifecycle (library)', () => {
       symlinks: [{ path: '/etc/localtime', target: '/usr/share/zoneinfo/Europe/Paris' }],
       remove: ['/etc/old.conf'],
     });
-    expect(t.sysroot.diff('0001', '0002')).toEqual([
+    expect(await t.sysroot.diff('0001', '0002')).toEqual([
       { path: 'etc/hostname', change: 'modified', what: ['mode'] },
       { path: 'etc/localtime', change: 'modified', what: ['target'] },
       { path: 'etc/motd', change: 'modified', what: ['content'] },
       { path: 'etc/new.conf', change: 'added' },
       { path: 'etc/old.conf', change: 'removed' },
     ]);
-    expect(t.sysroot.diff('0002', '0002')).toEqual([]);
-    expect(() => t.sysroot.diff('0001', '0042')).toThrow(expect.objectContaining({ code: 'NOT_FOUND', value: '0042' }));
+    expect(await t.sysroot.diff('0002', '0002')).toEqual([]);
+    await expect(t.sysroot.diff('0001', '0042')).rejects.toThrow(expect.objectContaining({ code: 'NOT_FOUND', value: '0042' }));
   });
 
   it('verify reports drift: content, mode, owner, type, target, missing and extra', async () => {
     t = await tempSysroot({ tree: BASE_TREE });
     const tree = t.sysroot.treePath('0001');
-    expect(t.sysroot.verify().drift).toEqual([]);
+    expect((await t.sysroot.verify()).drift).toEqual([]);
     fs.writeFileSync(path.join(tree, 'etc/motd'), 'edited on the host\n');
     fs.chmodSync(path.join(tree, 'etc/hostname'), 0o666);
     fs.rmSync(path.join(tree, 'etc/old.conf'));
@@ -200,7 +200,7 @@ describe('Sysroot lifecycle (library)', () => {
     fs.symlinkSync('/elsewhere', path.join(tree, 'etc/localtime'));
     if (isRoot) fs.chownSync(path.join(tree, 'etc/ssh/sshd_config'), 1000, 1000);
     else console.warn('verify owner drift: not root, cannot chown; the owner case is not exercised');
-    const { id, drift } = t.sysroot.verify();
+    const { id, drift } = await t.sysroot.verify();
     expect(id).toBe('0001');
     const kinds = drift.map((d) => `${d.kind} ${d.path}`);
     expect(kinds).toEqual(

@@ -27,7 +27,49 @@ export const ROWS = [
   ['ostree commit', '`ostree commit` of the new tree'],
   ['ostree admin deploy', '`ostree admin deploy` (commit already imported)'],
   ['ostree commit + deploy', '`ostree commit` + `ostree admin deploy`'],
+  ['event-loop delay', 'max event-loop delay of the staging process during the stage (`monitorEventLoopDelay`)'],
+  ['event-loop busy', 'longest stretch the event loop ran code during the stage (from `eventLoopUtilization`)'],
+  ['event-loop cpu', 'most CPU time the staging process\'s main thread used between two 5 ms ticks (its `schedstat`)'],
 ];
+
+/**
+ * Issue 12's targets, from the bench directory's filesystem and the loop mounts:
+ * `byFs` is [{ type, results } | { type, why }], the first one the bench directory's.
+ */
+export function targets12(byFs) {
+  const out = [];
+  const sized = (results) => {
+    const big = results.reduce((a, b) => (b.files > a.files ? b : a));
+    const small = results.reduce((a, b) => (b.files < a.files ? b : a));
+    return { big, small };
+  };
+  const med = (r, k) => median(r.samples[k]);
+  const main = byFs[0];
+  const { big } = sized(main.results);
+  out.push(ratio(`stage (default policy) ≤ 1.2 × cp -al + sync -f (${main.type}, ${fmtN(big.files)} files)`, med(big, 'stage'), med(big, 'cp -al + sync -f'), 1.2));
+  out.push(ratio(`stage (hardlink policy) ≤ 1.2 × cp -al + sync -f (${main.type}, ${fmtN(big.files)} files)`, med(big, 'stage (hardlink all)'), med(big, 'cp -al + sync -f'), 1.2));
+  const btrfs = byFs.find((f) => f.type === 'btrfs');
+  if (!btrfs || btrfs.why) {
+    out.push({ target: 'btrfs targets', measured: btrfs?.why ?? 'no btrfs run', ratio: 'n/a', pass: null });
+  } else {
+    const b = sized(btrfs.results);
+    out.push(ratio(`btrfs: stage ≤ 0.1 × cp -al + sync -f (${fmtN(b.big.files)} files)`, med(b.big, 'stage'), med(b.big, 'cp -al + sync -f'), 0.1));
+    if (b.big !== b.small) {
+      const scale = `${fmtN(b.big.files)} vs ${fmtN(b.small.files)} files`;
+      out.push(ratio(`btrfs: stage ≤ 1.5 × its time at ${fmtN(b.small.files)} (${scale})`, med(b.big, 'stage'), med(b.small, 'stage'), 1.5));
+      out.push(ratio(`btrfs: prune of one deployment ≤ 1.5 × its time at ${fmtN(b.small.files)} (${scale})`, med(b.big, 'prune'), med(b.small, 'prune'), 1.5));
+    }
+  }
+  for (const f of byFs) {
+    if (f.why) continue;
+    const { big: g } = sized(f.results);
+    const d = med(g, 'event-loop delay');
+    out.push({ target: `event-loop delay during a stage ≤ 50 ms (${f.type}, ${fmtN(g.files)} files)`, measured: `${fmtMs(d)} ms (longest busy stretch ${fmtMs(med(g, 'event-loop busy'))} ms; most main-thread CPU between two ticks ${fmtMs(med(g, 'event-loop cpu'))} ms)`, ratio: d === null ? 'n/a' : `${(d / 50).toFixed(2)} of the bound`, pass: d === null ? null : d <= 50 });
+  }
+  const rss = big.peakRssBytes / (1 << 20);
+  out.push({ target: `peak RSS of staging ≤ 200 MB (${main.type}, ${fmtN(big.files)} files)`, measured: `${rss.toFixed(0)} MB`, ratio: `${(rss / 200).toFixed(2)} of the bound`, pass: rss <= 200 });
+  return out;
+}
 
 /** The issue's targets, each a ratio (or an absolute bound) from this one run. */
 export function targets(results) {

@@ -6,7 +6,7 @@ import type { MergeStatus, Status } from '../state/status.js';
 
 /** Human-readable views of results (pure functions; the CLI prints them). */
 export function formatStatus(s: Status): string {
-  const lines: string[] = [`sysroot ${s.sysroot}`];
+  const lines: string[] = [`sysroot ${s.sysroot} (storage: ${s.storage === 'btrfs' ? 'btrfs subvolumes' : 'portable'})`];
   const flags = (d: Status['deployments'][number]): string =>
     [d.booted && 'booted', d.current && 'current', d.staged && 'staged', d.rollback && 'rollback', d.pinned && 'pinned', d.locked && 'locked', d.failed && 'FAILED', d.good && 'good', d.triesLeft !== null && `tries-left=${d.triesLeft}`]
       .filter(Boolean)

@@ -7,7 +7,7 @@ import { bytesOfName, hasRawBytes, hostPath } from './names.js';
 import { makeFifo } from './path-tool.js';
 import { isUnder } from './paths.js';
 import { ioError } from './root-fs.js';
-import { walkTree } from './walk.js';
+import { walkTree, type WalkRange } from './walk.js';
 import { readXattrs, writeXattrs, xattrDigest, xattrsSupported, type XattrPolicy, type Xattrs } from './xattr.js';
 
 export type CopyMode = 'reflink' | 'copy';
@@ -42,6 +42,14 @@ export interface CopyTreeOptions {
   /** An extended attribute the destination refuses: an error ('strict', the default) or dropped and reported. */
   xattrPolicy?: XattrPolicy;
   onXattrDrop?: (rel: string, name: string, why: string) => void;
+  /** Called before each entry; throws to stop the copy (an AbortSignal that fired). */
+  checkAbort?: () => void;
+  /**
+   * One part of a copy split over workers (see copy-split.ts): the entries of this range
+   * only, the source manifest read from `srcManifestStart`; the directories in `spine`
+   * exist already and are finished by the caller, as is the root.
+   */
+  part?: { range: WalkRange; spine: string[]; srcManifestStart: number };
 }
 
 export interface CopyResult {
@@ -50,6 +58,8 @@ export interface CopyResult {
   hardlinked: number;
   copied: number;
   hashed: number;
+  /** For a part: every name of the files it copied (not linked to the source) that have other links, as [dev:ino, path]. */
+  multiLinked?: [string, string][];
 }
 
 const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
@@ -71,7 +81,8 @@ function utime(ms: number): number | Date {
  */
 export function copyTree(o: CopyTreeOptions): CopyResult {
   const faults = o.faults ?? noFaults;
-  const prev = o.srcManifest ? new ManifestReader(o.srcManifest) : null;
+  const prev = o.srcManifest ? new ManifestReader(o.srcManifest, o.part?.srcManifestStart ?? 0) : null;
+  const spine = new Set(o.part?.spine ?? []);
   const out = new ManifestWriter(o.manifestOut, faults);
   const reflink = o.policy.mode === 'reflink';
   let buf: Buffer | undefined; // for plain copies, allocated on the first one
@@ -113,6 +124,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
       if (first !== undefined) {
         fs.linkSync(first.dst, dst);
         faults.afterMutation('link', String(dst));
+        if (o.part) res.multiLinked!.push([`${st.dev}:${st.ino}`, rel]);
         return { mt: Math.trunc(fs.lstatSync(first.dst).mtimeMs), x: first.x };
       }
     }
@@ -124,7 +136,10 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
     fs.chmodSync(dst, st.mode & 0o7777);
     fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
     res.copied += 1;
-    if (st.nlink > 1) inodes.set(`${st.dev}:${st.ino}`, { dst, x });
+    if (st.nlink > 1) {
+      inodes.set(`${st.dev}:${st.ino}`, { dst, x });
+      if (o.part) (res.multiLinked ??= []).push([`${st.dev}:${st.ino}`, rel]);
+    }
     // utimes goes through float seconds and may land a nanosecond below the source's
     // millisecond (…396 ms → …395.999999): the manifest records the copy's own mtime,
     // or the next stage would miss the hash cache and re-hash the file.
@@ -134,14 +149,17 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
   try {
     walkTree(o.src, {
       enter(rel, host, st) {
+        o.checkAbort?.();
         const dst = hostPath(o.dst, rel);
         let extra: { h?: string; l?: string; x?: string } = {};
         let copy: { mt: number; x: string | undefined } | null = null;
         let reused: string | null = null;
         try {
           if (st.isDirectory()) {
-            fs.mkdirSync(dst, { mode: 0o700 });
-            faults.afterMutation('mkdir', String(dst));
+            if (!spine.has(rel)) {
+              fs.mkdirSync(dst, { mode: 0o700 });
+              faults.afterMutation('mkdir', String(dst));
+            }
             const attrs = readAttrs(host);
             if (attrs.length > 0) {
               dirAttrs.set(rel, attrs);
@@ -211,6 +229,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
       leave(rel, _host, st) {
         // Directory attributes last: their mode may forbid writing children, creating
         // children changes their mtime, and a default ACL would reach the children.
+        if (spine.has(rel)) return; // the caller finishes it, once every part is done
         const dst = hostPath(o.dst, rel);
         try {
           if (canChown) fs.chownSync(dst, st.uid, st.gid);
@@ -226,17 +245,34 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
         }
         faults.afterMutation('setattr', String(dst));
       },
-    });
-    const rootSt = fs.lstatSync(o.src);
-    writeXattrs(o.dst, readAttrs(o.src), { rel: '/', ...xo });
-    fs.chmodSync(o.dst, rootSt.mode & 0o7777);
-    faults.afterMutation('setattr', o.dst);
+    }, o.part?.range);
+    if (!o.part) finishDirectory(o.src, o.dst, null, o, faults);
   } finally {
     prev?.close();
     out.close(false);
   }
   o.onProgress?.({ done: res.entries, total: total ?? res.entries, bytes: res.bytes });
   return res;
+}
+
+/**
+ * A directory's owner, extended attributes, mode and times from its source, set after its
+ * children were made: the root (`rel` null; its owner and times are left as they are), or
+ * a directory that parts of a split copy share.
+ */
+export function finishDirectory(srcRoot: string, dstRoot: string, rel: string | null, o: Pick<CopyTreeOptions, 'xattrPolicy' | 'onXattrDrop'>, faults: FaultHook = noFaults): void {
+  const src = rel === null ? srcRoot : hostPath(srcRoot, rel);
+  const dst = rel === null ? dstRoot : hostPath(dstRoot, rel);
+  const st = fs.lstatSync(src);
+  try {
+    if (canChown && rel !== null) fs.chownSync(dst, st.uid, st.gid);
+    writeXattrs(dst, xattrsSupported(srcRoot) ? readXattrs(src) : [], { rel: rel ?? '/', policy: o.xattrPolicy ?? 'strict', onDrop: o.onXattrDrop });
+    fs.chmodSync(dst, st.mode & 0o7777);
+    if (rel !== null) fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
+  } catch (err) {
+    throw ioError(err, rel ?? '/', String(dst), 'sysroot');
+  }
+  faults.afterMutation('setattr', String(dst));
 }
 
 /**

@@ -5,6 +5,7 @@ import { StagedrootError, errnoOf } from '../errors.js';
 import { noFaults, type FaultHook } from './faults.js';
 import { fsyncDir, ioError } from './root-fs.js';
 import { hashFile } from './hash.js';
+import { removeTreeNow } from './remove-tree.js';
 import { tempPath } from '../state/layout.js';
 
 /**
@@ -81,13 +82,7 @@ export class DurableFs {
 
   /** Removes a tree (not following symlinks). Missing is fine. */
   removeTree(p: string): void {
-    if (!exists(p)) return;
-    try {
-      fs.rmSync(p, { recursive: true, force: true });
-    } catch (err) {
-      throw ioError(err, p, p, 'sysroot');
-    }
-    this.mutated('rm', p);
+    removeTreeNow(p, this.faults);
   }
 
   unlink(p: string): void {

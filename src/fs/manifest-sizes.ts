@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import { StagedrootError } from '../errors.js';
 import { isUnder } from './paths.js';
+import { cheapPath } from './manifest.js';
 
 /**
  * Sums the sizes of a manifest's regular files outside `prefixes`, in one streaming
@@ -20,6 +21,9 @@ export function sumFileSizes(manifest: string, prefixes: readonly string[]): num
   let sum = 0;
   const add = (line: string): void => {
     if (line === '') return;
+    // Most lines are under a prefix (usr/): skipped on their path alone, unparsed.
+    const cheap = cheapPath(line);
+    if (cheap !== null && prefixes.some((p) => isUnder(cheap, p))) return;
     let e: { p?: unknown; t?: unknown; s?: unknown };
     try {
       e = JSON.parse(line) as typeof e;

@@ -231,8 +231,11 @@ export class ManifestReader {
   private eof = false;
   private lineNo = 0;
   private peeked: RawLine | null | undefined = undefined;
+  private pos: number;
 
-  constructor(readonly file: string) {
+  /** `start`: the byte offset of a line to start at (a part of a manifest, see copy-split.ts). */
+  constructor(readonly file: string, start = 0) {
+    this.pos = start;
     try {
       this.fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
     } catch (err) {
@@ -313,7 +316,8 @@ export class ManifestReader {
       const keep = this.rest.length;
       if (keep === this.buf.length) this.buf = Buffer.concat([this.buf, Buffer.allocUnsafe(this.buf.length)]);
       this.rest.copy(this.buf, 0);
-      const n = fs.readSync(this.fd, this.buf, keep, this.buf.length - keep, null);
+      const n = fs.readSync(this.fd, this.buf, keep, this.buf.length - keep, this.pos);
+      this.pos += n;
       if (n === 0) {
         this.eof = true;
         continue;

@@ -23,7 +23,17 @@ export interface PatchResult {
   entries: number;
 }
 
-export function patchManifest(tree: string, before: string, after: string, events: readonly TouchEvent[], faults: FaultHook = noFaults, durable = false): PatchResult {
+/** What a change set did to a tree, from its touch events: the paths to re-read and the subtrees gone. */
+export interface TreeChanges {
+  dirty: Set<string>;
+  removed: Set<string>;
+  /** The entries of the dirty paths that exist afterwards, re-read from the tree, in manifest order. */
+  fresh: ManifestEntry[];
+  /** True for a removed path or a path below one. */
+  underRemoved(p: string): boolean;
+}
+
+export function changesOf(tree: string, events: readonly TouchEvent[]): TreeChanges {
   const removed = new Set<string>();
   const dirty = new Set<string>();
   for (const ev of events) {
@@ -51,25 +61,41 @@ export function patchManifest(tree: string, before: string, after: string, event
     }
     return removed.has(p);
   };
+  return { dirty, removed, fresh, underRemoved };
+}
+
+/** The delta of a patched manifest (what finalize re-checks). */
+export function deltaOf(ch: TreeChanges, entries: number): PatchResult {
+  const present = new Set(ch.fresh.map((e) => e.p));
+  return { delta: ch.fresh.map((e) => e.p), changed: ch.fresh, removed: [...ch.removed].filter((p) => !present.has(p)).sort(), entries };
+}
+
+export function patchManifest(tree: string, before: string | readonly string[], after: string, events: readonly TouchEvent[], faults: FaultHook = noFaults, durable = false): PatchResult {
+  const { dirty, fresh, underRemoved, ...ch } = changesOf(tree, events);
 
   // `before` was written by copyTree moments ago, line by line in ManifestWriter's
   // format: its untouched lines are copied through as they are, never re-parsed.
-  const r = new ManifestReader(before);
+  // Several files (the parts of a split copy) are read one after the other, in order.
   const w = new ManifestWriter(after, faults);
   let k = 0;
   let entries = 0;
   try {
-    for (let e = r.nextRaw(); e !== null; e = r.nextRaw()) {
-      while (k < fresh.length && comparePaths(fresh[k]!.p, e.p) < 0) w.write(fresh[k++]!);
-      if (dirty.has(e.p) || underRemoved(e.p)) continue;
-      w.writeLine(e.p, e.line);
+    for (const file of typeof before === 'string' ? [before] : before) {
+      const r = new ManifestReader(file);
+      try {
+        for (let e = r.nextRaw(); e !== null; e = r.nextRaw()) {
+          while (k < fresh.length && comparePaths(fresh[k]!.p, e.p) < 0) w.write(fresh[k++]!);
+          if (dirty.has(e.p) || underRemoved(e.p)) continue;
+          w.writeLine(e.p, e.line);
+        }
+      } finally {
+        r.close();
+      }
     }
     while (k < fresh.length) w.write(fresh[k++]!);
     entries = w.count;
   } finally {
-    r.close();
     w.close(durable);
   }
-  const present = new Set(fresh.map((e) => e.p));
-  return { delta: fresh.map((e) => e.p), changed: fresh, removed: [...removed].filter((p) => !present.has(p)).sort(), entries };
+  return deltaOf({ dirty, fresh, underRemoved, ...ch }, entries);
 }

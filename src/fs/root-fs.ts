@@ -1,7 +1,8 @@
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { StagedrootError } from '../errors.js';
+import { StagedrootError, errnoOf } from '../errors.js';
 import { noFaults, type FaultHook } from './faults.js';
 import { ioError } from './io-error.js';
 import { ReadOnlyTree } from './read-only-tree.js';
@@ -366,7 +367,15 @@ export class RootFs {
     try {
       fs.renameSync(r.hostPath, hostDst);
     } catch (err) {
-      throw ioError(err, p, hostDst, 'sysroot');
+      if (errnoOf(err) !== 'EXDEV') throw ioError(err, p, hostDst, 'sysroot');
+      // The tree is a btrfs subvolume (see storage.ts): no rename leaves it. A copy that
+      // keeps owners, modes, times and extended attributes (cp -a), then the original goes.
+      const cp = spawnSync('cp', ['-a', '--reflink=auto', '--', r.hostPath, hostDst], { encoding: 'utf8' });
+      if (cp.error || cp.status !== 0) {
+        fs.rmSync(hostDst, { recursive: true, force: true });
+        throw ioError(Object.assign(new Error(`cp -a: ${(cp.error?.message ?? cp.stderr).trim()}`), { code: 'EXDEV' }), p, hostDst, 'sysroot');
+      }
+      fs.rmSync(r.hostPath, { recursive: true, force: true });
     }
     this.mutated('rename', hostDst);
     fsyncDir(path.dirname(hostDst));

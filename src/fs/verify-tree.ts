@@ -25,7 +25,7 @@ export function compareEntry(want: ManifestEntry, have: ManifestEntry): Drift[] 
 }
 
 /** Verifies a tree against its manifest in one walk, streaming the manifest alongside. */
-export function verifyTree(tree: string, manifest: string, opts: { onProgress?: (done: number) => void } = {}): Drift[] {
+export function verifyTree(tree: string, manifest: string, opts: { onProgress?: (done: number) => void; checkAbort?: () => void } = {}): Drift[] {
   const drift: Drift[] = [];
 
   const r = new ManifestReader(manifest);
@@ -33,6 +33,7 @@ export function verifyTree(tree: string, manifest: string, opts: { onProgress?: 
     let done = 0;
     walkTree(tree, {
       enter(rel, host, st) {
+        opts.checkAbort?.();
         for (let e = r.peek(); e !== null && comparePaths(e.p, rel) < 0; e = r.peek()) {
           drift.push({ path: e.p, kind: 'missing', expected: typeName(e.t) });
           r.next();

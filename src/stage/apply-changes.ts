@@ -1,6 +1,7 @@
 import type { ChangeOp, ChangeSet } from '../changeset.js';
 import { StagedrootError, type Issue } from '../errors.js';
 import type { RootFs } from '../fs/root-fs.js';
+import { performance } from 'node:perf_hooks';
 
 export interface ApplyProgress {
   done: number;
@@ -58,7 +59,14 @@ async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
 export async function applyChanges(root: RootFs, cs: ChangeSet, onProgress?: (p: ApplyProgress) => void, divert?: (op: ChangeOp, root: RootFs) => Promise<number | null>): Promise<{ ops: number; bytes: number; warnings: Issue[] }> {
   let done = 0;
   let bytes = 0;
+  let lastYield = performance.now();
   for await (const op of cs.ops as AsyncIterable<ChangeOp>) {
+    // Each operation is a few synchronous calls: give the caller's event loop a turn
+    // every 10 ms, so that a large change set never holds it for long.
+    if (performance.now() - lastYield > 10) {
+      await new Promise((resolve) => setImmediate(resolve));
+      lastYield = performance.now();
+    }
     try {
       // An op under a shared directory is set aside for finalize (never written into the tree).
       const diverted = divert ? await divert(op, root) : null;

@@ -1,12 +1,17 @@
 import type { ChangeOp, ChangeSet } from '../changeset.js';
 import type { Context } from '../context.js';
 import type { Issue } from '../errors.js';
-import { copyTree, type CopyPolicy, type CopyProgress } from '../fs/copy-tree.js';
+import type { CopyPolicy, CopyProgress } from '../fs/copy-tree.js';
 import { writeJson } from '../fs/durable.js';
 import { ManifestWriter } from '../fs/manifest.js';
 import { displayPath } from '../fs/names.js';
-import { patchManifest } from '../fs/patch-manifest.js';
 import { RootFs, type TouchEvent } from '../fs/root-fs.js';
+import { runTreeTask, treeWorkersAvailable } from '../fs/tree-jobs.js';
+import { copyTreeSplit } from '../fs/copy-split.js';
+import type { PatchResult } from '../fs/patch-manifest.js';
+import { noFaults, type FaultHook } from '../fs/faults.js';
+import { availableParallelism } from 'node:os';
+import { makeTree, snapshotTree, snapshotsFrom, storageKind, type StorageKind } from '../fs/storage.js';
 import { labelTouched } from '../fs/selinux.js';
 import { applyChanges, type ApplyProgress } from './apply-changes.js';
 
@@ -26,6 +31,8 @@ export interface BuildTreeOptions {
   settle?: (root: RootFs) => void;
   /** Called as each step starts (a failure after it belongs to that step). */
   onStep?: (step: 'copy' | 'apply' | 'manifest') => void;
+  /** Cancels the tree work between two entries (ABORTED). */
+  signal?: AbortSignal;
 }
 
 export interface BuiltTree {
@@ -34,8 +41,25 @@ export interface BuiltTree {
   delta: string[];
   entries: number;
   bytes: number;
+  /** How the tree is stored (a btrfs subvolume, or a plain directory). */
+  storage: StorageKind;
   /** What the change set's source warned about (accepted, but worth saying). */
   warnings: Issue[];
+}
+
+/** Below this many entries a copy is not worth splitting (a worker's start and the cuts cost more). */
+const SPLIT_MIN_ENTRIES = 20_000;
+
+/**
+ * How many parts a copy is split into: one per core (at most 4) for a big tree, when the
+ * work runs on workers and no fault hook counts the calls (a crash test needs them in one
+ * order). STAGEDROOT_COPY_PARTS=N forces N.
+ */
+function copyParts(entries: number | null, faults: FaultHook): number {
+  const forced = process.env.STAGEDROOT_COPY_PARTS;
+  if (forced !== undefined && /^[1-9]\d*$/.test(forced)) return Number(forced);
+  if (entries === null || entries < SPLIT_MIN_ENTRIES || faults !== noFaults || !treeWorkersAvailable()) return 1;
+  return Math.max(1, Math.min(4, availableParallelism()));
 }
 
 /**
@@ -48,34 +72,43 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   const tree = `${o.work}/tree`;
   const pre = `${o.work}/manifest.pre.ndjson`;
   const manifest = `${o.work}/manifest.ndjson`;
+  const storage = storageKind(ctx.layout.root, ctx.storage);
   dfs.mkdir(o.work);
-  dfs.mkdir(tree);
   let bytes = 0;
-  o.onStep?.('copy');
-  if (o.from) {
-    const sockets: string[] = [];
-    const devices: string[] = [];
-    const copied = copyTree({
-      src: o.from.tree,
-      dst: tree,
-      policy: o.from.policy,
-      srcManifest: o.from.manifest,
-      manifestOut: pre,
-      faults: ctx.faults,
-      total: o.from.entries ?? null,
-      onProgress: o.onCopy,
-      onSkip: (rel, why) => (why === 'socket' ? sockets : devices).push(rel),
-      xattrPolicy: ctx.xattrPolicy,
-      onXattrDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`),
-    });
-    bytes += copied.bytes;
-    // Sockets are runtime objects (their listener is gone); device nodes come from
-    // devtmpfs at boot: neither is kept, and the user is told which.
-    if (sockets.length > 0) ctx.warn(`skipped ${sockets.length} socket${sockets.length === 1 ? '' : 's'} (runtime objects, not kept): ${sockets.map(displayPath).join(', ')}`);
-    if (devices.length > 0) ctx.warn(`skipped ${devices.length} device node${devices.length === 1 ? '' : 's'} (devices come from devtmpfs at boot, not from a tree): ${devices.map(displayPath).join(', ')}`);
+  let preParts = [pre];
+  const sockets: string[] = [];
+  const devices: string[] = [];
+  const jobs = {
+    faults: ctx.faults,
+    signal: o.signal,
+    onSkip: (rel: string, why: string) => (why === 'socket' ? sockets : devices).push(rel),
+    onWarn: ctx.warn,
+  };
+  const snapshotOf = o.from && o.from.manifest !== undefined && snapshotsFrom(ctx.layout.root, ctx.storage, o.from.tree) ? { ...o.from, manifest: o.from.manifest } : null;
+  if (snapshotOf !== null) {
+    // O(1) in the tree: a snapshot; its manifest is written after the change set, below.
+    o.onStep?.('copy');
+    await snapshotTree(snapshotOf.tree, tree, ctx.faults);
+    o.onCopy?.({ done: snapshotOf.entries ?? 0, total: snapshotOf.entries ?? 0, bytes: 0 });
   } else {
-    new ManifestWriter(pre, ctx.faults).close(false);
+    await makeTree(storage, tree, ctx.faults);
+    o.onStep?.('copy');
+    if (o.from) {
+      // On a worker thread: the caller's event loop keeps running during the walk.
+      // On worker threads (split in parts on a big tree): the caller's event loop keeps running.
+      const args = { src: o.from.tree, dst: tree, policy: o.from.policy, srcManifest: o.from.manifest, manifestOut: pre, total: o.from.entries ?? null, xattrPolicy: ctx.xattrPolicy };
+      const parts = copyParts(o.from.entries ?? null, ctx.faults);
+      const copied = parts > 1 ? await copyTreeSplit(args, parts, { ...jobs, onProgress: o.onCopy }) : { result: await runTreeTask('copyTree', args, { ...jobs, onProgress: o.onCopy }), manifests: [pre] };
+      preParts = copied.manifests;
+      bytes += copied.result.bytes;
+    } else {
+      new ManifestWriter(pre, ctx.faults).close(false);
+    }
   }
+  // Sockets are runtime objects (their listener is gone); device nodes come from
+  // devtmpfs at boot: neither is kept, and the user is told which.
+  if (sockets.length > 0) ctx.warn(`skipped ${sockets.length} socket${sockets.length === 1 ? '' : 's'} (runtime objects, not kept): ${sockets.map(displayPath).join(', ')}`);
+  if (devices.length > 0) ctx.warn(`skipped ${devices.length} device node${devices.length === 1 ? '' : 's'} (devices come from devtmpfs at boot, not from a tree): ${devices.map(displayPath).join(', ')}`);
   o.onTreeBuilt?.();
   const events: TouchEvent[] = [];
   const warnings: Issue[] = [];
@@ -97,10 +130,18 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   o.settle?.(root);
   ensureMountPoints(root);
   o.onStep?.('manifest');
-  const patched = patchManifest(tree, pre, manifest, events, ctx.faults);
-  dfs.unlink(pre);
+  let patched: PatchResult;
+  if (snapshotOf !== null) {
+    // One pass: the base manifest's usr/ lines, the rest of the snapshot walked, the changes re-read.
+    const r = await runTreeTask('snapshotManifest', { tree, base: snapshotOf.manifest, out: manifest, trust: snapshotOf.policy.hardlinkPrefixes, events }, jobs);
+    bytes += r.bytes;
+    patched = r;
+  } else {
+    patched = await runTreeTask('patchManifest', { tree, before: preParts, after: manifest, events }, jobs);
+    for (const p of preParts) dfs.unlink(p);
+  }
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
-  return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes, warnings };
+  return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes, storage, warnings };
 }
 
 /**

@@ -7,6 +7,7 @@ import { hashFile } from '../fs/hash.js';
 import { comparePaths } from '../fs/paths.js';
 import { readTree } from '../fs/read-tree.js';
 import { ReadOnlyTree } from '../fs/read-only-tree.js';
+import { snapshotsFrom } from '../fs/storage.js';
 import type { Source } from '../sources/source.js';
 import { mustFind, stageBase } from '../state/model.js';
 import type { BaseState, Origin, SignatureRecord } from '../state/schema.js';
@@ -76,7 +77,7 @@ export async function dryRun(ctx: Context, state: BaseState, source: Source, o: 
   result.description = cs.description;
   if (builtins.freeSpace) {
     try {
-      checkFreeSpace(layout.root, estimateBytes(layout.manifest(base.id), DEFAULT_COPY_POLICY.hardlinkPrefixes, cs), builtins.freeSpace);
+      checkFreeSpace(layout.root, await estimateBytes(layout.manifest(base.id), DEFAULT_COPY_POLICY.hardlinkPrefixes, cs, { snapshot: snapshotsFrom(layout.root, ctx.storage, layout.tree(base.id)) }), builtins.freeSpace);
     } catch (err) {
       reject(err);
     }

@@ -1,6 +1,7 @@
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { exists, fileSha256, isDirectory, listDir, syncFilesystem } from '../fs/durable.js';
+import { exists, isDirectory, listDir, syncFilesystem } from '../fs/durable.js';
+import { runTreeTask } from '../fs/tree-jobs.js';
 import { ReadOnlyTree } from '../fs/read-only-tree.js';
 import { isTempName } from '../state/layout.js';
 import { newRecord } from '../state/model.js';
@@ -83,9 +84,9 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
   const id = '0001';
   const work = layout.work(id);
   dfs.mkdir(work);
-  dfs.mkdir(`${work}/tree`);
-  // A source is planned against what it is applied to: the directory to copy, or the empty tree.
-  const planRoot = o.fromDirectory ?? `${work}/tree`;
+  // A source is planned against what it is applied to: the directory to copy, or an empty tree.
+  const planRoot = o.fromDirectory ?? `${work}/empty`;
+  if (o.fromDirectory === undefined) dfs.mkdir(planRoot);
   const cs = o.source ? await o.source.plan(new ReadOnlyTree(planRoot)) : undefined;
   const built = await buildTree(ctx, {
     work,
@@ -93,6 +94,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
     changes: cs,
     settle: (root) => moveOutShared(root, shared, (rel) => layout.shared(rel), (host) => mkdirs(dfs, layout.root, host)),
   });
+  if (o.fromDirectory === undefined) dfs.removeTree(planRoot);
   for (const w of built.warnings) ctx.warn(`${w.code} at ${w.path || '(root)'}: ${w.message}`);
   const description = cs?.description ?? (o.fromDirectory ? `directory ${o.fromDirectory}` : 'empty tree');
   const label = o.label ?? cs?.label ?? 'initial';
@@ -100,6 +102,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
   dfs.rename(work, layout.deployment(id));
   dfs.writeFileAtomic(layout.sharedList, sharedListText(shared));
   dfs.replaceSymlink(layout.currentLink, layout.linkTarget(id));
+  const manifestSha256 = await runTreeTask('hashFile', { file: layout.manifest(id) });
   const state: BaseState = {
     version: 1,
     current: id,
@@ -115,7 +118,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
     lastMerge: null,
     finishPending: null,
     ...(o.bootDir === undefined ? {} : { bootDir: o.bootDir }),
-    deployments: [newRecord({ id, label, parent: null, at: ctx.now().toISOString(), source: description, entries: built.entries, bytes: built.bytes, manifestSha256: fileSha256(layout.manifest(id)), good: true, kernelArguments: o.kernelArguments })],
+    deployments: [newRecord({ id, label, parent: null, at: ctx.now().toISOString(), source: description, entries: built.entries, bytes: built.bytes, manifestSha256, good: true, kernelArguments: o.kernelArguments })],
   };
   for (const k of keys) addTrustedKey(ctx, k);
   saveState(layout, dfs, { ...state, intent: null });

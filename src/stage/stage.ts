@@ -1,7 +1,9 @@
 import type { Context } from '../context.js';
 import { StagedrootError, formatIssues, type Issue } from '../errors.js';
 import type { CopyPolicy } from '../fs/copy-tree.js';
-import { freeSpace, listDir, syncFilesystem, fileSha256, writeJson } from '../fs/durable.js';
+import { freeSpace, listDir, syncFilesystem, writeJson } from '../fs/durable.js';
+import { runTreeTask } from '../fs/tree-jobs.js';
+import { snapshotsFrom } from '../fs/storage.js';
 import { ReadOnlyTree } from '../fs/read-only-tree.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { applyKernelArguments } from '../state/kernel-args.js';
@@ -20,7 +22,7 @@ import type { Source } from '../sources/source.js';
 import type { ChangeSet } from '../changeset.js';
 import { resolveBuiltins, type BuiltinOptions, type ResolvedBuiltins } from '../validate/builtins.js';
 import { planCommandValidators, type CommandValidator, type PlannedValidator } from '../validate/command-validators.js';
-import { checkFreeSpace, estimateBytes, withSpaceFigures } from '../validate/free-space.js';
+import { checkFreeSpace, estimateBytes, withSpaceFigures, type SpaceEstimate } from '../validate/free-space.js';
 import type { Validator } from '../validate/types.js';
 import { validateTree } from '../validate/validate-tree.js';
 
@@ -82,11 +84,11 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     await check(run);
     if (run.checked?.info.origin !== undefined && run.base.origin?.digest === run.checked.info.origin.digest) return alreadyRunning(run);
     const changes = await plan(run);
-    preflight(run, changes);
+    await preflight(run, changes);
     const built = await build(run, changes);
     const warnings = await validate(run, built);
     await sync(run);
-    return commit(run, changes, built, warnings);
+    return await commit(run, changes, built, warnings);
   } catch (err) {
     return recordFailure(run, err);
   }
@@ -115,6 +117,8 @@ interface Run {
   output?: string;
   /** Free bytes when the stage started (for the figures of an ENOSPC). */
   freeAtStart: number | null;
+  /** The preflight's estimate, kept for the figures of an ENOSPC. */
+  estimate?: SpaceEstimate;
   changes?: ChangeSet;
   /** Hooks that ran (pre-stage). */
   hooks: HookRun[];
@@ -189,15 +193,23 @@ async function plan(run: Run): Promise<ChangeSet> {
   return changes;
 }
 
+/** What the new tree will take (no pass over the manifest for a btrfs snapshot). */
+function estimate(run: Run, changes: ChangeSet): Promise<SpaceEstimate> {
+  const { layout, storage } = run.ctx;
+  const baseTree = layout.tree(run.base.id);
+  return estimateBytes(layout.manifest(run.base.id), run.policy.hardlinkPrefixes, changes, { snapshot: snapshotsFrom(layout.root, storage, baseTree) });
+}
+
 /** The free-space preflight, a built-in check (recorded as validate) run before anything is written. */
-function preflight(run: Run, changes: ChangeSet): void {
+async function preflight(run: Run, changes: ChangeSet): Promise<void> {
   const { layout } = run.ctx;
   if (!run.builtins.freeSpace) {
     run.freeAtStart = freeSpace(layout.root).free; // one statfs, for the figures of an ENOSPC
     return;
   }
   run.phase = 'validate'; // no progress event: validate proper comes after the tree is built
-  run.freeAtStart = checkFreeSpace(layout.root, estimateBytes(layout.manifest(run.base.id), run.policy.hardlinkPrefixes, changes), run.builtins.freeSpace).free;
+  run.estimate = await estimate(run, changes);
+  run.freeAtStart = checkFreeSpace(layout.root, run.estimate, run.builtins.freeSpace).free;
 }
 
 /**
@@ -220,6 +232,7 @@ async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
     onCopy: (p) => progress({ phase: 'copy', ...p }),
     onApply: (p) => progress({ phase: 'apply', ...p }),
     onTreeBuilt: () => void (run.treeBuilt = true),
+    signal: run.opts.signal,
     divert: (op, root) => divert.divert(op, root),
     settle: (root) => settleMountPoints(root, shared),
   });
@@ -268,12 +281,13 @@ async function sync(run: Run): Promise<void> {
 }
 
 /** commit: the tree moves into deploy/ID and one atomic state write stages it. */
-function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: Issue[]): StageResult {
+async function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: Issue[]): Promise<StageResult> {
   const { ctx, state, id, label } = run;
   const { layout } = ctx;
   enter(run, 'commit');
   ctx.dfs.rename(run.work, layout.deployment(id));
-  const rec = newRecord({ id, label, parent: run.base.id, at: ctx.now().toISOString(), entries: built.entries, bytes: built.bytes, manifestSha256: fileSha256(layout.manifest(id)), source: changes.description, kernelArguments: applyKernelArguments(run.base.kernelArguments ?? [], changes.kernelArguments) });
+  const manifestSha256 = await runTreeTask('hashFile', { file: layout.manifest(id) });
+  const rec = newRecord({ id, label, parent: run.base.id, at: ctx.now().toISOString(), entries: built.entries, bytes: built.bytes, manifestSha256, source: changes.description, kernelArguments: applyKernelArguments(run.base.kernelArguments ?? [], changes.kernelArguments) });
   rec.locked = run.opts.lock ?? false;
   if (run.checked?.info.origin) rec.origin = run.checked.info.origin;
   if (run.checked?.signature) rec.signature = run.checked.signature;
@@ -292,7 +306,7 @@ async function recordFailure(run: Run, err: unknown): Promise<never> {
   if (e.code === 'NO_SPACE' && e.errno !== undefined) {
     // The filesystem ran out mid-way: say how much there was and how much it takes (before the partial tree goes).
     try {
-      const est = run.changes ? estimateBytes(layout.manifest(run.base.id), run.policy.hardlinkPrefixes, run.changes) : null;
+      const est = run.estimate ?? (run.changes ? await estimate(run, run.changes) : null);
       e = withSpaceFigures(e, layout.root, run.freeAtStart, est);
     } catch {
       // The figures are extra: without them the error still names the path and the errno.
@@ -311,7 +325,7 @@ async function recordFailure(run: Run, err: unknown): Promise<never> {
     ...(run.output === undefined ? {} : { output: run.output }),
   };
   const rec = e.isRejection && run.treeBuilt ? await keepForDiagnosis(run, failure) : null;
-  if (rec === null) ctx.dfs.removeTree(work);
+  if (rec === null) await runTreeTask('removeTree', { path: work }, { faults: ctx.faults });
   applyTransition(ctx, state, stageFailed(state, failure, rec), 'stage-failed');
   throw e;
 }

@@ -53,6 +53,11 @@ export interface Status {
   finalizeFailure: (Failure & { reported: boolean }) | null;
   bootTries: number;
   /**
+   * How this sysroot stores deployment trees: `btrfs` (each a subvolume, staged from a
+   * snapshot of the booted one) or `portable` (plain directories, usr/ hardlinked).
+   */
+  storage: 'btrfs' | 'portable';
+  /**
    * Each shared directory's tree path and the host path where it lives ({"var":
    * "/sysroot/shared/var"}): in a temp-dir sysroot, the running system's /var is there.
    */
@@ -65,7 +70,7 @@ export interface Status {
 }
 
 /** The status object (`status --json`), a pure view of the state. */
-export function statusView(s: BaseState, layout: Layout): Status {
+export function statusView(s: BaseState, layout: Layout, storage: Status['storage'] = 'portable'): Status {
   const staged = s.staged === null ? undefined : s.deployments.find((d) => d.id === s.staged);
   return {
     sysroot: layout.root,
@@ -78,6 +83,7 @@ export function statusView(s: BaseState, layout: Layout): Status {
     lastFailure: s.lastFailure,
     finalizeFailure: s.finalizeFailure,
     bootTries: s.bootTries,
+    storage,
     shared: Object.fromEntries((s.shared ?? []).map((rel) => [rel, layout.shared(rel)])),
     merged: s.merged ?? ['etc'],
     lastMerge: s.lastMerge ? { ...s.lastMerge, conflicts: s.lastMerge.conflicts.map((c) => ({ path: c.path, kept: c.kept === null ? null : `${layout.root}/${c.kept}` })) } : null,

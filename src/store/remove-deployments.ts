@@ -1,15 +1,28 @@
 import type { Context } from '../context.js';
-import { exists } from '../fs/durable.js';
+import { exists, listDir } from '../fs/durable.js';
+import { runTreeTask } from '../fs/tree-jobs.js';
 
-/** Moves deployment directories to trash/ (one atomic rename each), then deletes them. */
+/**
+ * Moves deployment directories to trash/ (one atomic rename each). Their contents are
+ * deleted by emptyTrash, which every writer runs before it releases the lock; a crash
+ * in between leaves them to recovery.
+ */
 export function removeDeployments(ctx: Context, ids: readonly string[]): void {
   const { layout, dfs } = ctx;
   for (const id of ids) {
     const dir = layout.deployment(id);
     if (!exists(dir)) continue;
     dfs.mkdir(layout.trashDir);
-    const trash = layout.trashEntry(id);
-    dfs.rename(dir, trash);
-    dfs.removeTree(trash);
+    dfs.rename(dir, layout.trashEntry(id));
+  }
+}
+
+/**
+ * Deletes what is in trash/, on a worker thread (a 100,000-file tree takes seconds to
+ * unlink; a btrfs subvolume goes in one call): the caller's event loop keeps running.
+ */
+export async function emptyTrash(ctx: Context): Promise<void> {
+  for (const n of listDir(ctx.layout.trashDir)) {
+    await runTreeTask('removeTree', { path: `${ctx.layout.trashDir}/${n}` }, { faults: ctx.faults });
   }
 }

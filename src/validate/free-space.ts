@@ -1,7 +1,7 @@
 import type { ChangeSet } from '../changeset.js';
 import { StagedrootError } from '../errors.js';
 import { freeSpace, statPath } from '../fs/durable.js';
-import { sumFileSizes } from '../fs/manifest-sizes.js';
+import { runTreeTask } from '../fs/tree-jobs.js';
 
 export interface FreeSpaceOptions {
   /** Bytes that must stay free after the stage (like ostree's min-free-space-size; default 0). */
@@ -23,8 +23,10 @@ export interface SpaceEstimate {
  * base manifest (no tree walk) plus the sizes of the change set's contents when it is
  * a list held in memory. Conservative on reflink filesystems, where copies share blocks.
  */
-export function estimateBytes(baseManifest: string, hardlinkPrefixes: readonly string[], cs: ChangeSet): SpaceEstimate {
-  const copyBytes = sumFileSizes(baseManifest, hardlinkPrefixes);
+export async function estimateBytes(baseManifest: string, hardlinkPrefixes: readonly string[], cs: ChangeSet, o: { snapshot?: boolean } = {}): Promise<SpaceEstimate> {
+  // A pass over the base manifest, on a worker thread like the tree work; none for a
+  // btrfs snapshot, which shares every block of the base tree.
+  const copyBytes = o.snapshot ? 0 : await runTreeTask('sumFileSizes', { manifest: baseManifest, prefixes: [...hardlinkPrefixes] });
   let changeBytes: number | null = null;
   if (Array.isArray(cs.ops)) {
     changeBytes = 0;

@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isSubvolume } from '../../src/fs/storage.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const CRASH_CHILD = path.join(here, 'crash-child.mjs');
@@ -67,11 +68,25 @@ export function crashAt(dir: string, op: ChildOp, at: RegExp): void {
   if (k.signal !== 'SIGKILL') throw new Error(`${op} was not killed at ${n}: ${k.stderr}`);
 }
 
-/** Copies a sysroot; cp -a keeps the hardlinks shared between deployments (usr/), as on a real one. */
+/**
+ * Copies a sysroot; cp -a keeps the hardlinks shared between deployments (usr/), as on a
+ * real one. On btrfs, trees that are subvolumes are snapshotted into the copy, so that
+ * the copy stores its trees as the original does.
+ */
 export function copySysroot(from: string, to: string): void {
   fs.rmSync(to, { recursive: true, force: true });
   const r = spawnSync('cp', ['-a', from, to], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`cp -a ${from} ${to} failed: ${r.stderr}`);
+  for (const sub of ['deploy', 'work', 'trash']) {
+    for (const id of fs.existsSync(path.join(from, sub)) ? fs.readdirSync(path.join(from, sub)) : []) {
+      const tree = path.join(from, sub, id, 'tree');
+      if (!isSubvolume(tree)) continue;
+      const copy = path.join(to, sub, id, 'tree');
+      fs.rmSync(copy, { recursive: true, force: true });
+      const s = spawnSync('btrfs', ['subvolume', 'snapshot', tree, copy], { encoding: 'utf8' });
+      if (s.status !== 0) throw new Error(`btrfs subvolume snapshot ${tree} ${copy} failed: ${s.stderr}`);
+    }
+  }
 }
 
 /** Starts a process that holds the sysroot's lock for `holdMs`; resolves once it holds it. */
@@ -147,10 +162,15 @@ export function startSequence(script: string = CRASH_CHILD): Promise<SequenceChi
  * it the unbundled child is used, slower, and a warning says so.
  */
 export async function bundledCrashChild(dir: string): Promise<string> {
-  const out = path.join(dir, 'crash-child.bundle.mjs');
+  // Native addons (@napi-rs/xattr) cannot be bundled: they stay imports, resolved from the
+  // repository's node_modules, so the bundle is written below it rather than in `dir`.
+  void dir;
+  const cache = path.join(here, '..', '..', 'node_modules', '.cache');
+  fs.mkdirSync(cache, { recursive: true });
+  const out = path.join(fs.mkdtempSync(path.join(cache, 'crash-child-')), 'crash-child.bundle.mjs');
   try {
     const { build } = await import('rolldown');
-    await build({ input: CRASH_CHILD, platform: 'node', logLevel: 'silent', output: { file: out, format: 'esm' } });
+    await build({ input: CRASH_CHILD, platform: 'node', logLevel: 'silent', external: [/^@napi-rs\//], output: { file: out, format: 'esm' } });
     return out;
   } catch (err) {
     console.warn(`crash-child not bundled (${(err as Error).message.split('\n')[0]}): the children start slower`);

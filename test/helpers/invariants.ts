@@ -12,6 +12,7 @@ import { bootFiles, effectiveState } from '../../src/state/model.js';
 import type { BaseState } from '../../src/state/schema.js';
 import { loadState } from '../../src/store/state-file.js';
 import { createHash } from 'node:crypto';
+import { verifyTree, type Drift } from '../../src/fs/verify-tree.js';
 
 /** What may be at the top of a sysroot when no writer runs (no lock, no temp files). */
 export const ALLOWED_ROOT_ENTRIES = new Set(['state.json', 'state.json.bak', 'current', 'deploy', 'work', 'trash', 'shared', 'shared.list', 'kept', 'boot-tries', 'fallback']);
@@ -28,6 +29,11 @@ export function expectReadable(dir: string, where: string): BaseState {
   expect(fs.readlinkSync(path.join(dir, 'current')), `${where}: before recovery`).toBe(`deploy/${seen.current}/tree`);
   expect(fs.statSync(path.join(dir, 'current')).isDirectory(), `${where}: before recovery`).toBe(true);
   return seen;
+}
+
+/** What `verify` reports, computed in place (the same check, without its worker thread: these helpers are synchronous). */
+function verifySync(s: Sysroot, id: string): Drift[] {
+  return verifyTree(s.treePath(id), s.ctx.layout.manifest(id));
 }
 
 /**
@@ -95,11 +101,11 @@ export function expectConsistent(sysroot: Sysroot, dir: string, where: string, t
   // The booted tree is the running system's root: the local edits a test made there are
   // its drift (what the merge carries), not a torn tree.
   const local = (id: string, p: string): boolean => (o.localEdits?.ids.has(id) ?? false) && o.localEdits!.paths.some((e) => p === e || p.startsWith(`${e}/`));
-  expect(sysroot.verify(state.current).drift.filter((x) => !local(state.current, x.path)), `${where}: current ${state.current}`).toEqual([]);
+  expect(verifySync(sysroot, state.current).filter((x) => !local(state.current, x.path)), `${where}: current ${state.current}`).toEqual([]);
 
   if (state.staged !== null) expect(state.deployments.find((d) => d.id === state.staged)?.status, where).toBe('ready');
   for (const d of state.deployments.filter((x) => x.status === 'ready')) {
-    expect(sysroot.verify(d.id).drift.filter((x) => !local(d.id, x.path)), `${where}: deployment ${d.id}`).toEqual([]);
+    expect(verifySync(sysroot, d.id).filter((x) => !local(d.id, x.path)), `${where}: deployment ${d.id}`).toEqual([]);
   }
 
   const rootEntries = fs.readdirSync(dir);

@@ -57,7 +57,7 @@ describe('/etc merge at finalize', () => {
     expect(got('ssh/sshd_config')).toBe('PermitRootLogin no\n');
     // app.conf, added.conf, old.conf, conf.d/b, hostname, localtime, new.d, new.d/x.conf, before-stage.conf
     expect(s.status().lastMerge).toMatchObject({ id: r.id, carried: 9, conflicts: [] });
-    expect(s.verify(r.id).drift).toEqual([]);
+    expect((await s.verify(r.id)).drift).toEqual([]);
   });
 
   it('the update wins on its own paths (even rewriting the same content); the local version is kept with its mode and reported', async () => {
@@ -96,7 +96,7 @@ describe('/etc merge at finalize', () => {
     expect(fs.statSync(kept('etc/shadow')).mode & 0o7777).toBe(0o600);
     expect(fs.statSync(path.join(t.dir, 'kept')).mode & 0o077).toBe(0); // the kept area is private
     expect(read(kept('etc/app.conf'))).toBe('listen = 9090\n');
-    expect(s.verify(r.id).drift).toEqual([]);
+    expect((await s.verify(r.id)).drift).toEqual([]);
   });
 
   it('a type conflict that exists at stage is refused there (MERGE_CONFLICT, exit 3), the paths listed', async () => {
@@ -141,7 +141,7 @@ describe('/etc merge at finalize', () => {
     expect(fs.existsSync(path.join(r.path, 'etc/.updated'))).toBe(true); // copied at stage ...
     await s.finalize();
     expect(fs.existsSync(path.join(r.path, 'etc/.updated'))).toBe(false); // ... cleared at finalize
-    expect(s.verify(r.id).drift).toEqual([]);
+    expect((await s.verify(r.id)).drift).toEqual([]);
   });
 
   it('rollback does not merge: the rollback target boots with the etc/ it had, /var is left alone', async () => {

@@ -111,7 +111,7 @@ describe.skipIf(cannotMount !== null)('ENOSPC on a small tmpfs', () => {
       const reopened = await Sysroot.open(dir);
       expectConsistent(reopened, dir, 'after ENOSPC in the copy', before);
       expect(reopened.status()).toMatchObject({ staged: staged.id, lastFailure: { phase: 'apply', step: 'copy', code: 'NO_SPACE' } });
-      expect(reopened.verify(staged.id).drift).toEqual([]);
+      expect((await reopened.verify(staged.id)).drift).toEqual([]);
     });
   });
 

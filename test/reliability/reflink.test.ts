@@ -71,7 +71,7 @@ describe.skipIf(cannotMount !== null)('reflinks on an XFS loop mount (reflink=1)
       { copyPolicy: { hardlinkPrefixes: [], mode: 'reflink' } },
     );
     const reflinkGrowth = usedBytes(dir) - before;
-    expect(sysroot.verify(reflinked.id).drift).toEqual([]);
+    expect((await sysroot.verify(reflinked.id)).drift).toEqual([]);
     // Not hardlinks: separate inodes, which a later change could modify without touching the booted tree.
     const booted = sysroot.treePath(sysroot.status().booted!);
     expect(fs.statSync(path.join(reflinked.path, 'var/lib/images/disk0.img')).ino).not.toBe(fs.statSync(path.join(booted, 'var/lib/images/disk0.img')).ino);
@@ -83,7 +83,7 @@ describe.skipIf(cannotMount !== null)('reflinks on an XFS loop mount (reflink=1)
       { copyPolicy: { hardlinkPrefixes: [], mode: 'copy' } },
     );
     const copyGrowth = usedBytes(dir) - beforeCopy;
-    expect(sysroot.verify(copied.id).drift).toEqual([]);
+    expect((await sysroot.verify(copied.id)).drift).toEqual([]);
 
     console.log(`reflink (XFS, reflink=1): a stage of a tree of ${mib(TREE_BYTES)} in ${BIG_FILES} files grew the used space by ${mib(reflinkGrowth)} (${reflinkGrowth} bytes) with the reflink policy, by ${mib(copyGrowth)} (${copyGrowth} bytes) with the copy policy`);
     expect(reflinkGrowth).toBeLessThan(TREE_BYTES / 10);

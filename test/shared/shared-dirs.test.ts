@@ -29,7 +29,7 @@ describe('shared directories', () => {
     expect(read(path.join(src, 'var/lib/db/data'))).toBe('row1\n');
     expect(fs.readdirSync(path.join(t.sysroot.treePath('0001'), 'var'))).toEqual([]);
     expect(read(path.join(t.dir, 'shared.list'))).toBe('var\n');
-    expect(t.sysroot.verify().drift).toEqual([]);
+    expect((await t.sysroot.verify()).drift).toEqual([]);
     const r = await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'x\n' }] });
     expect(fs.readdirSync(path.join(r.path, 'var'))).toEqual([]);
   });
@@ -219,10 +219,10 @@ describe('shared directories', () => {
     expect(read(path.join(shared, 'lib/db/data'))).toBe('row1\nrow2\n');
     expect(fs.readdirSync(path.join(booted, 'var'))).toEqual([]);
     expect(read(path.join(t.dir, 'shared.list'))).toBe('var\n');
-    expect(s.verify('0002').drift).toEqual([]);
+    expect((await s.verify('0002')).drift).toEqual([]);
     // The older deployment keeps its var/ (hidden under the mount if it ever boots).
     expect(read(path.join(s.treePath('0001'), 'var/lib/db/data'))).toBe('row1\n');
-    expect(s.verify('0001').drift).toEqual([]);
+    expect((await s.verify('0001')).drift).toEqual([]);
     const r = await s.stage({ files: [{ path: '/etc/motd', contents: 'y\n' }] });
     expect(fs.readdirSync(path.join(r.path, 'var'))).toEqual([]);
   });

@@ -62,7 +62,7 @@ describe('directory sources, applied like an uncompressed layer', () => {
     expect(fs.statSync(at('srv/two')).ino).toBe(fs.statSync(at('srv/one')).ino);
     expect(fs.statSync(at('var/locked')).mode & 0o7777).toBe(0o700);
     expect(fs.readFileSync(at('srv/keep'), 'utf8')).toBe('keep\n');
-    expect(t.sysroot.verify(r.id).drift).toEqual([]);
+    expect((await t.sysroot.verify(r.id)).drift).toEqual([]);
     // The source directory itself is only read.
     expect(fs.existsSync(path.join(src, 'etc/.wh.old.conf'))).toBe(true);
   });

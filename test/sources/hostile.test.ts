@@ -92,7 +92,7 @@ describe('hostile archives are rejected before anything outside the staging area
       if (process.env.SHOW_MESSAGES) console.log(`${name}: [${e.code}] ${e.message.slice(0, 300)}`);
       expect(snapshot(t)).toEqual(before);
       expect(t.sysroot.status().lastFailure?.code).toBe(e.code);
-      expect(t.sysroot.verify().drift).toEqual([]);
+      expect((await t.sysroot.verify()).drift).toEqual([]);
       for (const h of k.host ?? []) expect(fs.existsSync(h), h).toBe(false);
     } finally {
       t.cleanup();
@@ -117,7 +117,7 @@ describe('archives that are legitimate once resolved inside the root', () => {
       expect({ ...after, pointers: { ...(after.pointers as object), staged: null } }).toEqual(before);
       if (k.host !== undefined && k.host.startsWith(canary)) expect(hashTree(canary)).toBe(before.canary);
       else if (k.host !== undefined) expect(fs.existsSync(k.host), k.host).toBe(false);
-      expect(t.sysroot.verify(r.id).drift).toEqual([]);
+      expect((await t.sysroot.verify(r.id)).drift).toEqual([]);
     } finally {
       t.cleanup();
     }

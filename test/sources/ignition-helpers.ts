@@ -56,7 +56,7 @@ export async function ignitionEnv(tree: TreeSpec = BASE_TREE, o: { shared?: stri
 /** Stages a config and returns the staged tree (its manifest verified against the tree). */
 export async function stageOk(env: Env, doc: Record<string, unknown>, opts: IgnitionOptions = {}): Promise<string> {
   const r = await env.sysroot.stage(ignitionSource(doc, opts));
-  expect(env.sysroot.verify(r.id).drift).toEqual([]);
+  expect((await env.sysroot.verify(r.id)).drift).toEqual([]);
   return r.path;
 }
 

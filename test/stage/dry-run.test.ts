@@ -62,7 +62,7 @@ describe('stage --dry-run', () => {
     expect(text.out).not.toContain('etc/same.conf');
 
     const staged = await t.sysroot.stage(spec);
-    const real = t.sysroot.diff(t.sysroot.status().booted!, staged.id).filter((c) => c.change !== 'modified' || c.what?.some((w) => w !== 'mtime'));
+    const real = (await t.sysroot.diff(t.sysroot.status().booted!, staged.id)).filter((c) => c.change !== 'modified' || c.what?.some((w) => w !== 'mtime'));
     const paths = (cs: { path: string; change: string }[]) => cs.map((c) => `${c.change} ${c.path}`);
     // directories whose mtime changed are the only difference a dry run does not predict
     expect(paths(plan.changes)).toEqual(paths(real.filter((c) => !(c.change === 'modified' && fs.statSync(path.join(staged.path, c.path)).isDirectory()))));
@@ -134,8 +134,7 @@ describe('stage --dry-run', () => {
     expect(changes.some((c: string) => c.endsWith('oci-layout') || c.includes('blobs'))).toBe(false);
     // the real stage changes the same paths (less directories whose attributes only the tree shows)
     const staged = await t.sysroot.stage(layout);
-    const real = t.sysroot
-      .diff(t.sysroot.status().booted!, staged.id)
+    const real = (await t.sysroot.diff(t.sysroot.status().booted!, staged.id))
       .filter((c) => !(c.change === 'modified' && fs.statSync(path.join(staged.path, c.path)).isDirectory()))
       .map((c) => `${c.change} ${c.path}`);
     expect(changes.filter((c: string) => !c.startsWith('modified') || !fs.statSync(path.join(staged.path, c.slice(9))).isDirectory())).toEqual(real);

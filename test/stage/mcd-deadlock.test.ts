@@ -68,7 +68,7 @@ describe('machine-config-daemon deadlock replay', () => {
     expect(t.sysroot.status()).toMatchObject({ booted: '0003', current: '0003', rollback: '0001', pendingReboot: false });
     expect(fs.readFileSync(path.join(t.dir, 'current', 'home/core/test/test'), 'utf8')).toBe('hello\n');
     expect(fs.readFileSync(path.join(t.dir, 'current', 'etc/motd'), 'utf8')).toBe('managed by mco\n');
-    expect(t.sysroot.verify().drift).toEqual([]);
+    expect((await t.sysroot.verify()).drift).toEqual([]);
     // The old root is still there, untouched, as the rollback.
     expect(hashTree(booted)).toBe(before);
   });

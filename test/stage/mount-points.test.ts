@@ -14,8 +14,8 @@ describe('mount points of the boot path', () => {
     expect(fs.readdirSync(path.join(first, 'sysroot'))).toEqual([]);
     const r = await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'hi\n' }] });
     expect(fs.statSync(path.join(t.sysroot.treePath(r.id), 'sysroot')).isDirectory()).toBe(true);
-    expect(t.sysroot.verify(r.id).drift).toEqual([]);
-    expect(t.sysroot.verify('0001').drift).toEqual([]);
+    expect((await t.sysroot.verify(r.id)).drift).toEqual([]);
+    expect((await t.sysroot.verify('0001')).drift).toEqual([]);
   });
 
   it('a tree without an init is left exactly as its source made it', async () => {

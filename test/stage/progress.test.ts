@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { tempSysroot } from '../../src/testing/index.js';
+import { hashTree, tempSysroot } from '../../src/testing/index.js';
 import type { StageProgress } from '../../src/stage/stage.js';
 import { progressBar } from '../../src/cli/progress.js';
 
@@ -25,6 +25,27 @@ describe('stage progress', () => {
       const phases = [...new Set(events.map((e) => e.phase))];
       expect(phases).toEqual(['plan', 'copy', 'apply', 'manifest', 'validate', 'sync', 'commit']);
       expect(events.find((e) => e.phase === 'apply' && e.done === 1)?.bytes).toBe(5);
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('an AbortSignal cancels the copy: ABORTED, the work removed, booted untouched, the failure recorded', async () => {
+    const tree: Record<string, string> = {};
+    for (let i = 0; i < 2500; i++) tree[`usr/share/doc/f${i}`] = `f${i}`;
+    const t = await tempSysroot({ tree });
+    try {
+      const before = hashTree(t.sysroot.treePath('0001'));
+      const ac = new AbortController();
+      const p = t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'hello' }] }, { signal: ac.signal, onProgress: (e) => e.phase === 'copy' && e.done > 0 && ac.abort() });
+      await expect(p).rejects.toMatchObject({ code: 'ABORTED' });
+      const s = t.sysroot.status();
+      expect(s.staged).toBeNull();
+      expect(s.lastFailure).toMatchObject({ phase: 'apply' });
+      expect(fs.readdirSync(path.join(t.dir, 'work'))).toEqual([]);
+      expect(hashTree(t.sysroot.treePath('0001'))).toBe(before);
+      // The next stage goes through.
+      await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'hello' }] });
     } finally {
       t.cleanup();
     }

@@ -84,9 +84,9 @@ describe.skipIf(missing !== null)('SELinux labels from the new tree\'s policy', 
     expect(labelOf(r.path, 'etc/hostname')).toBeNull();
     expect(labelOf(r.path, 'usr/bin/old')).toBeNull();
     // Labels are part of the manifest: the staged tree verifies, and a changed label is drift.
-    expect(t.sysroot.verify(r.id).drift).toEqual([]);
+    expect((await t.sysroot.verify(r.id)).drift).toEqual([]);
     execFileSync('setfattr', ['-n', 'security.selinux', '-v', 'system_u:object_r:shadow_t:s0', path.join(r.path, 'etc/app.conf')]);
-    expect(t.sysroot.verify(r.id).drift.map((d) => `${d.kind} ${d.path}`)).toEqual(['xattrs etc/app.conf']);
+    expect((await t.sysroot.verify(r.id)).drift.map((d) => `${d.kind} ${d.path}`)).toEqual(['xattrs etc/app.conf']);
   });
 
   it('keeps the label a layer gives, and labels what it does not', async () => {

@@ -18,12 +18,12 @@ describe('free-space preflight', () => {
     t = await tempSysroot({ tree: { 'usr/bin/big': 'u'.repeat(10_000), 'etc/a': 'a'.repeat(300), 'var/b': 'b'.repeat(700), 'etc/empty': '' }, shared: [] });
     const manifest = path.join(t.dir, 'deploy/0001/manifest.ndjson');
     const cs: ChangeSet = { description: 'x', ops: [{ op: 'write', path: 'etc/n', content: bytes('n'.repeat(50)) }, { op: 'write', path: 'etc/s', content: { kind: 'stream', size: 25, open: async function* () {} } }, { op: 'mkdir', path: 'srv' }] };
-    const est = estimateBytes(manifest, ['usr'], cs);
+    const est = await estimateBytes(manifest, ['usr'], cs);
     expect(est).toMatchObject({ copyBytes: 1000, changeBytes: 75 });
     expect(est.needed).toBe(1075 + fs.statSync(manifest).size);
     // A streamed change set (an archive) cannot be sized up front.
     const streamed: ChangeSet = { description: 'tar', ops: (async function* (): AsyncGenerator<ChangeOp> {})() };
-    expect(estimateBytes(manifest, ['usr'], streamed).changeBytes).toBeNull();
+    expect((await estimateBytes(manifest, ['usr'], streamed)).changeBytes).toBeNull();
   });
 
   it('rejects early with NO_SPACE naming bytes needed and bytes free; nothing is built', async () => {

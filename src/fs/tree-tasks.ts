@@ -1,0 +1,72 @@
+import { StagedrootError } from '../errors.js';
+import { copyTree, type CopyPolicy, type CopyProgress, type CopyResult, type CopyTreeOptions } from './copy-tree.js';
+import { diffManifests, type PathChange } from './diff-manifests.js';
+import type { FaultHook } from './faults.js';
+import { hashFile } from './hash.js';
+import { sumFileSizes } from './manifest-sizes.js';
+import { patchManifest, type PatchResult } from './patch-manifest.js';
+import type { TouchEvent } from './root-fs.js';
+import { verifyTree, type Drift } from './verify-tree.js';
+import { removeTreeNow } from './remove-tree.js';
+import { displayPath } from './names.js';
+import type { XattrPolicy } from './xattr.js';
+import { snapshotManifest, type SnapshotManifestArgs, type SnapshotManifestResult } from './snapshot-manifest.js';
+
+/**
+ * The tree-sized work of the library, as tasks with plain (cloneable) arguments and
+ * results, so that they can run on a worker thread (see tree-jobs.ts): the walk of a
+ * copy, the manifest passes, verify, diff, hashing a manifest, removing a tree. Each is
+ * synchronous inside (sync calls in a tight loop beat thousands of promises) and
+ * reports through the hooks: mutations to the fault hook, progress, skipped entries,
+ * and it polls `aborted` between entries.
+ */
+export interface TaskHooks {
+  faults: FaultHook;
+  progress(p: CopyProgress | number): void;
+  skip(rel: string, why: string): void;
+  /** A note for the user (an extended attribute dropped, ...). */
+  warn(message: string): void;
+  /** Throws ABORTED when the caller's AbortSignal has fired. */
+  checkAbort(): void;
+}
+
+export interface CopyArgs {
+  src: string;
+  dst: string;
+  policy: CopyPolicy;
+  srcManifest?: string;
+  manifestOut: string;
+  total?: number | null;
+  xattrPolicy?: XattrPolicy;
+  part?: CopyTreeOptions['part'];
+}
+
+export const treeTasks = {
+  copyTree: (a: CopyArgs, h: TaskHooks): CopyResult =>
+    copyTree({
+      ...a,
+      faults: h.faults,
+      onProgress: (p) => h.progress(p),
+      onSkip: (rel, why) => h.skip(rel, why),
+      onXattrDrop: (rel, name, why) => h.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`),
+      checkAbort: () => h.checkAbort(),
+    }),
+  snapshotManifest: (a: SnapshotManifestArgs, h: TaskHooks): SnapshotManifestResult => snapshotManifest(a, h),
+  patchManifest: (a: { tree: string; before: string | string[]; after: string; events: TouchEvent[] }, h: TaskHooks): PatchResult =>
+    patchManifest(a.tree, a.before, a.after, a.events, h.faults),
+  verifyTree: (a: { tree: string; manifest: string }, h: TaskHooks): Drift[] =>
+    verifyTree(a.tree, a.manifest, { onProgress: (done) => h.progress(done), checkAbort: () => h.checkAbort() }),
+  diffManifests: (a: { a: string; b: string }): PathChange[] => diffManifests(a.a, a.b),
+  hashFile: (a: { file: string }): string => hashFile(a.file),
+  sumFileSizes: (a: { manifest: string; prefixes: string[] }): number => sumFileSizes(a.manifest, a.prefixes),
+  removeTree: (a: { path: string }, h: TaskHooks): void => removeTreeNow(a.path, h.faults),
+};
+
+export type TreeTasks = typeof treeTasks;
+export type TaskName = keyof TreeTasks;
+export type TaskArgs<K extends TaskName> = Parameters<TreeTasks[K]>[0];
+export type TaskResult<K extends TaskName> = ReturnType<TreeTasks[K]>;
+
+export function abortedError(): StagedrootError {
+  return new StagedrootError('ABORTED', 'The operation was cancelled (its AbortSignal fired)');
+}
