@@ -15,6 +15,7 @@ import { resolveBuiltins, type BuiltinOptions } from '../validate/builtins.js';
 import { checkFreeSpace, estimateBytes } from '../validate/free-space.js';
 import { checkSource } from './check-source.js';
 import { DEFAULT_COPY_POLICY } from './stage.js';
+import { sharedDirs, sharedRootOf } from '../shared/config.js';
 
 export interface DryRunOptions {
   label?: string;
@@ -83,9 +84,15 @@ export async function dryRun(ctx: Context, state: BaseState, source: Source, o: 
     }
   }
   try {
+    // Entries under shared directories never change the tree (finalize applies them to the
+    // shared directory), and the mount point itself stays: only the tree's changes are listed.
+    const shared = sharedDirs(state);
     const sim = new Simulation(layout.tree(base.id));
-    for await (const op of cs.ops as AsyncIterable<ChangeOp>) await sim.apply(op);
-    result.changes = sim.changes();
+    for await (const op of cs.ops as AsyncIterable<ChangeOp>) {
+      const under = sharedRootOf(op.path, shared);
+      if (under === null || (under === op.path && (op.op === 'mkdir' || op.op === 'setattr'))) await sim.apply(op);
+    }
+    result.changes = sim.changes().filter((c) => sharedRootOf(c.path, shared) === null);
     result.issues.push(...sim.issues);
     if (sim.issues.length) result.ok = false;
   } catch (err) {

@@ -85,4 +85,11 @@ describe('CLI: shared directories and the merge', () => {
     expect(fs.statSync(path.join(live, 'later.conf')).isDirectory()).toBe(true);
     expect(fs.readFileSync(path.join(live, 'app.d/local.conf'), 'utf8')).toBe('mine\n');
   });
+
+  it('stage --dry-run lists only the changes to the tree: entries under a shared directory are applied by finalize, not to the tree', async () => {
+    const spec = write('d.json', { files: [{ path: '/etc/dry.conf', contents: 'x\n' }, { path: '/var/lib/dry', contents: 'y\n' }] });
+    const r = await cli(['stage', spec, '--dry-run', '--json', ...S()]);
+    expect(r.code, r.out + r.err).toBe(0);
+    expect(JSON.parse(r.out).changes.map((c: { change: string; path: string }) => `${c.change} ${c.path}`)).toEqual(['added etc/dry.conf']);
+  });
 });
