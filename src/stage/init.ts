@@ -7,6 +7,9 @@ import { isTempName } from '../state/layout.js';
 import { newRecord } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
 import { saveState } from '../store/state-file.js';
+import { syncBootEntries } from '../store/boot-entries.js';
+import { kernelArgumentProblem } from '../state/kernel-args.js';
+import * as path from 'node:path';
 import type { Source } from '../sources/source.js';
 import { buildTree } from './build-tree.js';
 import { DEFAULT_MERGED, DEFAULT_SHARED, normalizeDirs, sharedListText } from '../shared/config.js';
@@ -32,6 +35,10 @@ export interface InitOptions {
   merged?: string[];
   /** minisign/signify public key files: with one, every later stage needs a valid signature. */
   trustedKeys?: readonly string[];
+  /** A directory for Boot Loader Specification entries (e.g. /boot), rewritten by every transition. */
+  bootDir?: string;
+  /** The first deployment's kernel arguments (later ones inherit and change them). */
+  kernelArguments?: string[];
 }
 
 /** Creates `host` and its missing parents below `root`, each made durable. */
@@ -52,6 +59,13 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
   }
   const merged = normalizeDirs(o.merged ?? DEFAULT_MERGED, 'merged');
   const shared = normalizeDirs(o.shared ?? DEFAULT_SHARED, 'shared', merged);
+  if (o.bootDir !== undefined && (!path.isAbsolute(o.bootDir) || !isDirectory(o.bootDir))) {
+    throw new StagedrootError('USAGE', `Expected --boot-dir to be an existing directory given by its absolute path, got ${JSON.stringify(o.bootDir)}`, { option: 'bootDir', value: o.bootDir });
+  }
+  for (const a of o.kernelArguments ?? []) {
+    const problem = kernelArgumentProblem(a);
+    if (problem) throw new StagedrootError('USAGE', `Expected --kernel-argument to be one word, got ${JSON.stringify(a)}: ${problem}`, { option: 'kernelArguments', value: a });
+  }
   if (exists(layout.stateFile) || exists(layout.stateBackup)) {
     throw new StagedrootError('SYSROOT_EXISTS', `${layout.root} already holds a sysroot`, { path: layout.root });
   }
@@ -103,8 +117,10 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
     merged,
     lastMerge: null,
     finishPending: null,
-    deployments: [newRecord({ id, label, parent: null, at: ctx.now().toISOString(), source: description, entries: built.entries, bytes: built.bytes, manifestSha256, good: true })],
+    ...(o.bootDir === undefined ? {} : { bootDir: o.bootDir }),
+    deployments: [newRecord({ id, label, parent: null, at: ctx.now().toISOString(), source: description, entries: built.entries, bytes: built.bytes, manifestSha256, good: true, kernelArguments: o.kernelArguments })],
   };
   for (const k of keys) addTrustedKey(ctx, k);
   saveState(layout, dfs, { ...state, intent: null });
+  syncBootEntries(ctx, state);
 }

@@ -159,6 +159,8 @@ export const baseStateSchema = z
     bootTries: z.number().int().min(1).max(100),
     /** The highest deployment id ever handed out: ids are never reused, even after discard or prune. */
     lastId: z.string().regex(/^\d+$/).default('0000'),
+    /** Where Boot Loader Specification entries are written (`init --boot-dir`); absent: none, the initramfs follows `current`. */
+    bootDir: z.string().optional(),
     deployments: z.array(deploymentRecordSchema),
     /**
      * Shared directories (tree-relative, e.g. "var"): one copy each under shared/, bound

@@ -2,6 +2,7 @@ import type { Context } from '../context.js';
 import { verifyTransition } from '../state/invariants.js';
 import type { Transition } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
+import { syncBootEntries } from './boot-entries.js';
 import { syncBootFiles } from './boot-files.js';
 import { removeDeployments } from './remove-deployments.js';
 import { saveState } from './state-file.js';
@@ -32,6 +33,8 @@ export function applyTransition(ctx: Context, from: BaseState, t: Transition, op
   if (moves) dfs.replaceSymlink(layout.currentLink, layout.linkTarget(t.next.current));
   saveState(layout, dfs, { ...t.next, intent: null });
   syncBootFiles(ctx, t.next, { tries: 'keep', cleanup: true });
+  // The bootloader's entries follow the committed state (recovery redoes an interrupted swap).
+  syncBootEntries(ctx, t.next);
   removeDeployments(ctx, t.drop);
   return t.next;
 }

@@ -5,6 +5,7 @@ import { cleanLockLeftovers } from '../fs/lock.js';
 import { isTempName } from '../state/layout.js';
 import { effectiveState } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
+import { syncBootEntries } from './boot-entries.js';
 import { syncBootFiles } from './boot-files.js';
 import { removeDeployments } from './remove-deployments.js';
 import { loadState, saveState } from './state-file.js';
@@ -91,6 +92,7 @@ export function recover(ctx: Context): RecoveryReport {
   // The initramfs's files follow the recovered state (a crash can leave the next state's
   // files written before the pointer moved, or the old state's not yet removed).
   syncBootFiles(ctx, state, { tries: 'keep', cleanup: true });
+  syncBootEntries(ctx, state);
   cleanLockLeftovers(layout.root, ctx.faults);
   for (const a of actions) ctx.warn(`recovery: ${a}`);
   return { state, actions };

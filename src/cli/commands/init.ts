@@ -13,9 +13,11 @@ export function initCommand(program: Command, env: CliEnv): void {
     .option('--boot-tries <n>', 'boot tries a new deployment gets before automatic rollback (default 3)')
     .option('--shared <dir>', 'a shared directory (machine state in no deployment, never rolled back); repeatable; default: var', collect, [])
     .option('--merged <dir>', 'a directory whose local changes finalize carries into the new deployment; repeatable; default: etc', collect, [])
+    .option('--boot-dir <dir>', 'write Boot Loader Specification entries here (e.g. /boot) when deployments ship kernels')
+    .option('--kernel-argument <arg>', 'a kernel argument of the first deployment (repeatable; later deployments inherit them)', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--trusted-key <file>', 'a minisign/signify public key; with one, every stage needs a valid signature (repeatable)', (v: string, all: string[]) => [...all, v], [] as string[])
     .action(
-      action(env, async (o: CommonOptions & { from?: string; label?: string; bootTries?: string; shared: string[]; merged: string[]; trustedKey: string[] }) => {
+      action(env, async (o: CommonOptions & { from?: string; label?: string; bootTries?: string; shared: string[]; merged: string[]; trustedKey: string[]; bootDir?: string; kernelArgument: string[] }) => {
         const isDir = o.from !== undefined && statSafe(o.from);
         const s = await Sysroot.init(sysrootDir(env, o), {
           fromDirectory: isDir ? o.from : undefined,
@@ -24,6 +26,8 @@ export function initCommand(program: Command, env: CliEnv): void {
           bootTries: nonNegativeInt('boot-tries', o.bootTries),
           shared: o.shared.length ? o.shared : undefined,
           merged: o.merged.length ? o.merged : undefined,
+          bootDir: o.bootDir,
+          kernelArguments: o.kernelArgument,
           trustedKeys: o.trustedKey,
           waitSeconds: waitSeconds(o),
           faults: env.faults,
