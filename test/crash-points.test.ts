@@ -252,7 +252,7 @@ async function checkRecovered(p: Prepared, dir: string, n: number): Promise<void
  * `scratchFor` gives: tmpfs (portable trees) or a btrfs loop mount (trees are
  * subvolumes, stages snapshot them, prune deletes them).
  */
-function crashPointSuite(title: string, scenarios: readonly Scenario[], scratchFor: () => { dir: string; cleanup?: () => void }, timeoutMs = 300_000): void {
+function crashPointSuite(title: string, scenarios: readonly Scenario[], scratchFor: () => { dir: string; cleanup?: () => void }, timeoutMs = 600_000): void {
 describe(title, () => {
   let scratch: string;
   let cleanup: (() => void) | undefined;
