@@ -47,14 +47,17 @@ export function buildTree(dir: string, spec: TreeSpec): string {
 
 /**
  * A hash of a whole tree: every path, type, mode, owner, size, content and link target
- * (not times). Two trees with the same hash are the same byte for byte.
+ * (not times, not extended attributes), leaving out the subtrees `exclude` names
+ * (tree-relative paths). Two trees with the same hash have the same names and bytes.
  */
-export function hashTree(dir: string): string {
+export function hashTree(dir: string, o: { exclude?: readonly string[] } = {}): string {
+  const exclude = o.exclude ?? [];
   const h = createHash('sha256');
   const walk = (rel: string): void => {
     const host = rel === '' ? dir : path.join(dir, rel);
     for (const name of fs.readdirSync(host).sort()) {
       const r = rel === '' ? name : `${rel}/${name}`;
+      if (exclude.some((e) => r === e || r.startsWith(`${e}/`))) continue;
       const p = path.join(dir, r);
       const st = fs.lstatSync(p);
       h.update(`${r}\0${st.mode}\0${st.uid}\0${st.gid}\0`);

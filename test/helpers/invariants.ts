@@ -11,7 +11,7 @@ import { stateViolations } from '../../src/state/invariants.js';
 import { bootFiles, effectiveState } from '../../src/state/model.js';
 import type { BaseState } from '../../src/state/schema.js';
 import { loadState } from '../../src/store/state-file.js';
-import { createHash } from 'node:crypto';
+import { hashTree } from '../../src/testing/index.js';
 import { verifyTree, type Drift } from '../../src/fs/verify-tree.js';
 
 /** What may be at the top of a sysroot when no writer runs (no lock, no temp files). */
@@ -37,27 +37,12 @@ function verifySync(s: Sysroot, id: string): Drift[] {
 }
 
 /**
- * A hash of a tree like hashTree (paths, types, modes, owners, content, link targets),
- * leaving out the subtrees `exclude` names: where a test edits the booted tree as the
- * running system would (etc), and where finalize's merge completes a staged tree.
+ * A hash of a tree like hashTree, leaving out the subtrees `exclude` names: where a test
+ * edits the booted tree as the running system would (etc), and where finalize's merge
+ * completes a staged tree.
  */
 export function hashTreeOutside(dir: string, exclude: readonly string[] = []): string {
-  const h = createHash('sha256');
-  const walk = (rel: string): void => {
-    for (const name of fs.readdirSync(rel === '' ? dir : path.join(dir, rel)).sort()) {
-      const r = rel === '' ? name : `${rel}/${name}`;
-      if (exclude.some((e) => r === e || r.startsWith(`${e}/`))) continue;
-      const p = path.join(dir, r);
-      const st = fs.lstatSync(p);
-      h.update(`${r}\0${st.mode}\0${st.uid}\0${st.gid}\0`);
-      if (st.isFile()) h.update(`${st.size}\0`).update(fs.readFileSync(p));
-      else if (st.isSymbolicLink()) h.update(fs.readlinkSync(p));
-      h.update('\n');
-      if (st.isDirectory()) walk(r);
-    }
-  };
-  walk('');
-  return h.digest('hex');
+  return hashTree(dir, { exclude });
 }
 
 /** Hashes of every deployment tree (to show later that none was written into), outside `exclude`. */
