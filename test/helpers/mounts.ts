@@ -1,3 +1,4 @@
+import { expect, it } from 'vitest';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -177,4 +178,14 @@ export function whyNoBtrfsLoop(): string | null {
   }
   if (!fs.existsSync('/dev/loop-control')) return 'no /dev/loop-control: this machine cannot create loop devices';
   return null;
+}
+
+/**
+ * Stands in for a suite whose filesystem cannot be made here. In CI, where `.ci/run`
+ * installs every tool, that is a failure naming the reason; elsewhere the suite is
+ * skipped, with the reason in its title (the caller also warns on stderr).
+ */
+export function unavailable(reason: string): void {
+  if (process.env.CI) it(`cannot run in CI: ${reason}`, () => expect.fail(`the suite could not run: ${reason}`));
+  else it.skip(`skipped: ${reason}`, () => {});
 }
