@@ -63,11 +63,19 @@ const defaultWhere = (layout: Layout, staged: string): { manifest: string; delta
 
 /**
  * Plans the merge of the booted deployment's local changes into the staged one: reads
- * the two manifests and walks the live merged directories; writes nothing. Only the rows
- * the planner acts on are kept (see changedRows).
+ * the two manifests and walks the live merged directories; writes nothing. The walk runs
+ * on a worker thread (a tree task) and hands back only the rows the planner acts on.
  */
-export function planEtcMerge(layout: Layout, booted: string, staged: string, merged: readonly string[], where = defaultWhere(layout, staged)): PlannedMerge {
+export async function planEtcMerge(layout: Layout, booted: string, staged: string, merged: readonly string[], where = defaultWhere(layout, staged)): Promise<PlannedMerge> {
   const m = mergeSources(layout, booted, staged, where);
+  const rows = [];
+  for (const dir of merged) rows.push({ dir, rows: await runTreeTask('changedRows', { ...m.sources(dir), always: rowsAlwaysPlanned(dir) }) });
+  return combine(booted, staged, m.update, rows);
+}
+
+/** planEtcMerge on the caller's thread, for recovery (which runs synchronously when a sysroot is opened). */
+export function planEtcMergeSync(layout: Layout, booted: string, staged: string, merged: readonly string[]): PlannedMerge {
+  const m = mergeSources(layout, booted, staged, defaultWhere(layout, staged));
   return combine(booted, staged, m.update, merged.map((dir) => ({ dir, rows: changedRows({ ...m.sources(dir), always: rowsAlwaysPlanned(dir) }) })));
 }
 
@@ -157,20 +165,21 @@ function writeEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly string[],
 
 /**
  * Writes the plan into the staged tree and its manifest (see writeEtcMerge); the
- * manifest is replaced atomically at the end. Returns the new manifest's sha256.
+ * manifest is patched and hashed on a worker thread (tree-sized), then replaced
+ * atomically, never after an error. Returns the new manifest's sha256.
  */
-export function applyEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly string[], earlier: readonly string[] = []): string {
-  const w = writeEtcMerge(ctx, m, merged, earlier);
-  patchManifest(w.tree, w.manifest, w.next, w.events, ctx.faults, true);
+export async function applyEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly string[]): Promise<string> {
+  const w = writeEtcMerge(ctx, m, merged, []);
+  await runTreeTask('patchManifest', { tree: w.tree, before: w.manifest, after: w.next, events: w.events, durable: true }, { faults: ctx.faults });
   ctx.dfs.rename(w.next, w.manifest);
-  return fileSha256(w.manifest);
+  return runTreeTask('hashFile', { file: w.manifest });
 }
 
 /**
  * Completes a merge a crash interrupted in a deployment that is still staged: plans it
  * again from the live tree (type conflicts are left for the next finalize to refuse) and
  * applies it, re-reading every path the first attempt may have touched. Returns the new
- * manifest's sha256.
+ * manifest's sha256. Synchronous: recovery runs when a sysroot is opened.
  */
 export function redoEtcMerge(ctx: Context, id: string, marker: MergeMarker): string {
   const { layout } = ctx;
@@ -180,6 +189,9 @@ export function redoEtcMerge(ctx: Context, id: string, marker: MergeMarker): str
   // Writes the crash cut short left temp files beside the paths they were writing.
   const tree = new RootFs(layout.tree(id), { faults: ctx.faults });
   for (const dir of new Set(marker.paths.map((p) => (p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '')))) tree.removeTempLeftovers(dir);
-  const m = planEtcMerge(layout, marker.booted, id, marker.merged);
-  return applyEtcMerge(ctx, m, marker.merged, marker.paths);
+  const m = planEtcMergeSync(layout, marker.booted, id, marker.merged);
+  const w = writeEtcMerge(ctx, m, marker.merged, marker.paths);
+  patchManifest(w.tree, w.manifest, w.next, w.events, ctx.faults, true);
+  ctx.dfs.rename(w.next, w.manifest);
+  return fileSha256(w.manifest);
 }

@@ -10,7 +10,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { copyTree } from '../../src/fs/copy-tree.js';
 import { ManifestIndex } from '../../src/fs/manifest-index.js';
@@ -19,6 +19,7 @@ import { changedRows, forEachRow, lookupRows, type Row } from '../../src/fs/merg
 import { patchManifest } from '../../src/fs/patch-manifest.js';
 import { RootFs, type TouchEvent } from '../../src/fs/root-fs.js';
 import { planMerge, rowsAlwaysPlanned, typeConflictPaths, type UpdatePaths } from '../../src/merge/plan.js';
+import { DIST_INDEX, requireDist } from '../helpers/crash.js';
 import { prng, seedFrom } from '../helpers/random.js';
 
 const SEED = seedFrom('STAGEDROOT_MERGE_SEED');
@@ -153,9 +154,8 @@ describe(`merge type conflicts in O(update) (seed ${SEED})`, () => {
 
 describe('the merge rows on a worker thread (the compiled library)', () => {
   it('are the rows the same tasks give inline', async () => {
-    const dist = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../dist/fs/tree-jobs.js');
-    if (!fs.existsSync(dist)) throw new Error(`${dist} is missing: this test runs the built library (npm run build, or npm test)`);
-    const jobs = (await import(pathToFileURL(dist).href)) as typeof import('../../src/fs/tree-jobs.js');
+    requireDist();
+    const jobs = (await import(pathToFileURL(path.join(path.dirname(DIST_INDEX), 'fs/tree-jobs.js')).href)) as typeof import('../../src/fs/tree-jobs.js');
     expect(jobs.treeWorkersAvailable()).toBe(true);
     const r = prng(SEED + 1);
     for (let i = 0; i < 10; i++) {
