@@ -158,6 +158,27 @@ export class ManifestWriter {
     this.buf[this.used++] = 0x0a;
   }
 
+  /**
+   * Writes whole lines copied byte for byte from another manifest in the same format
+   * (see ManifestCursor.copyRun): `lines` lines from `first` to `last`, in order.
+   */
+  writeRaw(bytes: Buffer, lines: number, first: string, last: string): void {
+    if (lines === 0) return;
+    if (this.last !== null && comparePaths(this.last, first) >= 0) {
+      throw new StagedrootError('IO', `Manifest out of order: ${first} after ${this.last}`, { path: first });
+    }
+    this.last = last;
+    this.count += lines;
+    if (this.used + bytes.length > this.buf.length) {
+      this.flush();
+      if (bytes.length > this.buf.length) {
+        this.writeAll(bytes);
+        return;
+      }
+    }
+    this.used += bytes.copy(this.buf, this.used);
+  }
+
   private flush(): void {
     if (this.used === 0) return;
     this.writeAll(this.buf.subarray(0, this.used));
@@ -178,7 +199,7 @@ export class ManifestWriter {
 }
 
 /** UTF-8 text of whole lines; pure ASCII (the usual case) takes the cheaper one-byte path. */
-function decode(bytes: Buffer): string {
+export function decode(bytes: Buffer): string {
   return isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
 }
 
