@@ -73,7 +73,7 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
   const withXattrs = xattrsSupported(a.tree);
   const digest = (host: string | Buffer): string | undefined => (withXattrs ? xattrDigest(readXattrs(host)) : undefined);
   const prev = new ManifestCursor(a.base);
-  const out = new ManifestWriter(a.out, h.faults);
+  const out = new ManifestWriter(a.out, h.faults, { sha256: true });
   const emit = (p: string, line: string, size: number): void => {
     out.writeLine(p, line);
     bytes += size;
@@ -157,7 +157,7 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
     prev.close();
     out.close(false);
   }
-  return { ...deltaOf(ch, entries), bytes, walked, hashed };
+  return { ...deltaOf(ch, entries), sha256: out.sha256(), bytes, walked, hashed };
 }
 
 /** The size recorded in a file's manifest line, read without a parse (0 for others). */

@@ -5,6 +5,7 @@
  * slow path (escapes, non-ASCII and raw-byte names, surrogate pairs, quotes), lines
  * longer than the read buffer, empty lines and a last line without its newline.
  */
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -62,7 +63,7 @@ describe('ManifestCursor', () => {
       fs.writeFileSync(file, rnd(2) === 0 ? text.slice(0, -1) : text);
 
       const out = path.join(dir, `o${seed}`);
-      const w = new ManifestWriter(out);
+      const w = new ManifestWriter(out, undefined, { sha256: true });
       const expected: string[] = [];
       const c = new ManifestCursor(file, 256 + rnd(4096));
       const model = new ManifestReader(file);
@@ -103,6 +104,8 @@ describe('ManifestCursor', () => {
       expect(fs.readFileSync(out, 'utf8')).toBe(expected.map((l) => `${l}\n`).join(''));
       expect(bytes).toBe(expectedBytes);
       expect(w.count).toBe(expected.length);
+      // Hashed as written (raw runs included): the sha256 the commit records without reading the file back.
+      expect(w.sha256()).toBe(createHash('sha256').update(fs.readFileSync(out)).digest('hex'));
     }
     // The random walk took both paths many times.
     expect(runs).toBeGreaterThan(200);
