@@ -63,6 +63,15 @@ export class ManifestCursor {
    * were copied and the sum of their files' sizes.
    */
   copyRun(out: ManifestWriter, prefix: string, stop: string | null): { lines: number; bytes: number } {
+    return this.run(prefix, stop, out);
+  }
+
+  /** Passes over the run copyRun would copy (its lines neither decoded nor copied). Returns how many lines. */
+  skipRun(prefix: string, stop: string | null): number {
+    return this.run(prefix, stop, null).lines;
+  }
+
+  private run(prefix: string, stop: string | null, out: ManifestWriter | null): { lines: number; bytes: number } {
     if (this.peeked) this.lineNo -= 1; // counted again below
     this.peeked = undefined; // `start` still points at the peeked line
     const under = Buffer.from(`${prefix}/`);
@@ -87,30 +96,52 @@ export class ManifestCursor {
         this.lineNo += 1;
         continue;
       }
-      // The passing lines whole in the buffer, as one run of bytes.
-      let n = 0;
-      let lastAt = this.start;
-      let lastEnd = firstEnd;
-      for (let at = this.start, lineEnd = firstEnd; passes(at, lineEnd); ) {
-        n += 1;
-        bytes += this.sizeIn(at, lineEnd);
-        lastAt = at;
-        lastEnd = lineEnd;
-        at = lineEnd + 1;
-        if (at >= this.end) break;
-        lineEnd = this.buf.indexOf(NL, at);
-        if (lineEnd === -1 || lineEnd >= this.end || lineEnd === at) break; // a partial line (next buffer) or an empty one
+      // The whole lines in the buffer from here (up to an empty one, handled next round).
+      const starts = [this.start];
+      const ends = [firstEnd];
+      for (let at = firstEnd + 1; at < this.end; ) {
+        const nl = this.buf.indexOf(NL, at);
+        if (nl === -1 || nl >= this.end) {
+          if (this.eof) {
+            starts.push(at);
+            ends.push(this.end);
+          }
+          break;
+        }
+        if (nl === at) break;
+        starts.push(at);
+        ends.push(nl);
+        at = nl + 1;
       }
-      if (n === 0) break; // the next line is not in the run
-      const first = this.pathAt(this.start, firstEnd);
-      const last = this.pathAt(lastAt, lastEnd);
+      // The manifest is sorted, so the lines that pass come first: a binary search finds
+      // how many, with a look at O(log n) lines of the buffer rather than at each.
+      const last = starts.length - 1;
+      let k = 0;
+      if (passes(starts[last]!, ends[last]!)) {
+        k = starts.length;
+      } else if (passes(starts[0]!, ends[0]!)) {
+        let lo = 0; // passes
+        let hi = last; // does not
+        while (hi - lo > 1) {
+          const mid = (lo + hi) >> 1;
+          if (passes(starts[mid]!, ends[mid]!)) lo = mid;
+          else hi = mid;
+        }
+        k = hi;
+      }
+      if (k === 0) break; // the next line is not in the run
+      const lastEnd = ends[k - 1]!;
       const next = Math.min(lastEnd + 1, this.end);
-      const run = this.buf.subarray(this.start, next);
-      // A last line without its newline gets one, as the writer would write it.
-      out.writeRaw(lastEnd === this.end ? Buffer.concat([run, Buffer.from('\n')]) : run, n, first, last);
-      this.lineNo += n;
-      lines += n;
+      if (out !== null) {
+        bytes += this.sizesIn(this.start, lastEnd);
+        const run = this.buf.subarray(this.start, next);
+        // A last line without its newline gets one, as the writer would write it.
+        out.writeRaw(lastEnd === this.end ? Buffer.concat([run, Buffer.from('\n')]) : run, k, this.pathAt(this.start, firstEnd), this.pathAt(starts[k - 1]!, lastEnd));
+      }
+      this.lineNo += k;
+      lines += k;
       this.start = next;
+      if (k < starts.length) break; // the run ended inside this buffer
     }
     return { lines, bytes };
   }
@@ -197,17 +228,23 @@ export class ManifestCursor {
     return cheapPath(line) ?? parseManifestLine(line, this.file, `near line ${this.lineNo + 1}`).p;
   }
 
-  /** The size a file's line records (0 for other entries), read as the snapshot manifest reads it. */
-  private sizeIn(at: number, lineEnd: number): number {
-    const i = this.buf.indexOf(SIZE_KEY, at);
-    if (i === -1 || i >= lineEnd) return 0;
-    let n = 0;
-    for (let j = i + SIZE_KEY.length; j < lineEnd; j++) {
-      const c = this.buf[j]! - 0x30;
-      if (c < 0 || c > 9) break;
-      n = n * 10 + c;
+  /**
+   * The sum of the sizes the lines in buf[from, to) record (0 for entries other than
+   * files), as the snapshot manifest reads one: the digits after each `,"s":` key (which
+   * no JSON string can hold unescaped).
+   */
+  private sizesIn(from: number, to: number): number {
+    let sum = 0;
+    for (let i = this.buf.indexOf(SIZE_KEY, from); i !== -1 && i < to; i = this.buf.indexOf(SIZE_KEY, i + SIZE_KEY.length)) {
+      let n = 0;
+      for (let j = i + SIZE_KEY.length; j < to; j++) {
+        const c = this.buf[j]! - 0x30;
+        if (c < 0 || c > 9) break;
+        n = n * 10 + c;
+      }
+      sum += n;
     }
-    return n;
+    return sum;
   }
 }
 

@@ -11,7 +11,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManifestCursor } from '../../src/fs/manifest-cursor.js';
-import { ManifestReader, ManifestWriter, type ManifestEntry } from '../../src/fs/manifest.js';
+import { ManifestReader, ManifestWriter, readManifest, type ManifestEntry } from '../../src/fs/manifest.js';
+import { sumFileSizes } from '../../src/fs/manifest-sizes.js';
 import { comparePaths, isUnder } from '../../src/fs/paths.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-cursor-'));
@@ -125,5 +126,18 @@ describe('ManifestCursor', () => {
     c.close();
     w.close(false);
     expect(fs.readFileSync(out, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as ManifestEntry).p)).toEqual(['usr/a', 'usr/a/b', 'usr/b']);
+  });
+
+  it('sumFileSizes, which passes over the runs under the prefixes, sums what a full read sums', () => {
+    for (let seed = 100; seed < 130; seed++) {
+      const rnd = rng(seed);
+      const paths = randomTree(rnd, 50 + rnd(400));
+      const file = path.join(dir, `sizes${seed}`);
+      fs.writeFileSync(file, paths.map((p) => `${lineOf(p, rnd)}\n`).join(''));
+      const prefixes = [...new Set([NAMES[rnd(NAMES.length)]!, paths[rnd(paths.length)]!.split('/')[0]!, paths[rnd(paths.length)]!])];
+      let expected = 0;
+      for (const e of readManifest(file)) if (e.t === 'f' && !prefixes.some((p) => isUnder(e.p, p))) expected += e.s ?? 0;
+      expect(sumFileSizes(file, prefixes)).toBe(expected);
+    }
   });
 });
