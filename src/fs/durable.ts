@@ -168,6 +168,26 @@ export async function syncFilesystem(p: string): Promise<void> {
   if (!global.ok) throw syncError(global, p);
 }
 
+/**
+ * fsyncs each path (a file or a directory), on libuv's thread pool so the caller's event
+ * loop keeps running: for the few files written after a `syncFilesystem` that covered
+ * the rest. An error is IO (or NO_SPACE) naming the path, as a failed sync is.
+ */
+export async function fsyncPaths(paths: readonly string[]): Promise<void> {
+  for (const p of paths) {
+    let h: fs.promises.FileHandle | undefined;
+    try {
+      h = await fs.promises.open(p, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      await h.sync();
+    } catch (err) {
+      const e = (err as NodeJS.ErrnoException).code;
+      throw new StagedrootError(e === 'ENOSPC' || e === 'EDQUOT' ? 'NO_SPACE' : 'IO', `Cannot make ${p} durable: ${(err as Error).message}`, { path: p, ...(e === undefined ? {} : { errno: e }), cause: err });
+    } finally {
+      await h?.close();
+    }
+  }
+}
+
 interface SyncRun {
   ok: boolean;
   stderr: string;

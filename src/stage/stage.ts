@@ -1,7 +1,7 @@
 import type { Context } from '../context.js';
 import { StagedrootError, formatIssues, type Issue } from '../errors.js';
 import type { CopyPolicy } from '../fs/copy-tree.js';
-import { freeSpace, listDir, syncFilesystem, writeJson } from '../fs/durable.js';
+import { freeSpace, fsyncPaths, listDir, syncFilesystem, writeJson } from '../fs/durable.js';
 import { runTreeTask } from '../fs/tree-jobs.js';
 import { snapshotsFrom } from '../fs/storage.js';
 import { ReadOnlyTree } from '../fs/read-only-tree.js';
@@ -87,7 +87,7 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     await preflight(run, changes);
     const built = await build(run, changes);
     const warnings = await validate(run, built);
-    await sync(run);
+    await sync(run, built);
     return await commit(run, changes, built, warnings);
   } catch (err) {
     return recordFailure(run, err);
@@ -124,6 +124,11 @@ interface Run {
   hooks: HookRun[];
   /** The source's identity and verified signature (see checkSource). */
   checked?: CheckedSource;
+  /**
+   * The `sync -f` started once the change set is applied: the kernel writes the new tree
+   * back while the manifest is written and the tree validated (see sync).
+   */
+  treeSync?: Promise<void>;
 }
 
 /** Checks the options (bad ones: USAGE, before anything is recorded) and picks the new id. */
@@ -228,7 +233,10 @@ async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
     work: run.work,
     from: { tree: layout.tree(base.id), manifest: layout.manifest(base.id), entries: base.entries, policy: run.policy },
     changes,
-    onStep: (step) => enter(run, step),
+    onStep: (step) => {
+      enter(run, step);
+      if (step === 'manifest') run.treeSync = startTreeSync(run.work);
+    },
     onCopy: (p) => progress({ phase: 'copy', ...p }),
     onApply: (p) => progress({ phase: 'apply', ...p }),
     onTreeBuilt: () => void (run.treeBuilt = true),
@@ -275,10 +283,27 @@ async function validate(run: Run, built: BuiltTree): Promise<Issue[]> {
   return result.issues.filter((i) => i.severity === 'warning');
 }
 
-/** sync: everything in work/ID durable before it is committed (an I/O error stops here). */
-async function sync(run: Run): Promise<void> {
+/**
+ * sync: everything in work/ID durable before it is committed (an I/O error stops here).
+ * The tree's own writeback started when the change set was applied (its `sync -f` ran
+ * beside the manifest and validate steps); what was written since is made durable here:
+ * the manifest and its directory entry (delta.json and shared-ops.json are written
+ * durably), or, when command validators ran (an executable could write into the tree),
+ * everything again with a second `sync -f`.
+ */
+async function sync(run: Run, built: BuiltTree): Promise<void> {
   enter(run, 'sync');
-  await syncFilesystem(run.work);
+  if (run.treeSync === undefined) return syncFilesystem(run.work);
+  await run.treeSync;
+  if (run.commands.length > 0) return syncFilesystem(run.work);
+  await fsyncPaths([built.manifest, run.work]);
+}
+
+/** Starts `sync -f` of the stage's filesystem; its failure is reported where it is awaited (sync). */
+function startTreeSync(work: string): Promise<void> {
+  const p = syncFilesystem(work);
+  p.catch(() => {}); // awaited in sync; a stage that fails before never reads it
+  return p;
 }
 
 /** commit: the tree moves into deploy/ID and one atomic state write stages it. */

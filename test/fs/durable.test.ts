@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { optionUnsupported, syncFilesystem } from '../../src/fs/durable.js';
+import { fsyncPaths, optionUnsupported, syncFilesystem } from '../../src/fs/durable.js';
 import { StagedrootError } from '../../src/errors.js';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { motdUpdate } from '../helpers/trees.js';
@@ -21,6 +21,11 @@ const OLD_SYNC = `#!/bin/sh
 echo "\${*:-(no operands)}" >> "$SYNC_LOG"
 if [ "$1" = -f ]; then printf "sync: invalid option -- 'f'\\nTry 'sync --help' for more information.\\n" >&2; exit 1; fi
 exit 0
+`;
+/** The real sync, each call logged. */
+const LOGGING_SYNC = `#!/bin/sh
+echo "\${*:-(no operands)}" >> "$SYNC_LOG"
+exec /bin/sync "$@"
 `;
 const ENOSPC_SYNC = `#!/bin/sh
 echo "\${*:-(no operands)}" >> "$SYNC_LOG"
@@ -131,5 +136,52 @@ describe('a stage whose sync fails', () => {
     expect(t.sysroot.state().deployments.map((d) => d.id)).toEqual(['0001']);
     expect(fs.readdirSync(path.join(t.dir, 'deploy'))).toEqual(['0001']);
     expect(warnings.join('\n')).toMatch(/could not sync the rejected tree .*work\/0002 .*Input\/output error.*removed rather than kept/);
+  });
+});
+
+describe('fsyncPaths', () => {
+  it('fsyncs files and directories, and names the path it cannot make durable', async () => {
+    fs.writeFileSync(path.join(dir, 'f'), 'x');
+    await expect(fsyncPaths([path.join(dir, 'f'), dir])).resolves.toBeUndefined();
+    const err = await syncError(fsyncPaths([path.join(dir, 'missing')]));
+    expect(err).toMatchObject({ code: 'IO', path: path.join(dir, 'missing'), errno: 'ENOENT' });
+    expect(err.message).toMatch(/^Cannot make .*missing durable: /);
+  });
+});
+
+describe('a stage\'s tree sync', () => {
+  let t: TempSysroot;
+  afterEach(() => t?.cleanup());
+
+  it('starts once the change set is applied (validators run after it began); then only the manifest and the work dir are fsynced', async () => {
+    t = await tempSysroot({ tree: { 'etc/motd': 'hi\n' } });
+    useFakeSync(LOGGING_SYNC);
+    const seen: string[][] = [];
+    const spy = { name: 'sees-sync', run: () => (seen.push(calls()), []) };
+    const r = await t.sysroot.stage(motdUpdate('B'), { validators: [spy] });
+    const work = path.join(t.dir, 'work', r.id);
+    expect(seen).toEqual([[`-f ${work}`]]);
+    expect(calls()).toEqual([`-f ${work}`]); // one sync -f in all
+    expect(fs.readFileSync(path.join(t.dir, 'deploy', r.id, 'tree/etc/motd'), 'utf8')).toBe('motd of B\n');
+  });
+
+  it('syncs everything again after command validators (an executable could write into the tree)', async () => {
+    t = await tempSysroot({ tree: { 'etc/motd': 'hi\n' } });
+    useFakeSync(LOGGING_SYNC);
+    const r = await t.sysroot.stage(motdUpdate('B'), { commands: [{ command: ['sh', '-c', 'true'] }] });
+    const work = path.join(t.dir, 'work', r.id);
+    expect(calls()).toEqual([`-f ${work}`, `-f ${work}`]);
+  });
+
+  it("a failure of the early sync is the sync step's, reported when the stage reaches it", async () => {
+    t = await tempSysroot({ tree: { 'etc/motd': 'hi\n' } });
+    useFakeSync(ENOSPC_SYNC);
+    const validated: boolean[] = [];
+    const spy = { name: 'runs-first', run: () => (validated.push(true), []) };
+    const err = await syncError(t.sysroot.stage(motdUpdate('B'), { validators: [spy] }));
+    expect(err.code).toBe('NO_SPACE');
+    expect(validated).toEqual([true]);
+    expect(t.sysroot.status().lastFailure).toMatchObject({ phase: 'apply', step: 'sync', code: 'NO_SPACE' });
+    expect(fs.readdirSync(path.join(t.dir, 'deploy'))).toEqual(['0001']);
   });
 });
