@@ -105,6 +105,7 @@ export async function prepareSize(o) {
     add('event-loop delay', st.eldMaxMs);
     add('event-loop busy', st.busyMaxMs);
     if (st.cpuMaxMs !== null) add('event-loop cpu', st.cpuMaxMs);
+    for (const [step, ms] of Object.entries(st.steps ?? {})) add(`stage step: ${step}`, ms);
     rss.push(Math.max(st.maxRssKb, all.maxRssKb, st.vmHwmKb ?? 0, all.vmHwmKb ?? 0) * 1024);
     if (verify) {
       settle();

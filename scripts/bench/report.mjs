@@ -12,6 +12,13 @@ const fmtN = (n) => n.toLocaleString('en-US');
 
 export const ROWS = [
   ['stage', 'stagedroot stage (durable, default policy: hardlink usr/, reflink-or-copy the rest)'],
+  ['stage step: plan', '↳ plan step: hooks, source checked and planned, free-space preflight'],
+  ['stage step: copy', '↳ copy step: the booted tree copied, linked or snapshotted'],
+  ['stage step: apply', '↳ apply step: the change set written'],
+  ['stage step: manifest', '↳ manifest step: the new manifest and delta, the merge-conflict check'],
+  ['stage step: validate', '↳ validate step'],
+  ['stage step: sync', '↳ sync step: `sync -f` of the new tree'],
+  ['stage step: commit', '↳ commit step: rename, manifest hash, state write'],
   ['stage (hardlink all)', 'stagedroot stage (durable, hardlink policy: every top-level directory hardlinked)'],
   ['finalize', 'stagedroot finalize'],
   ['rollback', 'stagedroot rollback'],

@@ -1,8 +1,9 @@
 /**
  * Stages one update in its own process, so that its peak memory can be read:
  *   node stage-child.mjs SYSROOT SPEC POLICY_JSON
- * prints {"ms", "id", "maxRssKb", "vmHwmKb", "eldMaxMs", "busyMaxMs", "cpuMaxMs"} (stage
- * time measured around stage() alone). eldMaxMs is the largest event-loop delay that
+ * prints {"ms", "id", "maxRssKb", "vmHwmKb", "eldMaxMs", "busyMaxMs", "cpuMaxMs", "steps"} (stage
+ * time measured around stage() alone; `steps` the time from each step's first progress
+ * event to the next step's, so the report can say where a stage spends its time). eldMaxMs is the largest event-loop delay that
  * perf_hooks.monitorEventLoopDelay saw during the stage (what an agent's health probe
  * would wait); busyMaxMs the longest stretch, between two 5 ms timer ticks, that the
  * loop spent running code rather than waiting (eventLoopUtilization); cpuMaxMs the most
@@ -39,13 +40,24 @@ const tick = setInterval(() => {
 }, 5);
 eld.enable();
 const t0 = performance.now();
-const r = await sysroot.stage(spec, { copyPolicy: JSON.parse(policy) });
+const steps = {};
+let step = null;
+let stepAt = t0;
+const onProgress = (p) => {
+  if (p.phase === step) return;
+  const now = performance.now();
+  if (step !== null) steps[step] = (steps[step] ?? 0) + (now - stepAt);
+  step = p.phase;
+  stepAt = now;
+};
+const r = await sysroot.stage(spec, { copyPolicy: JSON.parse(policy), onProgress });
 const ms = performance.now() - t0;
+if (step !== null) steps[step] = (steps[step] ?? 0) + (t0 + ms - stepAt);
 // One more turn of the loop, so that a delay at the very end is recorded too.
 await new Promise((resolve) => setTimeout(resolve, 20));
 eld.disable();
 clearInterval(tick);
 const hwm = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync('/proc/self/status', 'utf8'));
 process.stdout.write(
-  JSON.stringify({ ms, id: r.id, maxRssKb: process.resourceUsage().maxRSS, vmHwmKb: hwm ? Number(hwm[1]) : null, eldMaxMs: eld.max / 1e6, busyMaxMs: busyMax, cpuMaxMs: Number.isNaN(cpuMax) ? null : cpuMax }) + '\n',
+  JSON.stringify({ ms, id: r.id, maxRssKb: process.resourceUsage().maxRSS, vmHwmKb: hwm ? Number(hwm[1]) : null, eldMaxMs: eld.max / 1e6, busyMaxMs: busyMax, cpuMaxMs: Number.isNaN(cpuMax) ? null : cpuMax, steps }) + '\n',
 );

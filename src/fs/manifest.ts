@@ -1,4 +1,5 @@
 import { isAscii } from 'node:buffer';
+import { createHash, type Hash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { z } from 'zod';
 import { StagedrootError, fieldPath } from '../errors.js';
@@ -129,10 +130,20 @@ export class ManifestWriter {
   private used = 0;
   count = 0;
   private last: string | null = null;
+  private readonly hash: Hash | null;
+  private digest: string | null = null;
 
-  constructor(readonly file: string, private readonly faults: FaultHook = noFaults) {
+  /** `o.sha256`: hash the bytes as they are written (the manifest's sha256 without reading it back). */
+  constructor(readonly file: string, private readonly faults: FaultHook = noFaults, o: { sha256?: boolean } = {}) {
     this.fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW, 0o644);
     faults.afterMutation('create', file);
+    this.hash = o.sha256 ? createHash('sha256') : null;
+  }
+
+  /** The sha256 of everything written, once closed (a writer made with `sha256: true`). */
+  sha256(): string {
+    if (this.digest === null) throw new Error(`ManifestWriter.sha256() of ${this.file}: not closed, or made without sha256`);
+    return this.digest;
   }
 
   write(e: ManifestEntry): void {
@@ -158,6 +169,27 @@ export class ManifestWriter {
     this.buf[this.used++] = 0x0a;
   }
 
+  /**
+   * Writes whole lines copied byte for byte from another manifest in the same format
+   * (see ManifestCursor.copyRun): `lines` lines from `first` to `last`, in order.
+   */
+  writeRaw(bytes: Buffer, lines: number, first: string, last: string): void {
+    if (lines === 0) return;
+    if (this.last !== null && comparePaths(this.last, first) >= 0) {
+      throw new StagedrootError('IO', `Manifest out of order: ${first} after ${this.last}`, { path: first });
+    }
+    this.last = last;
+    this.count += lines;
+    if (this.used + bytes.length > this.buf.length) {
+      this.flush();
+      if (bytes.length > this.buf.length) {
+        this.writeAll(bytes);
+        return;
+      }
+    }
+    this.used += bytes.copy(this.buf, this.used);
+  }
+
   private flush(): void {
     if (this.used === 0) return;
     this.writeAll(this.buf.subarray(0, this.used));
@@ -166,6 +198,7 @@ export class ManifestWriter {
   }
 
   private writeAll(data: Buffer): void {
+    this.hash?.update(data);
     for (let off = 0; off < data.length; ) off += fs.writeSync(this.fd, data, off, data.length - off);
   }
 
@@ -174,11 +207,12 @@ export class ManifestWriter {
     this.flush();
     if (durable) fs.fsyncSync(this.fd);
     fs.closeSync(this.fd);
+    if (this.hash !== null) this.digest = this.hash.digest('hex');
   }
 }
 
 /** UTF-8 text of whole lines; pure ASCII (the usual case) takes the cheaper one-byte path. */
-function decode(bytes: Buffer): string {
+export function decode(bytes: Buffer): string {
   return isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
 }
 

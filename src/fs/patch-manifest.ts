@@ -21,6 +21,8 @@ export interface PatchResult {
   removed: string[];
   /** Lines in the new manifest. */
   entries: number;
+  /** The new manifest's sha256, hashed as it was written. */
+  sha256?: string;
 }
 
 /** What a change set did to a tree, from its touch events: the paths to re-read and the subtrees gone. */
@@ -76,7 +78,7 @@ export function patchManifest(tree: string, before: string | readonly string[], 
   // `before` was written by copyTree moments ago, line by line in ManifestWriter's
   // format: its untouched lines are copied through as they are, never re-parsed.
   // Several files (the parts of a split copy) are read one after the other, in order.
-  const w = new ManifestWriter(after, faults);
+  const w = new ManifestWriter(after, faults, { sha256: true });
   let k = 0;
   let entries = 0;
   try {
@@ -97,5 +99,5 @@ export function patchManifest(tree: string, before: string | readonly string[], 
   } finally {
     w.close(durable);
   }
-  return deltaOf({ dirty, fresh, underRemoved, ...ch }, entries);
+  return { ...deltaOf({ dirty, fresh, underRemoved, ...ch }, entries), sha256: w.sha256() };
 }

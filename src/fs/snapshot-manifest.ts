@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import { hashFile } from './hash.js';
-import { ManifestReader, ManifestWriter, entryFromStat, isFileLineFor, readEntry, type ManifestEntry } from './manifest.js';
+import { ManifestWriter, entryFromStat, isFileLineFor, readEntry, type ManifestEntry } from './manifest.js';
+import { ManifestCursor } from './manifest-cursor.js';
 import { changesOf, deltaOf, type PatchResult } from './patch-manifest.js';
 import type { TouchEvent } from './root-fs.js';
 import { childPath } from './names.js';
@@ -55,14 +56,24 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
       return false;
     }
   });
-  const trusted = (p: string): boolean => trust.some((t) => p !== t && isUnder(p, t));
+  /** The trusted prefix `p` is strictly below, or null. */
+  const trustedPrefixOf = (p: string): string | null => trust.find((t) => p !== t && isUnder(p, t)) ?? null;
+  const trusted = (p: string): boolean => trustedPrefixOf(p) !== null;
+  // Every touched path, sorted: a run of base lines copied as bytes stops at the next one.
+  const dirtySorted = [...ch.dirty].sort(comparePaths);
+  let d = 0;
+  const nextDirtyAfter = (p: string): string | null => {
+    while (d < dirtySorted.length && comparePaths(dirtySorted[d]!, p) <= 0) d += 1;
+    return d < dirtySorted.length ? dirtySorted[d]! : null;
+  };
+  const earliest = (...ps: (string | null)[]): string | null => ps.reduce<string | null>((a, b) => (b === null ? a : a === null || comparePaths(b, a) < 0 ? b : a), null);
   // The touched entries under trusted prefixes, in order; the walk finds the others.
   const freshTrusted = ch.fresh.filter((e) => trusted(e.p));
   let k = 0;
   const withXattrs = xattrsSupported(a.tree);
   const digest = (host: string | Buffer): string | undefined => (withXattrs ? xattrDigest(readXattrs(host)) : undefined);
-  const prev = new ManifestReader(a.base);
-  const out = new ManifestWriter(a.out, h.faults);
+  const prev = new ManifestCursor(a.base);
+  const out = new ManifestWriter(a.out, h.faults, { sha256: true });
   const emit = (p: string, line: string, size: number): void => {
     out.writeLine(p, line);
     bytes += size;
@@ -86,8 +97,16 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
         if (rIn && r!.p === f.p) prev.nextRaw();
         continue;
       }
+      const t = trustedPrefixOf(r!.p);
+      if (t !== null && !ch.dirty.has(r!.p) && !ch.underRemoved(r!.p)) {
+        // An untouched run under a trusted prefix (most of the manifest): copied as bytes,
+        // up to the next touched path, fresh entry or walked entry.
+        const run = prev.copyRun(out, t, earliest(rel, f?.p ?? null, nextDirtyAfter(r!.p)));
+        bytes += run.bytes;
+        if (run.lines > 0) continue;
+      }
       prev.nextRaw();
-      if (trusted(r!.p) && !ch.dirty.has(r!.p) && !ch.underRemoved(r!.p)) emit(r!.p, r!.line, sizeOf(r!.line));
+      if (t !== null && !ch.dirty.has(r!.p) && !ch.underRemoved(r!.p)) emit(r!.p, r!.line, sizeOf(r!.line));
     }
   };
   const visit = (relDir: string, hostDir: string | Buffer): void => {
@@ -138,7 +157,7 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
     prev.close();
     out.close(false);
   }
-  return { ...deltaOf(ch, entries), bytes, walked, hashed };
+  return { ...deltaOf(ch, entries), sha256: out.sha256(), bytes, walked, hashed };
 }
 
 /** The size recorded in a file's manifest line, read without a parse (0 for others). */

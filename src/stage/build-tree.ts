@@ -41,6 +41,8 @@ export interface BuiltTree {
   delta: string[];
   entries: number;
   bytes: number;
+  /** The manifest's sha256, hashed as it was written (absent: hash the file). */
+  manifestSha256?: string;
   /** How the tree is stored (a btrfs subvolume, or a plain directory). */
   storage: StorageKind;
   /** What the change set's source warned about (accepted, but worth saying). */
@@ -149,7 +151,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     for (const p of preParts) dfs.unlink(p);
   }
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
-  return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes, storage, warnings };
+  return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes, storage, warnings, ...(patched.sha256 === undefined ? {} : { manifestSha256: patched.sha256 }) };
 }
 
 /**

@@ -102,7 +102,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
   dfs.rename(work, layout.deployment(id));
   dfs.writeFileAtomic(layout.sharedList, sharedListText(shared));
   dfs.replaceSymlink(layout.currentLink, layout.linkTarget(id));
-  const manifestSha256 = await runTreeTask('hashFile', { file: layout.manifest(id) });
+  const manifestSha256 = built.manifestSha256 ?? (await runTreeTask('hashFile', { file: layout.manifest(id) }));
   const state: BaseState = {
     version: 1,
     current: id,

@@ -286,7 +286,7 @@ async function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: 
   const { layout } = ctx;
   enter(run, 'commit');
   ctx.dfs.rename(run.work, layout.deployment(id));
-  const manifestSha256 = await runTreeTask('hashFile', { file: layout.manifest(id) });
+  const manifestSha256 = built.manifestSha256 ?? (await runTreeTask('hashFile', { file: layout.manifest(id) }));
   const rec = newRecord({ id, label, parent: run.base.id, at: ctx.now().toISOString(), entries: built.entries, bytes: built.bytes, manifestSha256, source: changes.description, kernelArguments: applyKernelArguments(run.base.kernelArguments ?? [], changes.kernelArguments) });
   rec.locked = run.opts.lock ?? false;
   if (run.checked?.info.origin) rec.origin = run.checked.info.origin;

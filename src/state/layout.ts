@@ -13,7 +13,7 @@ import { randomSuffix } from '../util/random.js';
  *   lock/                        the writer lock
  *   shared/REL                   a shared directory (shared/var): machine state, in no deployment
  *   shared.list                  the shared directories, one tree-relative path a line (for the initramfs)
- *   kept/ID/PATH                 local versions the merge into deployment ID kept aside
+ *   kept/ID/PATH                 local versions the merge into deployment ID kept aside (removed with ID)
  *   deploy/ID/shared/REL/...     an update's entries under shared directories, applied at finalize
  *   deploy/ID/shared-ops.json    what to do with them (see src/shared-dirs/ops.ts)
  *   deploy/ID/merging.json       a merge into ID in progress (recovery redoes it)
@@ -116,6 +116,10 @@ export class Layout {
   /** The symlink target (relative, so the sysroot can be moved) for a deployment. */
   linkTarget(id: string): string {
     return `deploy/${id}/tree`;
+  }
+  /** True for a name shaped like a deployment id (what deploy/ and kept/ hold). */
+  isDeploymentId(name: string): boolean {
+    return /^\d{4,}$/.test(name);
   }
   /** The deployment id a `current` symlink target names, or null. */
   idFromLink(target: string | null): string | null {

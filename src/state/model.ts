@@ -41,9 +41,11 @@ function replace(s: BaseState, rec: DeploymentRecord): BaseState {
   return { ...s, deployments: s.deployments.map((d) => (d.id === rec.id ? rec : d)) };
 }
 
-function dropIds(s: BaseState, ids: string[]): BaseState {
+/** The state without these deployments; a merge report about one of them goes too (its kept copies are removed with it). */
+export function dropIds(s: BaseState, ids: readonly string[]): BaseState {
   const gone = new Set(ids);
-  return { ...s, deployments: s.deployments.filter((d) => !gone.has(d.id)) };
+  const next = { ...s, deployments: s.deployments.filter((d) => !gone.has(d.id)) };
+  return s.lastMerge && gone.has(s.lastMerge.id) ? { ...next, lastMerge: null } : next;
 }
 
 /** The newest good, ready deployment not in `exclude`. */

@@ -3,7 +3,7 @@ import { StagedrootError } from '../errors.js';
 import { exists, isDirectory, listDir, readLink } from '../fs/durable.js';
 import { cleanLockLeftovers } from '../fs/lock.js';
 import { isTempName } from '../state/layout.js';
-import { effectiveState } from '../state/model.js';
+import { dropIds, effectiveState } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
 import { syncBootEntries } from './boot-entries.js';
 import { syncBootFiles } from './boot-files.js';
@@ -56,7 +56,7 @@ export function recover(ctx: Context): RecoveryReport {
   if (missing.length > 0) {
     const gone = new Set(missing.map((d) => d.id));
     const clear = (id: string | null): string | null => (id !== null && gone.has(id) ? null : id);
-    state = { ...state, staged: clear(state.staged), booted: clear(state.booted), rollback: clear(state.rollback), deployments: state.deployments.filter((d) => !gone.has(d.id)) };
+    state = dropIds({ ...state, staged: clear(state.staged), booted: clear(state.booted), rollback: clear(state.rollback) }, [...gone]);
     dirty = true;
   }
   if (dirty) saveState(layout, dfs, { ...state, intent: null });
@@ -76,6 +76,12 @@ export function recover(ctx: Context): RecoveryReport {
   if (strays.length > 0) {
     removeDeployments(ctx, strays);
     actions.push(`removed unrecorded deployment dirs: ${strays.join(', ')}`);
+  }
+  // Kept copies of deployments that are gone (removal interrupted between the tree and them).
+  const keptStrays = listDir(layout.keptRoot).filter((n) => layout.isDeploymentId(n) && !known.has(n));
+  if (keptStrays.length > 0) {
+    removeDeployments(ctx, keptStrays);
+    actions.push(`removed kept copies of removed deployments: ${keptStrays.map((n) => `kept/${n}`).join(', ')}`);
   }
   for (const dir of [layout.workDir, layout.trashDir]) {
     const names = listDir(dir);

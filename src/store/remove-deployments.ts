@@ -3,17 +3,23 @@ import { exists, listDir } from '../fs/durable.js';
 import { runTreeTask } from '../fs/tree-jobs.js';
 
 /**
- * Moves deployment directories to trash/ (one atomic rename each). Their contents are
- * deleted by emptyTrash, which every writer runs before it releases the lock; a crash
- * in between leaves them to recovery.
+ * Moves deployment directories to trash/ (one atomic rename each), each followed by the
+ * local versions a merge into it kept aside (kept/ID): kept copies live as long as
+ * their deployment. The contents are deleted by emptyTrash, which every writer runs
+ * before it releases the lock; a crash in between leaves them to recovery, which also
+ * removes the kept copies of any deployment the state no longer lists.
  */
 export function removeDeployments(ctx: Context, ids: readonly string[]): void {
   const { layout, dfs } = ctx;
   for (const id of ids) {
-    const dir = layout.deployment(id);
-    if (!exists(dir)) continue;
-    dfs.mkdir(layout.trashDir);
-    dfs.rename(dir, layout.trashEntry(id));
+    for (const [dir, entry] of [
+      [layout.deployment(id), layout.trashEntry(id)],
+      [layout.kept(id), layout.trashEntry(`kept-${id}`)],
+    ] as const) {
+      if (!exists(dir)) continue;
+      dfs.mkdir(layout.trashDir);
+      dfs.rename(dir, entry);
+    }
   }
 }
 

@@ -102,6 +102,9 @@ export function expectConsistent(sysroot: Sysroot, dir: string, where: string, t
   // Kept copies of a finalize that never committed are leftovers too.
   const kept = path.join(dir, 'kept');
   if (fs.existsSync(kept)) expect(fs.readdirSync(kept).filter((n) => n.endsWith('.partial')), `${where}: kept/`).toEqual([]);
+  // Kept copies live as long as their deployment: none of one that is gone.
+  const recorded = new Set(state.deployments.map((d) => d.id));
+  if (fs.existsSync(kept)) expect(fs.readdirSync(kept).filter((n) => !n.endsWith('.partial') && !recorded.has(n)), `${where}: kept/ of removed deployments`).toEqual([]);
   for (const d of state.deployments) expect(fs.existsSync(path.join(dir, 'deploy', d.id, 'merging.json')), `${where}: merge marker of ${d.id}`).toBe(false);
   expect(fs.readdirSync(path.join(dir, 'deploy')).sort(), `${where}: deploy/ holds exactly the recorded deployments`).toEqual(state.deployments.map((d) => d.id).sort());
 

@@ -195,6 +195,15 @@ describe('state model transitions (pure)', () => {
     expect(pruneTransition(s, 100).drop).toEqual([]);
   });
 
+  it('a merge report goes with the deployment it names (its kept copies are removed with it); others stay', () => {
+    const merge = (id: string): NonNullable<BaseState['lastMerge']> => ({ id, at: AT, carried: 1, conflicts: [{ path: 'etc/motd', kept: `kept/${id}/etc/motd` }] });
+    const deps = ['0001', '0002', '0003'].map((id) => rec(id, { good: true }));
+    const dropped = state({ current: '0003', rollback: '0002', deployments: deps, lastMerge: merge('0001') });
+    expect(pruneTransition(dropped, 0)).toMatchObject({ drop: ['0001'], next: { lastMerge: null } });
+    const listed = state({ current: '0003', rollback: '0002', deployments: deps, lastMerge: merge('0003') });
+    expect(pruneTransition(listed, 0).next.lastMerge).toEqual(merge('0003'));
+  });
+
   it('the symlink decides a pointer swap in progress', () => {
     const before = state({ current: '0001', staged: '0002', deployments: [rec('0001', { good: true }), rec('0002')] });
     const next = finalizeTransition(before).next;
