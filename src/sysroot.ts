@@ -214,7 +214,7 @@ export class Sysroot {
       }
       let r: FinalizeResult;
       try {
-        r = finalize(this.ctx, s, o);
+        r = await finalize(this.ctx, s, o);
       } catch (err) {
         await this.hooks('on-failure', { id: staged?.id, label: staged?.label, reason: (err as Error).message }, o);
         throw err;

@@ -1,7 +1,7 @@
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { exists, fileSha256, readText } from '../fs/durable.js';
-import { verifyTree } from '../fs/verify-tree.js';
+import { exists, readText } from '../fs/durable.js';
+import { runTreeTask } from '../fs/tree-jobs.js';
 import { parseDelta, verifyDelta } from '../fs/delta.js';
 import { finalizeFailed, finalizeTransition, mustFind } from '../state/model.js';
 import type { BaseState, MergeReport } from '../state/schema.js';
@@ -27,8 +27,10 @@ export type FinalizeResult =
  * O(change), so shutdown stays fast however large the tree (`fullVerify` checks the
  * manifest's checksum and the whole tree);
  * a mismatch is recorded durably as a finalize failure, and current stays as it was.
+ * The /etc merge's tree-sized parts (the walk of the live etc/, the manifest's patch and
+ * hash) run on a worker thread: the caller's event loop keeps turning.
  */
-export function finalize(ctx: Context, s: BaseState, o: FinalizeOptions = {}): FinalizeResult {
+export async function finalize(ctx: Context, s: BaseState, o: FinalizeOptions = {}): Promise<FinalizeResult> {
   if (s.staged === null) return { finalized: false, reason: 'nothing-staged' };
   const staged = mustFind(s, s.staged);
   if (staged.locked) return { finalized: false, reason: 'locked', id: staged.id };
@@ -45,11 +47,11 @@ export function finalize(ctx: Context, s: BaseState, o: FinalizeOptions = {}): F
     applyTransition(ctx, s, finalizeFailed(s, failure), 'finalize-failed');
     throw new StagedrootError('FINALIZE_FAILED', `Finalize of deployment ${staged.id} (${staged.label}) failed: ${problem}; current stays ${s.current}`, { value: staged.id, path: failure.path, issues: failure.issues });
   };
-  const problem = checkStaged(ctx, staged.id, staged.manifestSha256, o.fullVerify ?? false);
+  const problem = await checkStaged(ctx, staged.id, staged.manifestSha256, o.fullVerify ?? false);
   if (problem !== null) fail(problem);
 
   // Plan first (nothing written): the /etc merge and the update's entries under shared directories.
-  const merge = mergeBase(ctx, s, staged.id, staged.parent);
+  const merge = await mergeBase(ctx, s, staged.id, staged.parent);
   const shared = planShared(ctx.layout, staged.id, sharedDirs(s));
   const conflicts = [...(merge?.typeConflicts ?? []), ...shared.typeConflicts];
   if (conflicts.length > 0) {
@@ -59,7 +61,7 @@ export function finalize(ctx: Context, s: BaseState, o: FinalizeOptions = {}): F
   // Kept copies (outside every tree), then the merge into the staged tree, then the swap.
   if (merge) keepLocalVersions(ctx, merge);
   keepSharedVersions(ctx, staged.id, shared, sharedDirs(s));
-  const sha = merge ? applyEtcMerge(ctx, merge, mergedDirs(s)) : staged.manifestSha256;
+  const sha = merge ? await applyEtcMerge(ctx, merge, mergedDirs(s)) : staged.manifestSha256;
   const report = mergeReport(ctx, staged.id, merge, shared);
   const merged: BaseState = { ...s, deployments: s.deployments.map((d) => (d.id === staged.id ? { ...d, manifestSha256: sha } : d)) };
   const t = finalizeTransition(merged);
@@ -70,7 +72,7 @@ export function finalize(ctx: Context, s: BaseState, o: FinalizeOptions = {}): F
 }
 
 /** The merge plan, when the staged deployment was built from the booted one (else its etc/ is not the running system's). */
-function mergeBase(ctx: Context, s: BaseState, staged: string, parent: string | null): PlannedMerge | null {
+async function mergeBase(ctx: Context, s: BaseState, staged: string, parent: string | null): Promise<PlannedMerge | null> {
   if (s.booted === null) return null;
   if (parent !== s.booted) {
     ctx.warn(`deployment ${staged} was built from ${parent ?? 'nothing'}, not from the booted ${s.booted}: local changes in ${mergedDirs(s).join(', ')} are not merged into it`);
@@ -89,15 +91,15 @@ function mergeReport(ctx: Context, id: string, merge: PlannedMerge | null, share
   };
 }
 
-/** Why the staged tree cannot be trusted, or null. */
-function checkStaged(ctx: Context, id: string, manifestSha256: string | null, full: boolean): string | null {
+/** Why the staged tree cannot be trusted, or null. The full check (a whole-tree walk) runs on a worker thread. */
+async function checkStaged(ctx: Context, id: string, manifestSha256: string | null, full: boolean): Promise<string | null> {
   const { layout } = ctx;
   if (!exists(layout.tree(id))) return `its tree ${layout.tree(id)} is missing`;
   if (!exists(layout.manifest(id))) return `its manifest ${layout.manifest(id)} is missing`;
   let drift;
   if (full) {
-    if (manifestSha256 !== null && fileSha256(layout.manifest(id)) !== manifestSha256) return `its manifest ${layout.manifest(id)} was modified after staging`;
-    drift = verifyTree(layout.tree(id), layout.manifest(id));
+    if (manifestSha256 !== null && (await runTreeTask('hashFile', { file: layout.manifest(id) })) !== manifestSha256) return `its manifest ${layout.manifest(id)} was modified after staging`;
+    drift = await runTreeTask('verifyTree', { tree: layout.tree(id), manifest: layout.manifest(id) });
   } else {
     const text = readText(layout.delta(id));
     if (text === null) return `its delta ${layout.delta(id)} is missing`;

@@ -1,6 +1,7 @@
 import { StagedrootError } from '../errors.js';
 import { copyTree, type CopyPolicy, type CopyProgress, type CopyResult, type CopyTreeOptions } from './copy-tree.js';
 import { diffManifests, type PathChange } from './diff-manifests.js';
+import { changedRows, lookupRows, type Row, type RowSources } from './merge-rows.js';
 import type { FaultHook } from './faults.js';
 import { hashFile } from './hash.js';
 import { sumFileSizes } from './manifest-sizes.js';
@@ -53,12 +54,16 @@ export const treeTasks = {
       checkAbort: () => h.checkAbort(),
     }),
   snapshotManifest: (a: SnapshotManifestArgs, h: TaskHooks): SnapshotManifestResult => snapshotManifest(a, h),
-  patchManifest: (a: { tree: string; before: string | string[]; after: string; events: TouchEvent[] }, h: TaskHooks): PatchResult =>
-    patchManifest(a.tree, a.before, a.after, a.events, h.faults),
+  patchManifest: (a: { tree: string; before: string | string[]; after: string; events: TouchEvent[]; durable?: boolean }, h: TaskHooks): PatchResult =>
+    patchManifest(a.tree, a.before, a.after, a.events, h.faults, a.durable ?? false),
   verifyTree: (a: { tree: string; manifest: string }, h: TaskHooks): Drift[] =>
     verifyTree(a.tree, a.manifest, { onProgress: (done) => h.progress(done), checkAbort: () => h.checkAbort() }),
   diffManifests: (a: { a: string; b: string }): PathChange[] => diffManifests(a.a, a.b),
   hashFile: (a: { file: string }): string => hashFile(a.file),
+  /** The /etc merge's rows where the live tree differs from the staged manifest (finalize). */
+  changedRows: (a: RowSources & { always: string[] }): Row[] => changedRows(a),
+  /** The /etc merge's rows of a few paths (stage's type-conflict check). */
+  lookupRows: (a: RowSources & { paths: string[] }): Row[] => lookupRows(a),
   sumFileSizes: (a: { manifest: string; prefixes: string[] }): number => sumFileSizes(a.manifest, a.prefixes),
   removeTree: (a: { path: string }, h: TaskHooks): void => removeTreeNow(a.path, h.faults),
 };

@@ -5,12 +5,13 @@ import { copyOut, lstatOrNull } from '../fs/copy-entry.js';
 import { parseDelta } from '../fs/delta.js';
 import { exists, fileSha256, readText } from '../fs/durable.js';
 import { displayPath, hostPath } from '../fs/names.js';
+import { changedRows, type Row, type RowSources } from '../fs/merge-rows.js';
 import { patchManifest } from '../fs/patch-manifest.js';
 import { labelTouched } from '../fs/selinux.js';
 import { RootFs, type TouchEvent } from '../fs/root-fs.js';
+import { runTreeTask } from '../fs/tree-jobs.js';
 import type { Layout } from '../state/layout.js';
-import { MergePlanner, type MergeAction, type TypeConflict, type UpdatePaths } from './plan.js';
-import { forEachRow } from './rows.js';
+import { planMerge, rowsAlwaysPlanned, typeConflictPaths, type MergeAction, type TypeConflict, type UpdatePaths } from './plan.js';
 
 /** The merge of every merged directory into one staged deployment. */
 export interface PlannedMerge {
@@ -31,22 +32,66 @@ export function updatePaths(layout: Layout, id: string, file = layout.delta(id))
   return { changed: new Map(delta.changed.map((e) => [e.p, e.t])), removed: new Set(delta.removed) };
 }
 
-/**
- * Plans the merge of the booted deployment's local changes into the staged one: reads
- * the two manifests and walks the live merged directories; writes nothing.
- */
-export function planEtcMerge(layout: Layout, booted: string, staged: string, merged: readonly string[], where = { manifest: layout.manifest(staged), delta: layout.delta(staged) }): PlannedMerge {
-  const update = updatePaths(layout, staged, where.delta);
+/** Where the rows of a merge come from: the two manifests and the live tree. */
+interface MergeSources {
+  update: UpdatePaths;
+  sources: (dir: string) => RowSources;
+}
+
+function mergeSources(layout: Layout, booted: string, staged: string, where: { manifest: string; delta: string }): MergeSources {
+  return {
+    update: updatePaths(layout, staged, where.delta),
+    sources: (dir) => ({ dir, baseManifest: layout.manifest(booted), newManifest: where.manifest, liveTree: layout.tree(booted) }),
+  };
+}
+
+/** The plans of each merged directory, from their rows, as one merge. */
+function combine(booted: string, staged: string, update: UpdatePaths, rows: { dir: string; rows: Row[] }[]): PlannedMerge {
   const out: PlannedMerge = { booted, staged, actions: [], keep: [], conflicts: [], typeConflicts: [], carried: 0 };
-  for (const dir of merged) {
-    const planner = new MergePlanner(update, dir);
-    forEachRow({ dir, baseManifest: layout.manifest(booted), newManifest: where.manifest, liveTree: layout.tree(booted) }, (r) => planner.add(r));
-    const p = planner.result();
+  for (const r of rows) {
+    const p = planMerge(r.rows, update, r.dir);
     out.actions.push(...p.actions);
     out.keep.push(...p.keep);
     out.conflicts.push(...p.conflicts);
     out.typeConflicts.push(...p.typeConflicts);
     out.carried += p.carried;
+  }
+  return out;
+}
+
+const defaultWhere = (layout: Layout, staged: string): { manifest: string; delta: string } => ({ manifest: layout.manifest(staged), delta: layout.delta(staged) });
+
+/**
+ * Plans the merge of the booted deployment's local changes into the staged one: reads
+ * the two manifests and walks the live merged directories; writes nothing. The walk runs
+ * on a worker thread (a tree task) and hands back only the rows the planner acts on.
+ */
+export async function planEtcMerge(layout: Layout, booted: string, staged: string, merged: readonly string[], where = defaultWhere(layout, staged)): Promise<PlannedMerge> {
+  const m = mergeSources(layout, booted, staged, where);
+  const rows = [];
+  for (const dir of merged) rows.push({ dir, rows: await runTreeTask('changedRows', { ...m.sources(dir), always: rowsAlwaysPlanned(dir) }) });
+  return combine(booted, staged, m.update, rows);
+}
+
+/** planEtcMerge on the caller's thread, for recovery (which runs synchronously when a sysroot is opened). */
+export function planEtcMergeSync(layout: Layout, booted: string, staged: string, merged: readonly string[]): PlannedMerge {
+  const m = mergeSources(layout, booted, staged, defaultWhere(layout, staged));
+  return combine(booted, staged, m.update, merged.map((dir) => ({ dir, rows: changedRows({ ...m.sources(dir), always: rowsAlwaysPlanned(dir) }) })));
+}
+
+/**
+ * The type conflicts of the merge, as planEtcMerge would find them, from the rows of the
+ * update's own paths and their ancestors only (see typeConflictPaths): O(update), not
+ * O(tree), read on a worker thread. What stage refuses before anything is committed.
+ */
+export async function etcTypeConflicts(layout: Layout, booted: string, staged: string, merged: readonly string[], where = defaultWhere(layout, staged)): Promise<TypeConflict[]> {
+  const m = mergeSources(layout, booted, staged, where);
+  const out: TypeConflict[] = [];
+  for (const dir of merged) {
+    const paths = typeConflictPaths(m.update, dir);
+    if (paths.length === 0) continue;
+    const rows = await runTreeTask('lookupRows', { ...m.sources(dir), paths });
+    out.push(...planMerge(rows, m.update, dir).typeConflicts);
   }
   return out;
 }
@@ -76,12 +121,20 @@ export function keepLocalVersions(ctx: Context, m: PlannedMerge): void {
   for (const p of m.keep) copyOut(hostPath(layout.tree(m.booted), p), `${layout.kept(m.staged, true)}/${p}`, { faults: ctx.faults });
 }
 
+/** A merge written into the staged tree, its manifest not yet patched. */
+interface WrittenMerge {
+  tree: string;
+  manifest: string;
+  next: string;
+  events: TouchEvent[];
+}
+
 /**
- * Writes the plan into the staged tree and its manifest. The marker goes first (with
- * every path the merge touches), so that a crash part-way is redone by recovery; the
- * manifest is replaced atomically at the end. Returns the new manifest's sha256.
+ * Writes the plan into the staged tree. The marker goes first (with every path the
+ * merge touches), so that a crash part-way is redone by recovery. Returns what the
+ * manifest's patch needs (every path touched, by this merge or an earlier one).
  */
-export function applyEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly string[], earlier: readonly string[] = []): string {
+function writeEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly string[], earlier: readonly string[]): WrittenMerge {
   const { layout, dfs } = ctx;
   const paths = [...new Set([...earlier, ...m.actions.map((a) => a.path)])];
   dfs.writeFileAtomic(layout.mergeMarker(m.staged), JSON.stringify({ booted: m.booted, merged, paths }) + '\n');
@@ -107,17 +160,26 @@ export function applyEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly st
     events.push({ kind: st !== null && st.isDirectory() ? 'touch' : 'remove', path: p });
   }
   const manifest = layout.manifest(m.staged);
-  const next = `${manifest}.merged`;
-  patchManifest(tree, manifest, next, events, ctx.faults, true);
-  dfs.rename(next, manifest);
-  return fileSha256(manifest);
+  return { tree, manifest, next: `${manifest}.merged`, events };
+}
+
+/**
+ * Writes the plan into the staged tree and its manifest (see writeEtcMerge); the
+ * manifest is patched and hashed on a worker thread (tree-sized), then replaced
+ * atomically, never after an error. Returns the new manifest's sha256.
+ */
+export async function applyEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly string[]): Promise<string> {
+  const w = writeEtcMerge(ctx, m, merged, []);
+  await runTreeTask('patchManifest', { tree: w.tree, before: w.manifest, after: w.next, events: w.events, durable: true }, { faults: ctx.faults });
+  ctx.dfs.rename(w.next, w.manifest);
+  return runTreeTask('hashFile', { file: w.manifest });
 }
 
 /**
  * Completes a merge a crash interrupted in a deployment that is still staged: plans it
  * again from the live tree (type conflicts are left for the next finalize to refuse) and
  * applies it, re-reading every path the first attempt may have touched. Returns the new
- * manifest's sha256.
+ * manifest's sha256. Synchronous: recovery runs when a sysroot is opened.
  */
 export function redoEtcMerge(ctx: Context, id: string, marker: MergeMarker): string {
   const { layout } = ctx;
@@ -127,6 +189,9 @@ export function redoEtcMerge(ctx: Context, id: string, marker: MergeMarker): str
   // Writes the crash cut short left temp files beside the paths they were writing.
   const tree = new RootFs(layout.tree(id), { faults: ctx.faults });
   for (const dir of new Set(marker.paths.map((p) => (p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '')))) tree.removeTempLeftovers(dir);
-  const m = planEtcMerge(layout, marker.booted, id, marker.merged);
-  return applyEtcMerge(ctx, m, marker.merged, marker.paths);
+  const m = planEtcMergeSync(layout, marker.booted, id, marker.merged);
+  const w = writeEtcMerge(ctx, m, marker.merged, marker.paths);
+  patchManifest(w.tree, w.manifest, w.next, w.events, ctx.faults, true);
+  ctx.dfs.rename(w.next, w.manifest);
+  return fileSha256(w.manifest);
 }

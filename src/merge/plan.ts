@@ -1,5 +1,8 @@
 import { comparePaths, isUnder } from '../fs/paths.js';
 import type { ManifestEntry } from '../fs/manifest.js';
+import { sameEntry, type Row } from '../fs/merge-rows.js';
+
+export { sameEntry, type Row };
 
 /**
  * The /etc 3-way merge, as a pure plan. For every path under a merged directory there
@@ -17,13 +20,11 @@ import type { ManifestEntry } from '../fs/manifest.js';
  *
  * A local directory where the update has a non-directory (or the reverse) cannot be
  * merged without losing one of them: a type conflict, refused.
+ *
+ * The rows (see src/fs/merge-rows.ts) come in manifest order; the planner passes over a
+ * row whose live and staged entries are the same (but the `.updated` stamp's, see
+ * rowsAlwaysPlanned), so it may be given only the others.
  */
-export interface Row {
-  p: string;
-  b: ManifestEntry | null;
-  n: ManifestEntry | null;
-  l: ManifestEntry | null;
-}
 
 /** What the update did, from its delta: entries it wrote (with their type) and paths it removed. */
 export interface UpdatePaths {
@@ -58,18 +59,34 @@ const TYPE = { f: 'file', d: 'directory', l: 'symlink', o: 'special file' } as c
 const kind = (e: ManifestEntry | null): string => (e === null ? 'nothing' : TYPE[e.t]);
 const isDir = (e: ManifestEntry | null): boolean => e !== null && e.t === 'd';
 
-/** Same type, mode, owner, extended attributes, content and target (times are not compared). */
-export function sameEntry(a: ManifestEntry | null, b: ManifestEntry | null): boolean {
-  if (a === null || b === null) return a === b;
-  if (a.t !== b.t || a.m !== b.m || a.u !== b.u || a.g !== b.g || a.x !== b.x) return false;
-  if (a.t === 'f') return a.s === b.s && a.h === b.h;
-  if (a.t === 'l') return a.l === b.l;
-  return true;
-}
-
 /** `.updated` stamps are cleared in a new deployment (systemd's ConditionNeedsUpdate= runs once after an update). */
 export function isUpdateStamp(p: string, mergedDir: string): boolean {
   return p === `${mergedDir}/.updated` && mergedDir === 'etc';
+}
+
+/** The paths whose rows the planner needs even when their live and staged entries are the same. */
+export function rowsAlwaysPlanned(mergedDir: string): string[] {
+  return mergedDir === 'etc' ? ['etc/.updated'] : [];
+}
+
+/**
+ * The only paths of a merged directory where a type conflict can arise (see add): a
+ * path the update wrote or removed itself (the live entry a directory and the update's
+ * not, or the reverse), or an ancestor of a path it wrote (a live non-directory where
+ * the update writes below). Planning the rows of these paths alone, in manifest order,
+ * gives the same type conflicts as planning every row: a row skipped below a subtree
+ * an earlier action removed has no live entry (the subtree was deleted or is a
+ * non-directory in the live tree), so it cannot conflict either way. O(update), not
+ * O(tree): what stage checks.
+ */
+export function typeConflictPaths(update: UpdatePaths, mergedDir: string): string[] {
+  const out = new Set<string>();
+  for (const p of [...update.changed.keys(), ...update.removed]) {
+    if (!isUnder(p, mergedDir)) continue;
+    out.add(p);
+    for (let i = p.lastIndexOf('/'); i >= mergedDir.length; i = p.lastIndexOf('/', i - 1)) out.add(p.slice(0, i));
+  }
+  return [...out].sort(comparePaths);
 }
 
 export class MergePlanner {

@@ -14,7 +14,7 @@ import { SharedDivert } from './shared-divert.js';
 import { mergedDirs, sharedDirs } from '../shared-dirs/config.js';
 import { settleMountPoints } from '../shared-dirs/mount-points.js';
 import { planShared } from '../shared-dirs/apply.js';
-import { conflictIssue, planEtcMerge } from '../merge/merge.js';
+import { conflictIssue, etcTypeConflicts } from '../merge/merge.js';
 import { checkSource, type CheckedSource } from './check-source.js';
 import { describeHookFailure, runHooks, type HookRun } from '../hooks/run-hooks.js';
 import { checkTimeoutMs } from '../util/options.js';
@@ -237,7 +237,7 @@ async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
     settle: (root) => settleMountPoints(root, shared),
   });
   if (divert.ops.length > 0) writeJson(ctx.dfs, `${run.work}/shared-ops.json`, { ops: divert.ops });
-  checkMergeConflicts(run, built, divert);
+  await checkMergeConflicts(run, built, divert);
   return built;
 }
 
@@ -245,12 +245,13 @@ async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
  * Conflicts between the running system's local changes and the update that finalize
  * could not merge (a directory on one side, a non-directory on the other), refused at
  * stage when they exist already (bootc: "Merge conflicts found in etc"). Recorded as
- * apply: the update cannot be applied to the booted system as it is.
+ * apply: the update cannot be applied to the booted system as it is. Only the update's
+ * paths are looked at (O(update)), on a worker thread.
  */
-function checkMergeConflicts(run: Run, built: BuiltTree, divert: SharedDivert): void {
+async function checkMergeConflicts(run: Run, built: BuiltTree, divert: SharedDivert): Promise<void> {
   const { ctx, state, base, id, work } = run;
   const conflicts = [
-    ...(state.booted === base.id ? planEtcMerge(ctx.layout, base.id, id, mergedDirs(state), { manifest: built.manifest, delta: `${work}/delta.json` }).typeConflicts : []),
+    ...(state.booted === base.id ? await etcTypeConflicts(ctx.layout, base.id, id, mergedDirs(state), { manifest: built.manifest, delta: `${work}/delta.json` }) : []),
     ...planShared(ctx.layout, id, sharedDirs(state), `${work}/shared`, divert.ops).typeConflicts,
   ];
   if (conflicts.length === 0) return;

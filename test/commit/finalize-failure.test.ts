@@ -49,4 +49,22 @@ describe('a finalize that fails', () => {
     expect(r.err).toContain('FINALIZE_FAILED');
     expect(r.err).toContain('current stays 0001');
   });
+
+  it('fullVerify checks the whole staged tree (drift outside the delta) and the manifest\'s checksum', async () => {
+    t = await tempSysroot({ tree: { 'etc/app.conf': 'v1\n', 'usr/share/data': 'data\n' } });
+    const staged = await t.sysroot.stage({ files: [{ path: '/etc/app.conf', contents: 'v2\n' }] });
+    // A path the update did not touch (a copy, not a hardlink, so the booted tree keeps its own).
+    fs.rmSync(path.join(staged.path, 'usr/share/data'));
+    fs.writeFileSync(path.join(staged.path, 'usr/share/data'), 'changed\n');
+    await expect(t.sysroot.finalize({ fullVerify: true })).rejects.toMatchObject({ code: 'FINALIZE_FAILED', message: expect.stringContaining('the staged tree no longer matches its manifest: usr/share/data') });
+    expect(t.sysroot.status()).toMatchObject({ current: '0001', staged: null });
+
+    const again = await t.sysroot.stage({ files: [{ path: '/etc/app.conf', contents: 'v3\n' }] });
+    const manifest = path.join(t.dir, 'deploy', again.id, 'manifest.ndjson');
+    fs.writeFileSync(manifest, fs.readFileSync(manifest, 'utf8').replace('"m":420', '"m":384'));
+    await expect(t.sysroot.finalize({ fullVerify: true })).rejects.toMatchObject({ code: 'FINALIZE_FAILED', message: expect.stringContaining('was modified after staging') });
+
+    const last = await t.sysroot.stage({ files: [{ path: '/etc/app.conf', contents: 'v4\n' }] });
+    await expect(t.sysroot.finalize({ fullVerify: true })).resolves.toMatchObject({ finalized: true, id: last.id });
+  });
 });

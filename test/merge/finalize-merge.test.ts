@@ -7,7 +7,11 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { finalize } from '../../src/commit/finalize.js';
+import { makeContext } from '../../src/context.js';
+import { hashFile } from '../../src/fs/hash.js';
 import { tarLayerSource } from '../../src/sources/tar-layer.js';
+import { Sysroot } from '../../src/sysroot.js';
 import { hashTree, reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { tarArchive } from '../../fixtures/tar-writer.mjs';
 import { BASE_TREE } from '../helpers/trees.js';
@@ -161,5 +165,36 @@ describe('/etc merge at finalize', () => {
     expect(s.status().booted).toBe('0001');
     expect(read(path.join(first, 'etc/app.conf'))).toBe('listen = 81\n');
     expect(read(path.join(shared, 'state'))).toBe('written by 0002\n');
+  });
+
+  it('an I/O error while the merged manifest is written: nothing is renamed, current is unchanged, recovery completes the merge', async () => {
+    t = await tempSysroot({ tree: TREE });
+    const s = t.sysroot;
+    const live = s.treePath('0001');
+    const r = await s.stage({ files: [{ path: '/etc/motd', contents: 'new motd\n' }] });
+    fs.writeFileSync(path.join(live, 'etc/app.conf'), 'listen = 8080\n');
+    const manifest = path.join(t.dir, 'deploy', r.id, 'manifest.ndjson');
+    const before = hashFile(manifest);
+    const ops: string[] = [];
+    const ctx = makeContext(t.dir, {
+      faults: {
+        afterMutation(op, p) {
+          ops.push(`${op} ${path.basename(p)}`);
+          if (op === 'write' && p === `${manifest}.merged`) throw Object.assign(new Error('EIO: i/o error, write'), { code: 'EIO' });
+        },
+      },
+    });
+    await expect(finalize(ctx, s.state())).rejects.toThrow(/EIO/);
+    expect(ops).toContain('create manifest.ndjson.merged');
+    expect(ops.some((o) => o.startsWith('rename') && o.endsWith('manifest.ndjson'))).toBe(false);
+    expect(hashFile(manifest)).toBe(before);
+    expect(fs.realpathSync(path.join(t.dir, 'current'))).toBe(fs.realpathSync(live));
+    // Opening the sysroot (recovery) redoes the merge the error cut short; finalize then completes.
+    const again = await Sysroot.open(t.dir);
+    expect(again.status()).toMatchObject({ current: '0001', staged: r.id });
+    expect((await again.verify(r.id)).drift).toEqual([]);
+    await reboot(again);
+    expect(read(path.join(again.treePath(r.id), 'etc/app.conf'))).toBe('listen = 8080\n');
+    expect(read(path.join(again.treePath(r.id), 'etc/motd'))).toBe('new motd\n');
   });
 });

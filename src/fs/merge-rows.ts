@@ -1,0 +1,146 @@
+import { lstatOrNull } from './copy-entry.js';
+import { ManifestIndex } from './manifest-index.js';
+import { ManifestReader, readEntryCached, type ManifestEntry } from './manifest.js';
+import { hostPath } from './names.js';
+import { comparePaths, isUnder } from './paths.js';
+import { walkTree } from './walk.js';
+
+/**
+ * The rows of the /etc 3-way merge (see src/merge/plan.ts): for a path under a merged
+ * directory, its entry in the booted deployment's manifest (`b`), in the staged one's
+ * (`n`), and in the running system's live tree (`l`). Reading them is tree work and
+ * lives here, so that it can run as a tree task on a worker thread; deciding what they
+ * mean is the planner's.
+ */
+export interface Row {
+  p: string;
+  b: ManifestEntry | null;
+  n: ManifestEntry | null;
+  l: ManifestEntry | null;
+}
+
+type Stats = NonNullable<ReturnType<typeof lstatOrNull>>;
+
+export interface RowSources {
+  /** The merged directory, tree-relative ("etc"). */
+  dir: string;
+  /** The booted deployment's manifest (its pristine tree). */
+  baseManifest: string;
+  /** The staged deployment's manifest. */
+  newManifest: string;
+  /** The booted deployment's live tree (the running system's root). */
+  liveTree: string;
+}
+
+/** Same type, mode, owner, extended attributes, content and target (times are not compared). */
+export function sameEntry(a: ManifestEntry | null, b: ManifestEntry | null): boolean {
+  if (a === null || b === null) return a === b;
+  if (a.t !== b.t || a.m !== b.m || a.u !== b.u || a.g !== b.g || a.x !== b.x) return false;
+  if (a.t === 'f') return a.s === b.s && a.h === b.h;
+  if (a.t === 'l') return a.l === b.l;
+  return true;
+}
+
+/** The next entry of `r` under `dir` (entries before it skipped), without consuming it; null past it. */
+function peekUnder(r: ManifestReader, dir: string): ManifestEntry | null {
+  for (;;) {
+    const e = r.peek();
+    if (e === null) return null;
+    if (comparePaths(e.p, dir) < 0) {
+      r.next();
+      continue;
+    }
+    return isUnder(e.p, dir) ? e : null;
+  }
+}
+
+/**
+ * Streams the rows of one merged directory in manifest order: the two manifests read
+ * alongside one walk of the live directory (only the merged directory is walked; a live
+ * file is hashed only when its size or mtime differs from both manifests). Memory
+ * follows the directory's depth, not its size.
+ */
+export function forEachRow(o: RowSources, fn: (row: Row) => void): void {
+  const rb = new ManifestReader(o.baseManifest);
+  const rn = new ManifestReader(o.newManifest);
+  const take = (r: ManifestReader, p: string): ManifestEntry | null => (peekUnder(r, o.dir)?.p === p ? r.next() : null);
+  /** Rows of paths only the manifests have, before `p` (all of them when `p` is null). */
+  const flushBefore = (p: string | null): void => {
+    for (;;) {
+      const b = peekUnder(rb, o.dir);
+      const n = peekUnder(rn, o.dir);
+      const x = b === null ? n?.p : n === null ? b.p : comparePaths(b.p, n.p) <= 0 ? b.p : n.p;
+      if (x === undefined || (p !== null && comparePaths(x, p) >= 0)) return;
+      fn({ p: x, b: take(rb, x), n: take(rn, x), l: null });
+    }
+  };
+  const visit = (rel: string, host: string | Buffer, st: Stats): void => {
+    flushBefore(rel);
+    const b = take(rb, rel);
+    const n = take(rn, rel);
+    fn({ p: rel, b, n, l: readEntryCached(rel, host, st, [b, n]) });
+  };
+  try {
+    const host = `${o.liveTree}/${o.dir}`;
+    const st = lstatOrNull(host);
+    if (st !== null) {
+      visit(o.dir, host, st);
+      if (st.isDirectory()) walkTree(host, { enter: (rel, h, s) => visit(`${o.dir}/${rel}`, h, s) });
+    }
+    flushBefore(null);
+  } finally {
+    rb.close();
+    rn.close();
+  }
+}
+
+/**
+ * The rows of one merged directory where the live entry differs from the staged one
+ * (`l` ≠ `n`), plus the rows of the paths in `always`: the only rows the planner acts
+ * on (it passes over a row with `l` = `n`, see MergePlanner.add), so what crosses from a
+ * worker thread follows the local changes and the update, not the directory's size.
+ */
+export function changedRows(o: RowSources & { always: readonly string[] }): Row[] {
+  const always = new Set(o.always);
+  const rows: Row[] = [];
+  forEachRow(o, (r) => {
+    if (!sameEntry(r.l, r.n) || always.has(r.p)) rows.push(r);
+  });
+  return rows;
+}
+
+/**
+ * The rows of the given paths only (each under `dir`), in manifest order: `b` and `n`
+ * found by binary search in the manifests (see ManifestIndex), `l` read from the live
+ * tree as the walk of forEachRow would see it (absent below a live non-directory or
+ * symlink). O(paths), whatever the size of the tree.
+ */
+export function lookupRows(o: RowSources & { paths: readonly string[] }): Row[] {
+  const base = new ManifestIndex(o.baseManifest);
+  const next = new ManifestIndex(o.newManifest);
+  const stats = new Map<string, Stats | null>();
+  /** The live stat of `p`, null when absent or when an ancestor below `dir` is not a directory. */
+  const live = (p: string): Stats | null => {
+    let st = stats.get(p);
+    if (st !== undefined) return st;
+    const parent = p === o.dir ? null : p.slice(0, p.lastIndexOf('/'));
+    if (parent !== null && live(parent)?.isDirectory() !== true) st = null;
+    else st = lstatOrNull(hostPath(o.liveTree, p));
+    stats.set(p, st);
+    return st;
+  };
+  try {
+    return [...new Set(o.paths)]
+      .filter((p) => isUnder(p, o.dir))
+      .sort(comparePaths)
+      .map((p) => {
+        const b = base.find(p);
+        const n = next.find(p);
+        const st = live(p);
+        return { p, b, n, l: st === null ? null : readEntryCached(p, hostPath(o.liveTree, p), st, [b, n]) };
+      });
+  } finally {
+    base.close();
+    next.close();
+  }
+}
