@@ -61,7 +61,7 @@ function ancestors(p: string): string[] {
 export async function copyTreeSplit(args: CopyArgs, parts: number, jobs: TreeJobOptions): Promise<{ result: CopyResult; manifests: string[] }> {
   const points = args.srcManifest === undefined ? [] : splitPoints(args.srcManifest, parts);
   if (points.length === 0) {
-    return { result: await runTreeTask('copyTree', args, jobs), manifests: [args.manifestOut] };
+    return { result: await runTreeTask('copyTree', args, jobs), manifests: args.manifestOut === undefined ? [] : [args.manifestOut] };
   }
   const faults = jobs.faults ?? noFaults;
   const spine = [...new Set(points.flatMap((p) => ancestors(p.path)))].sort(comparePaths);
@@ -89,11 +89,13 @@ export async function copyTreeSplit(args: CopyArgs, parts: number, jobs: TreeJob
       nextReport = sum.done + 1000;
     }
   };
-  const manifests = bounds.slice(1).map((_, k) => `${args.manifestOut}.${k}`);
-  const runs = manifests.map((manifestOut, k) =>
+  // Each part writes its own manifest, unless the copy trusts the source's (then none).
+  const out = args.manifestOut;
+  const manifests = out === undefined ? [] : bounds.slice(1).map((_, k) => `${out}.${k}`);
+  const runs = bounds.slice(1).map((_, k) =>
     runTreeTask(
       'copyTree',
-      { ...args, manifestOut, total: null, part: { range: { lo: bounds[k]!, hi: bounds[k + 1]! }, spine, srcManifestStart: k === 0 ? 0 : points[k - 1]!.offset } },
+      { ...args, manifestOut: out === undefined ? undefined : manifests[k], total: null, part: { range: { lo: bounds[k]!, hi: bounds[k + 1]! }, spine, srcManifestStart: k === 0 ? 0 : points[k - 1]!.offset } },
       {
         ...jobs,
         signal: stop.signal,

@@ -7,7 +7,7 @@ import { bytesOfName, hasRawBytes, hostPath } from './names.js';
 import { makeFifo } from './path-tool.js';
 import { isUnder } from './paths.js';
 import { ioError } from './root-fs.js';
-import { walkTree, type WalkRange } from './walk.js';
+import { walkEntries, type WalkRange } from './walk.js';
 import { readXattrs, writeXattrs, xattrDigest, xattrsSupported, type XattrPolicy, type Xattrs } from './xattr.js';
 
 export type CopyMode = 'reflink' | 'copy';
@@ -22,6 +22,7 @@ export interface CopyPolicy {
 export interface CopyProgress {
   done: number;
   total: number | null;
+  /** The size of the files copied or looked at (a file linked under trust is not looked at: not counted). */
   bytes: number;
 }
 
@@ -29,10 +30,18 @@ export interface CopyTreeOptions {
   src: string;
   dst: string;
   policy: CopyPolicy;
-  /** The source tree's manifest: hashes of unchanged files are reused from it. */
+  /** The source tree's manifest: hashes of unchanged files are reused from it (and a split copy is cut by it). */
   srcManifest?: string;
-  /** Where to write the new tree's manifest. */
-  manifestOut: string;
+  /** Where to write the new tree's manifest; omitted with `trust`: none is written. */
+  manifestOut?: string;
+  /**
+   * Trust the source's manifest for the trees under the hardlink prefixes (as a btrfs
+   * snapshot does: usr/ is read-only on a booted host): their files are linked with no
+   * lstat each (one call a file, as `cp -al` costs), and no manifest is written at all:
+   * the caller writes it afterwards from the source's manifest (snapshotManifest), which
+   * takes those trees' lines as they are and walks the rest.
+   */
+  trust?: boolean;
   faults?: FaultHook;
   /** Expected entry count (for progress); null when unknown. */
   total?: number | null;
@@ -65,12 +74,15 @@ export interface CopyResult {
 const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
 
 /**
- * A stat time as utimes takes it: the seconds Node would take from the Stats' Date
- * (rounded milliseconds / 1000) without making the Date; before 1970 the Date itself,
- * as Node turns a negative number into "now".
+ * A stat time as utimes takes it, such that the copy's time truncated to the millisecond
+ * (what a manifest records) is the source's: utimes goes through float seconds, which
+ * may land a nanosecond below a whole millisecond (…396 ms → …395.999999), so the time
+ * is given half a microsecond past it, which libuv's truncation to microseconds drops
+ * again: the copy gets the whole millisecond exactly. Before 1970
+ * the Date itself, as Node turns a negative number into "now".
  */
-function utime(ms: number): number | Date {
-  return ms >= 0 ? Math.round(ms) / 1000 : new Date(Math.round(ms));
+export function utime(ms: number): number | Date {
+  return ms >= 0 ? (Math.trunc(ms) + 0.0005) / 1000 : new Date(Math.round(ms));
 }
 
 /**
@@ -81,9 +93,17 @@ function utime(ms: number): number | Date {
  */
 export function copyTree(o: CopyTreeOptions): CopyResult {
   const faults = o.faults ?? noFaults;
-  const prev = o.srcManifest ? new ManifestReader(o.srcManifest, o.part?.srcManifestStart ?? 0) : null;
+  if (o.trust === true && o.manifestOut !== undefined) throw new Error('copyTree: a trusting copy writes no manifest (the caller writes it from the source manifest)');
+  if (o.trust !== true && o.manifestOut === undefined) throw new Error('copyTree: a manifest is written unless the source manifest is trusted');
+  const out = o.manifestOut === undefined ? null : new ManifestWriter(o.manifestOut, faults);
+  const prev = out !== null && o.srcManifest ? new ManifestReader(o.srcManifest, o.part?.srcManifestStart ?? 0) : null;
   const spine = new Set(o.part?.spine ?? []);
-  const out = new ManifestWriter(o.manifestOut, faults);
+  // Below these (strictly), files are linked on readdir's word, with no lstat.
+  const trustedUnder = o.trust === true ? o.policy.hardlinkPrefixes.filter((p) => p !== '').map((p) => `${p}/`) : [];
+  const isTrusted = (rel: string): boolean => {
+    for (const t of trustedUnder) if (rel.startsWith(t)) return true;
+    return false;
+  };
   const reflink = o.policy.mode === 'reflink';
   let buf: Buffer | undefined; // for plain copies, allocated on the first one
   const inodes = new Map<string, { dst: string | Buffer; x: string | undefined }>(); // dev:ino -> the first copy, for hardlinks inside copied parts
@@ -125,7 +145,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
         fs.linkSync(first.dst, dst);
         faults.afterMutation('link', String(dst));
         if (o.part) res.multiLinked!.push([`${st.dev}:${st.ino}`, rel]);
-        return { mt: Math.trunc(fs.lstatSync(first.dst).mtimeMs), x: first.x };
+        return { mt: copyMtime(st, first.dst), x: first.x };
       }
     }
     if (reflink) fs.copyFileSync(src, dst, fs.constants.COPYFILE_FICLONE);
@@ -140,17 +160,55 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
       inodes.set(`${st.dev}:${st.ino}`, { dst, x });
       if (o.part) (res.multiLinked ??= []).push([`${st.dev}:${st.ino}`, rel]);
     }
-    // utimes goes through float seconds and may land a nanosecond below the source's
-    // millisecond (…396 ms → …395.999999): the manifest records the copy's own mtime,
-    // or the next stage would miss the hash cache and re-hash the file.
-    return { mt: Math.trunc(fs.lstatSync(dst).mtimeMs), x };
+    return { mt: copyMtime(st, dst), x };
   };
 
+  /** A file under a trusted prefix: linked (one call); copied only where a link is refused. */
+  const linkTrusted = (rel: string, src: string | Buffer, dst: string | Buffer): void => {
+    try {
+      fs.linkSync(src, dst);
+    } catch (err) {
+      const e = errnoOf(err);
+      if (e !== 'EMLINK' && e !== 'EXDEV' && e !== 'EPERM') throw ioError(err, rel, String(dst), 'sysroot');
+      const st = fs.lstatSync(src);
+      linkOrCopy(rel, src, dst, st); // tries the link once more, then copies
+      res.bytes += st.size;
+      return;
+    }
+    faults.afterMutation('link', String(dst));
+    res.hardlinked += 1;
+  };
+
+  const counted = (): void => {
+    res.entries += 1;
+    if (o.onProgress && res.entries >= nextReport) {
+      o.onProgress({ done: res.entries, total, bytes: res.bytes });
+      nextReport = res.entries + 1000;
+    }
+  };
+  const dirs: fs.Stats[] = []; // the source directories entered and not yet left
+
   try {
-    walkTree(o.src, {
-      enter(rel, host, st) {
+    walkEntries(o.src, {
+      enter(rel, host, de) {
         o.checkAbort?.();
         const dst = hostPath(o.dst, rel);
+        if (de.dirent.isFile() && isTrusted(rel)) {
+          try {
+            linkTrusted(rel, host, dst);
+          } catch (err) {
+            if (err instanceof StagedrootError) throw err;
+            throw ioError(err, rel, String(dst), 'sysroot');
+          }
+          counted();
+          return false;
+        }
+        let st: fs.Stats;
+        try {
+          st = fs.lstatSync(host);
+        } catch (err) {
+          throw ioError(err, rel, String(host), 'sysroot');
+        }
         let extra: { h?: string; l?: string; x?: string } = {};
         let copy: { mt: number; x: string | undefined } | null = null;
         let reused: string | null = null;
@@ -167,6 +225,11 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
             }
           } else if (st.isFile()) {
             copy = linkOrCopy(rel, host, dst, st);
+            res.bytes += st.size;
+            if (out === null) {
+              counted();
+              return false;
+            }
             const mt = Math.trunc(st.mtimeMs);
             const raw = prev?.seekRaw(rel) ?? null;
             // A hardlink shares its attributes with the source: the old line's digest stands.
@@ -184,7 +247,6 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
                 res.hashed += 1;
               }
             }
-            res.bytes += st.size;
           } else if (st.isSymbolicLink()) {
             const target = readLinkTarget(host);
             fs.symlinkSync(hasRawBytes(target) ? bytesOfName(target) : target, dst);
@@ -200,13 +262,15 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
             fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
           } else {
             o.onSkip?.(rel, st.isSocket() ? 'socket' : 'device node');
-            return;
+            return false;
           }
         } catch (err) {
           if (err instanceof StagedrootError) throw err;
           throw ioError(err, rel, String(dst), 'sysroot');
         }
-        if (reused !== null) {
+        if (out === null) {
+          // Trusting: the manifest is written afterwards, from the source's.
+        } else if (reused !== null) {
           out.writeLine(rel, reused);
         } else if (st.isFile()) {
           const entry = entryFromStat(rel, st, extra);
@@ -220,15 +284,15 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
           if (raw !== null && raw.line !== line) prev!.entryOf(raw);
           out.writeLine(rel, line);
         }
-        res.entries += 1;
-        if (o.onProgress && res.entries >= nextReport) {
-          o.onProgress({ done: res.entries, total, bytes: res.bytes });
-          nextReport = res.entries + 1000;
-        }
+        counted();
+        if (!st.isDirectory()) return false;
+        dirs.push(st);
+        return true;
       },
-      leave(rel, _host, st) {
+      leave(rel) {
         // Directory attributes last: their mode may forbid writing children, creating
         // children changes their mtime, and a default ACL would reach the children.
+        const st = dirs.pop()!;
         if (spine.has(rel)) return; // the caller finishes it, once every part is done
         const dst = hostPath(o.dst, rel);
         try {
@@ -249,10 +313,18 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
     if (!o.part) finishDirectory(o.src, o.dst, null, o, faults);
   } finally {
     prev?.close();
-    out.close(false);
+    out?.close(false);
   }
   o.onProgress?.({ done: res.entries, total: total ?? res.entries, bytes: res.bytes });
   return res;
+}
+
+/**
+ * The mtime in ms a manifest records for the copy of a file whose source has `st`: the
+ * source's (utime sets it exactly), unless before 1970 (then read back).
+ */
+function copyMtime(st: fs.Stats, dst: string | Buffer): number {
+  return st.mtimeMs >= 0 ? Math.trunc(st.mtimeMs) : Math.trunc(fs.lstatSync(dst).mtimeMs);
 }
 
 /**

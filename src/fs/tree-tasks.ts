@@ -36,7 +36,8 @@ export interface CopyArgs {
   dst: string;
   policy: CopyPolicy;
   srcManifest?: string;
-  manifestOut: string;
+  manifestOut?: string;
+  trust?: boolean;
   total?: number | null;
   xattrPolicy?: XattrPolicy;
   part?: CopyTreeOptions['part'];

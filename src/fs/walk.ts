@@ -32,34 +32,80 @@ export function readNames(host: string | Buffer): string[] {
  * equals the manifest order.
  */
 export function walkTree(root: string, visitor: WalkVisitor, range?: WalkRange): void {
+  const dirs: fs.Stats[] = []; // the directories entered and not yet left
+  walkEntries(
+    root,
+    {
+      enter(rel, host) {
+        const st = fs.lstatSync(host);
+        visitor.enter(rel, host, st);
+        if (!st.isDirectory()) return false;
+        dirs.push(st);
+        return true;
+      },
+      leave(rel, host) {
+        visitor.leave?.(rel, host, dirs.pop()!);
+      },
+    },
+    range,
+  );
+}
+
+/** An entry as readdir reports it: its tree name and its type, with no lstat. */
+export interface DirEntry {
+  name: string;
+  dirent: fs.Dirent | fs.Dirent<Buffer>;
+}
+
+/**
+ * A directory's entries with their types (readdir's d_type: no lstat), sorted by name
+ * as readNames sorts them; a name that is not UTF-8 is read again as bytes.
+ */
+export function readEntries(host: string | Buffer): DirEntry[] {
+  const list = fs.readdirSync(host, { withFileTypes: true });
+  const out: DirEntry[] = list.some((d) => d.name.includes('\ufffd'))
+    ? fs.readdirSync(host, { withFileTypes: true, encoding: 'buffer' }).map((d) => ({ name: nameFromBytes(d.name), dirent: d }))
+    : list.map((d) => ({ name: d.name, dirent: d }));
+  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+export interface EntryVisitor {
+  /**
+   * Called for every entry below the root in the order of walkTree, with the type
+   * readdir gave (the visitor lstat's when it needs more); returns true to walk into
+   * the entry (a directory), whose `leave` then follows its children.
+   */
+  enter(rel: string, host: string | Buffer, e: DirEntry): boolean;
+  leave?(rel: string, host: string | Buffer): void;
+}
+
+/**
+ * walkTree without an lstat per entry: the visitor gets readdir's type and decides
+ * what to read (a hardlink farm links a file in one call). Same order, same ranges.
+ */
+export function walkEntries(root: string, visitor: EntryVisitor, range?: WalkRange): void {
   let stopped = false;
   const recurse = (relDir: string, hostDir: string | Buffer): void => {
-    const names = readNames(hostDir);
-    for (const name of names) {
-      const rel = relDir === '' ? name : relDir + '/' + name;
+    for (const e of readEntries(hostDir)) {
+      const rel = relDir === '' ? e.name : relDir + '/' + e.name;
       if (range !== undefined) {
-        // Everything from here on sorts after `hi`: the walk is over.
         if (range.hi !== null && comparePaths(rel, range.hi) >= 0) {
           stopped = true;
           return;
         }
         if (range.lo !== null && comparePaths(rel, range.lo) < 0) {
-          // Before the range: skipped whole, unless `lo` is below it (then its later children are in).
           if (isUnder(range.lo, rel)) {
-            recurse(rel, childPath(hostDir, name));
+            recurse(rel, childPath(hostDir, e.name));
             if (stopped) return;
           }
           continue;
         }
       }
-      const host = childPath(hostDir, name);
-      const st = fs.lstatSync(host);
-      visitor.enter(rel, host, st);
-      if (st.isDirectory()) {
+      const host = childPath(hostDir, e.name);
+      if (visitor.enter(rel, host, e)) {
         recurse(rel, host);
-        // A directory the range ends in is an ancestor of `hi`: whoever split the walk finishes it.
         if (stopped) return;
-        visitor.leave?.(rel, host, st);
+        visitor.leave?.(rel, host);
       }
     }
   };

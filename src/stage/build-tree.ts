@@ -65,9 +65,12 @@ function copyParts(entries: number | null, faults: FaultHook): number {
 }
 
 /**
- * Builds a deployment's tree in its work dir: copy the base tree (writing its manifest on
- * the way), apply the change set through the safe-fs layer, patch the manifest with what
- * changed and record the delta finalize re-checks. Shared by init and stage.
+ * Builds a deployment's tree in its work dir: the base tree copied (or snapshotted), the
+ * change set applied through the safe-fs layer, the manifest written and the delta
+ * finalize re-checks recorded. Shared by init and stage. A base with a manifest (a
+ * deployment) is trusted under the hardlink prefixes: those trees are linked without a
+ * look at each file and their manifest lines taken from the base manifest. A directory
+ * with none (init) is copied with its manifest written on the way, then patched.
  */
 export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<BuiltTree> {
   const { dfs } = ctx;
@@ -86,7 +89,11 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     onSkip: (rel: string, why: string) => (why === 'socket' ? sockets : devices).push(rel),
     onWarn: ctx.warn,
   };
-  const snapshotOf = o.from && o.from.manifest !== undefined && snapshotsFrom(ctx.layout.root, ctx.storage, o.from.tree) ? { ...o.from, manifest: o.from.manifest } : null;
+  // A base with a manifest (a deployment) is trusted under the hardlink prefixes, as a
+  // snapshot is: the new manifest is written in one pass after the change set, from the
+  // base manifest's lines there and a walk of the rest (snapshotManifest).
+  const trusted = o.from && o.from.manifest !== undefined ? { ...o.from, manifest: o.from.manifest } : null;
+  const snapshotOf = trusted !== null && snapshotsFrom(ctx.layout.root, ctx.storage, trusted.tree) ? trusted : null;
   if (snapshotOf !== null) {
     // O(1) in the tree: a snapshot; its manifest is written after the change set, below.
     o.onStep?.('copy');
@@ -96,11 +103,12 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     await makeTree(storage, tree, ctx.faults);
     o.onStep?.('copy');
     if (o.from) {
-      // On a worker thread: the caller's event loop keeps running during the walk.
       // On worker threads (split in parts on a big tree): the caller's event loop keeps running.
-      const args = { src: o.from.tree, dst: tree, policy: o.from.policy, srcManifest: o.from.manifest, manifestOut: pre, total: o.from.entries ?? null, xattrPolicy: ctx.xattrPolicy };
+      // Trusting the base manifest, the copy writes none (see below); otherwise it writes the pre-manifest.
+      const base = { src: o.from.tree, dst: tree, policy: o.from.policy, srcManifest: o.from.manifest, total: o.from.entries ?? null, xattrPolicy: ctx.xattrPolicy };
+      const args = trusted !== null ? { ...base, trust: true } : { ...base, manifestOut: pre };
       const parts = copyParts(o.from.entries ?? null, ctx.faults);
-      const copied = parts > 1 ? await copyTreeSplit(args, parts, { ...jobs, onProgress: o.onCopy }) : { result: await runTreeTask('copyTree', args, { ...jobs, onProgress: o.onCopy }), manifests: [pre] };
+      const copied = parts > 1 ? await copyTreeSplit(args, parts, { ...jobs, onProgress: o.onCopy }) : { result: await runTreeTask('copyTree', args, { ...jobs, onProgress: o.onCopy }), manifests: trusted !== null ? [] : [pre] };
       preParts = copied.manifests;
       bytes += copied.result.bytes;
     } else {
@@ -133,10 +141,10 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   ensureMountPoints(root);
   o.onStep?.('manifest');
   let patched: PatchResult;
-  if (snapshotOf !== null) {
-    // One pass: the base manifest's usr/ lines, the rest of the snapshot walked, the changes re-read.
-    const r = await runTreeTask('snapshotManifest', { tree, base: snapshotOf.manifest, out: manifest, trust: snapshotOf.policy.hardlinkPrefixes, events }, jobs);
-    bytes += r.bytes;
+  if (trusted !== null) {
+    // One pass: the base manifest's lines under the hardlink prefixes, the rest of the new tree walked, the changes re-read.
+    const r = await runTreeTask('snapshotManifest', { tree, base: trusted.manifest, out: manifest, trust: trusted.policy.hardlinkPrefixes, events }, jobs);
+    bytes = r.bytes; // the sizes of the files the manifest lists: the new tree's, update included
     patched = r;
   } else {
     patched = await runTreeTask('patchManifest', { tree, before: preParts, after: manifest, events }, jobs);

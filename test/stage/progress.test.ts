@@ -9,18 +9,23 @@ describe('stage progress', () => {
   it('reports entries done of total and bytes, phase by phase', async () => {
     const tree: Record<string, string> = {};
     for (let i = 0; i < 2500; i++) tree[`usr/share/doc/f${i}`] = 'x'.repeat(i % 50);
-    const t = await tempSysroot({ tree, shared: [] }); // the 2500 files and their dirs only
+    for (let i = 0; i < 20; i++) tree[`etc/conf/c${i}`] = 'y'.repeat(i);
+    const t = await tempSysroot({ tree, shared: [] }); // these files and their dirs only
     try {
       const events: StageProgress[] = [];
-      await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'hello' }] }, { onProgress: (p) => events.push({ ...p }) });
+      const r = await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'hello' }] }, { onProgress: (p) => events.push({ ...p }) });
       const copy = events.filter((e) => e.phase === 'copy');
       expect(copy.length).toBeGreaterThanOrEqual(3);
       const last = copy.at(-1)!;
       expect(last.total).toBe(last.done);
-      // 2500 files plus the usr, usr/share, usr/share/doc directories.
-      expect(last.done).toBe(2503);
-      const expectedBytes = Array.from({ length: 2500 }, (_, i) => i % 50).reduce((a, b) => a + b, 0);
-      expect(last.bytes).toBe(expectedBytes);
+      // 2520 files plus the usr, usr/share, usr/share/doc, etc, etc/conf directories.
+      expect(last.done).toBe(2525);
+      // The copy's bytes are those it copied: the files linked under usr/ are not looked at.
+      const usrBytes = Array.from({ length: 2500 }, (_, i) => i % 50).reduce((a, b) => a + b, 0);
+      const etcBytes = Array.from({ length: 20 }, (_, i) => i).reduce((a, b) => a + b, 0);
+      expect(last.bytes).toBe(etcBytes);
+      // The deployment's size is the whole tree's (the update's 5 bytes added).
+      expect(r.bytes).toBe(usrBytes + etcBytes + 5);
       for (let i = 1; i < copy.length; i++) expect(copy[i]!.done).toBeGreaterThanOrEqual(copy[i - 1]!.done);
       const phases = [...new Set(events.map((e) => e.phase))];
       expect(phases).toEqual(['plan', 'copy', 'apply', 'manifest', 'validate', 'sync', 'commit']);
