@@ -78,10 +78,10 @@ const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
  * (what a manifest records) is the source's: utimes goes through float seconds, which
  * may land a nanosecond below a whole millisecond (…396 ms → …395.999999), so the time
  * is given half a microsecond past it, which libuv's truncation to microseconds drops
- * again: the copy gets the whole millisecond exactly. Before 1970
- * the Date itself, as Node turns a negative number into "now".
+ * again: the copy gets the whole millisecond exactly. Before 1970 the Date itself, as
+ * Node turns a negative number into "now".
  */
-export function utime(ms: number): number | Date {
+function utime(ms: number): number | Date {
   return ms >= 0 ? (Math.trunc(ms) + 0.0005) / 1000 : new Date(Math.round(ms));
 }
 
@@ -93,8 +93,9 @@ export function utime(ms: number): number | Date {
  */
 export function copyTree(o: CopyTreeOptions): CopyResult {
   const faults = o.faults ?? noFaults;
-  if (o.trust === true && o.manifestOut !== undefined) throw new Error('copyTree: a trusting copy writes no manifest (the caller writes it from the source manifest)');
-  if (o.trust !== true && o.manifestOut === undefined) throw new Error('copyTree: a manifest is written unless the source manifest is trusted');
+  if ((o.trust === true) === (o.manifestOut !== undefined)) {
+    throw new StagedrootError('USAGE', 'copyTree takes either manifestOut or trust (then the caller writes the manifest from the source manifest), not both or neither');
+  }
   const out = o.manifestOut === undefined ? null : new ManifestWriter(o.manifestOut, faults);
   const prev = out !== null && o.srcManifest ? new ManifestReader(o.srcManifest, o.part?.srcManifestStart ?? 0) : null;
   const spine = new Set(o.part?.spine ?? []);

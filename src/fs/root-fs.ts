@@ -146,20 +146,10 @@ export class RootFs {
 
   /** Writes a whole file atomically (temp + rename). `overwrite: false` refuses an existing path. */
   writeFile(p: string, data: Uint8Array, attrs: FileAttrs & CreateOptions = {}): void {
-    const { dir, name, target } = this.prepareCreate(p, attrs);
-    const tmp = this.tmpName(dir);
-    const fd = this.openTmp(tmp, p);
-    try {
+    this.writeViaTemp(p, attrs, attrs, (fd) => {
       let off = 0;
       while (off < data.length) off += fs.writeSync(fd, data, off, data.length - off);
-      this.finishFd(fd, attrs, 0o644, tmp, p);
-    } catch (err) {
-      fs.closeSync(fd);
-      safeUnlink(tmp);
-      throw ioError(err, p, tmp);
-    }
-    fs.closeSync(fd);
-    this.commitTmp(tmp, dir, name, target, p);
+    });
   }
 
   /** Writes a file from a stream of chunks, atomically, without holding it in memory. */
@@ -206,19 +196,7 @@ export class RootFs {
     } else if (st.isSymbolicLink()) {
       this.symlink(p, readLinkTarget(srcHost), { ...owner, overwrite: o.overwrite, replace: o.replace });
     } else if (st.isFile()) {
-      const { dir, name, target } = this.prepareCreate(p, o);
-      const tmp = this.tmpName(dir);
-      const fd = this.openTmp(tmp, p);
-      try {
-        copyFileInto(srcHost, fd, p);
-        this.finishFd(fd, { mode: st.mode & 0o7777, ...owner, mtime: st.mtimeMs / 1000 }, 0o644, tmp, p);
-      } catch (err) {
-        fs.closeSync(fd);
-        safeUnlink(tmp);
-        throw ioError(err, p, tmp);
-      }
-      fs.closeSync(fd);
-      this.commitTmp(tmp, dir, name, target, p);
+      this.writeViaTemp(p, o, { mode: st.mode & 0o7777, ...owner, mtime: st.mtimeMs / 1000 }, (fd) => copyFileInto(srcHost, fd, p));
     } else if (st.isFIFO()) {
       // A FIFO is recreated (Node has no mkfifo: coreutils'), with its owner, mode, times and attributes.
       const { dir, name, target } = this.prepareCreate(p, o);
@@ -499,6 +477,27 @@ export class RootFs {
     fs.fchmodSync(fd, attrs.mode ?? defaultMode);
     if (attrs.mtime !== undefined) fs.futimesSync(fd, attrs.mtime, attrs.mtime);
     if (this.durable) fs.fsyncSync(fd);
+  }
+
+  /**
+   * A new regular file at `p` (prepareCreate checks `o`): a temp file beside it that
+   * `fill` writes, then `attrs` and an fsync (finishFd), then one rename over `p` and an
+   * fsync of its directory (commitTmp). An error before the rename removes the temp file.
+   */
+  private writeViaTemp(p: string, o: CreateOptions, attrs: FileAttrs, fill: (fd: number) => void): void {
+    const { dir, name, target } = this.prepareCreate(p, o);
+    const tmp = this.tmpName(dir);
+    const fd = this.openTmp(tmp, p);
+    try {
+      fill(fd);
+      this.finishFd(fd, attrs, 0o644, tmp, p);
+    } catch (err) {
+      fs.closeSync(fd);
+      safeUnlink(tmp);
+      throw ioError(err, p, tmp);
+    }
+    fs.closeSync(fd);
+    this.commitTmp(tmp, dir, name, target, p);
   }
 
   private commitTmp(tmp: string, dir: string, name: string, target: Resolved, p: string): void {

@@ -165,14 +165,14 @@ function writeEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly string[],
 
 /**
  * Writes the plan into the staged tree and its manifest (see writeEtcMerge); the
- * manifest is patched and hashed on a worker thread (tree-sized), then replaced
- * atomically, never after an error. Returns the new manifest's sha256.
+ * manifest is patched on a worker thread (tree-sized; hashed as it is written), then
+ * replaced atomically, never after an error. Returns the new manifest's sha256.
  */
 export async function applyEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly string[]): Promise<string> {
   const w = writeEtcMerge(ctx, m, merged, []);
-  await runTreeTask('patchManifest', { tree: w.tree, before: w.manifest, after: w.next, events: w.events, durable: true }, { faults: ctx.faults });
+  const patched = await runTreeTask('patchManifest', { tree: w.tree, before: w.manifest, after: w.next, events: w.events, durable: true }, { faults: ctx.faults });
   ctx.dfs.rename(w.next, w.manifest);
-  return runTreeTask('hashFile', { file: w.manifest });
+  return patched.sha256 ?? (await runTreeTask('hashFile', { file: w.manifest }));
 }
 
 /**
@@ -191,7 +191,7 @@ export function redoEtcMerge(ctx: Context, id: string, marker: MergeMarker): str
   for (const dir of new Set(marker.paths.map((p) => (p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '')))) tree.removeTempLeftovers(dir);
   const m = planEtcMergeSync(layout, marker.booted, id, marker.merged);
   const w = writeEtcMerge(ctx, m, marker.merged, marker.paths);
-  patchManifest(w.tree, w.manifest, w.next, w.events, ctx.faults, true);
+  const patched = patchManifest(w.tree, w.manifest, w.next, w.events, ctx.faults, true);
   ctx.dfs.rename(w.next, w.manifest);
-  return fileSha256(w.manifest);
+  return patched.sha256 ?? fileSha256(w.manifest);
 }

@@ -1,13 +1,13 @@
 import { StagedrootError } from '../errors.js';
-import { readBytes, readHead, statPath } from '../fs/durable.js';
+import { readHead, statPath } from '../fs/durable.js';
 import { directorySource } from './directory.js';
-import { MAX_DOCUMENT_BYTES, readJsonDocument } from './document.js';
+import { parseJsonDocument, readDocumentBytes } from './document.js';
 import type { LayerOptions } from './layer-plan.js';
 import type { Source } from './source.js';
 import { specSource } from './spec.js';
-import { ignitionFileSource } from './ignition/index.js';
+import { ignitionDocumentSource } from './ignition/index.js';
 import { tarLayerSource } from './tar-layer.js';
-import { filePayload } from '../trust/payload.js';
+import { bytesPayload, filePayload } from '../trust/payload.js';
 import { indexImageArchive } from './oci/blob-store.js';
 import { imageSource, isImageLayout } from './oci/image-source.js';
 import type { ImageOptions } from './oci/resolve.js';
@@ -16,16 +16,29 @@ export type SourceKind = 'spec' | 'ignition' | 'tar' | 'directory' | 'image';
 
 /** Decides what a path holds from its content, not its name. */
 export function detectKind(p: string): SourceKind {
+  return detect(p).kind;
+}
+
+/**
+ * What a path holds. A JSON document (spec, Ignition config) is read whole once (at most
+ * MAX_DOCUMENT_BYTES): its kind is decided from these bytes, and they are what is planned
+ * and signed.
+ */
+type Detected = { kind: 'spec' | 'ignition'; document: Buffer } | { kind: 'tar' | 'directory' | 'image' };
+
+function detect(p: string): Detected {
   const st = statPath(p);
   if (st === null) throw new StagedrootError('USAGE', `The source ${p} does not exist`, { value: p });
-  if (st.isDirectory()) return isImageLayout(p) ? 'image' : 'directory';
+  if (st.isDirectory()) return { kind: isImageLayout(p) ? 'image' : 'directory' };
   const head = readHead(p, 512);
-  if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b) return 'tar'; // gzip
-  if (head.length >= 4 && head.readUInt32LE(0) === 0xfd2fb528) return 'tar'; // zstd
-  if (head.length >= 262 && head.subarray(257, 262).toString('latin1') === 'ustar') return 'tar';
-  const text = head.toString('utf8').trimStart();
-  if (text.startsWith('{')) {
-    return /"ignition"\s*:/.test(readBytes(p, MAX_DOCUMENT_BYTES)!.toString('utf8')) ? 'ignition' : 'spec';
+  if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b) return { kind: 'tar' }; // gzip
+  if (head.length >= 4 && head.readUInt32LE(0) === 0xfd2fb528) return { kind: 'tar' }; // zstd
+  if (head.length >= 262 && head.subarray(257, 262).toString('latin1') === 'ustar') return { kind: 'tar' };
+  if (head.toString('utf8').trimStart().startsWith('{')) {
+    const document = readDocumentBytes(p, 'The source');
+    const text = document.toString('utf8');
+    // Decided from the document itself (the head was read first: the file may have changed since).
+    if (text.trimStart().startsWith('{')) return { kind: /"ignition"\s*:/.test(text) ? 'ignition' : 'spec', document };
   }
   throw new StagedrootError('SOURCE_UNSUPPORTED', `Cannot tell what ${p} is: not a JSON update spec, an Ignition config, a tar archive or a directory`, { path: p });
 }
@@ -38,18 +51,19 @@ export type SourceOptions = LayerOptions & ImageOptions;
 
 /** A source for a path, its kind detected from the content. */
 export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
-  const kind = detectKind(p);
+  const detected = detect(p);
+  const { kind } = detected;
   if (o.replace && kind !== 'tar' && kind !== 'directory' && kind !== 'image') {
     throw new StagedrootError('USAGE', `--replace applies to tar and directory sources; ${p} is a ${kind} source`, { option: 'replace', value: true });
   }
   if ((o.platform !== undefined || o.ref !== undefined) && kind !== 'image' && kind !== 'tar') {
     throw new StagedrootError('USAGE', `--platform and --ref choose an image's manifest; ${p} is a ${kind} source`, { option: o.ref !== undefined ? 'ref' : 'platform', value: o.ref ?? o.platform });
   }
-  switch (kind) {
+  switch (detected.kind) {
     case 'spec':
-      return signedFile(specFileSource(p), p);
+      return signedDocument(specDocumentSource(p, detected.document), p, detected.document);
     case 'ignition':
-      return signedFile(ignitionFileSource(p), p);
+      return signedDocument(ignitionDocumentSource(p, detected.document), p, detected.document);
     case 'tar':
       return archiveSource(p, o);
     case 'image':
@@ -112,12 +126,18 @@ function signedFile(s: Source, p: string): Source {
   return { ...s, inspect: async () => ({ signed: { payload: filePayload(p, s.describe), defaultSignature: `${p}.minisig` } }) };
 }
 
-export function specFileSource(p: string): Source {
+/** A document read once: its signature (SOURCE.minisig by default) covers the very bytes that are planned. */
+function signedDocument(s: Source, p: string, data: Buffer): Source {
+  return { ...s, inspect: async () => ({ signed: { payload: bytesPayload(data, s.describe), defaultSignature: `${p}.minisig` } }) };
+}
+
+/** An update spec file already read (`data`: the bytes detected and signed), parsed when planned. */
+function specDocumentSource(p: string, data: Buffer): Source {
   return {
     kind: 'spec',
     describe: `spec ${p}`,
     async plan(base) {
-      return specSource(readJsonDocument(p, 'The update spec'), `spec ${p}`).plan(base);
+      return specSource(parseJsonDocument(data.toString('utf8'), `The update spec ${p}`), `spec ${p}`).plan(base);
     },
   };
 }

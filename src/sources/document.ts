@@ -12,9 +12,14 @@ export const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
  * names the document in messages ("The Ignition config").
  */
 export function readJsonDocument(p: string, what: string): unknown {
+  return parseJsonDocument(readDocumentBytes(p, what).toString('utf8'), `${what} ${p}`);
+}
+
+/** A document's bytes, read once (at most MAX_DOCUMENT_BYTES, UNSAFE_ENTRY beyond; a missing file a usage error). */
+export function readDocumentBytes(p: string, what: string): Buffer {
   const data = readBytes(p, MAX_DOCUMENT_BYTES);
   if (data === null) throw new StagedrootError('USAGE', `${what} ${p} does not exist`, { value: p });
-  return parseJsonDocument(data.toString('utf8'), `${what} ${p}`);
+  return data;
 }
 
 export interface ParseJsonOptions {

@@ -239,6 +239,13 @@ describe('a copy that trusts the manifest under the hardlink prefixes', () => {
     }
   }, 120_000);
 
+  it('takes either a manifest to write or trust, not both or neither (USAGE)', () => {
+    const dst = fs.mkdtempSync(path.join(base, 'usage-'));
+    expect(() => copyTree({ src: deployment, dst, policy, srcManifest: manifest, trust: true, manifestOut: `${dst}.m` })).toThrow(expect.objectContaining({ code: 'USAGE' }));
+    expect(() => copyTree({ src: deployment, dst, policy, srcManifest: manifest })).toThrow(expect.objectContaining({ code: 'USAGE' }));
+    expect(fs.readdirSync(dst)).toEqual([]);
+  });
+
   it('treats usr/ that is a symlink, or missing, as any other entry (nothing to trust)', () => {
     const src = path.join(base, 'usr-link-src');
     fs.mkdirSync(path.join(src, 'usr.real/bin'), { recursive: true });

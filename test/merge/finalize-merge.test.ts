@@ -45,6 +45,8 @@ describe('/etc merge at finalize', () => {
 
     const fin = await s.finalize();
     expect(fin).toMatchObject({ finalized: true, id: r.id, merge: { id: r.id, conflicts: [] } });
+    // The checksum recorded for the merged manifest is the file's.
+    expect(s.state().deployments.find((d) => d.id === r.id)?.manifestSha256).toBe(hashFile(path.join(t.dir, 'deploy', r.id, 'manifest.ndjson')));
     expect(hashTree(live)).toBe(liveHash); // the old booted tree (the rollback) is left as it was
     await s.boot();
     const cur = s.treePath(s.status().booted!);
@@ -192,6 +194,7 @@ describe('/etc merge at finalize', () => {
     // Opening the sysroot (recovery) redoes the merge the error cut short; finalize then completes.
     const again = await Sysroot.open(t.dir);
     expect(again.status()).toMatchObject({ current: '0001', staged: r.id });
+    expect(again.state().deployments.find((d) => d.id === r.id)?.manifestSha256).toBe(hashFile(manifest));
     expect((await again.verify(r.id)).drift).toEqual([]);
     await reboot(again);
     expect(read(path.join(again.treePath(r.id), 'etc/app.conf'))).toBe('listen = 8080\n');

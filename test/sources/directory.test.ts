@@ -34,7 +34,7 @@ async function rejection(p: Promise<unknown>): Promise<StagedrootError> {
 
 describe('directory sources, applied like an uncompressed layer', () => {
   it('copies files, directories, links, modes and mtimes, and honours whiteouts', async () => {
-    t = await tempSysroot({ tree: BASE, shared: [] });
+    t = await tempSysroot({ tree: BASE });
     const src = buildTree(path.join(t.scratch, 'overlay'), {
       'etc/new.conf': { content: 'new\n', mode: 0o600 },
       'etc/.wh.old.conf': '',
@@ -45,7 +45,7 @@ describe('directory sources, applied like an uncompressed layer', () => {
       'srv/abs': { symlink: '/etc/hostname' },
       'srv/one': 'shared\n',
       'srv/two': { hardlink: 'srv/one' },
-      'var/locked': { dir: true, mode: 0o700 },
+      'srv/locked': { dir: true, mode: 0o700 },
     });
     fs.utimesSync(path.join(src, 'etc/new.conf'), 1_500_000_000, 1_500_000_000);
     expect(detectKind(src)).toBe('directory');
@@ -60,7 +60,8 @@ describe('directory sources, applied like an uncompressed layer', () => {
     expect(fs.readlinkSync(at('srv/link'))).toBe('../etc/new.conf');
     expect(fs.readlinkSync(at('srv/abs'))).toBe('/etc/hostname');
     expect(fs.statSync(at('srv/two')).ino).toBe(fs.statSync(at('srv/one')).ino);
-    expect(fs.statSync(at('var/locked')).mode & 0o7777).toBe(0o700);
+    expect(fs.statSync(at('srv/locked')).mode & 0o7777).toBe(0o700);
+    expect(fs.readdirSync(at('var'))).toEqual([]); // the shared /var's mount point
     expect(fs.readFileSync(at('srv/keep'), 'utf8')).toBe('keep\n');
     expect((await t.sysroot.verify(r.id)).drift).toEqual([]);
     // The source directory itself is only read.
@@ -68,14 +69,15 @@ describe('directory sources, applied like an uncompressed layer', () => {
   });
 
   it('with replace, makes the directory the whole tree', async () => {
-    t = await tempSysroot({ tree: BASE, shared: [] });
-    const src = buildTree(path.join(t.scratch, 'rootfs'), { 'etc/hostname': 'new\n', 'usr/bin/sh': '#!\n' });
+    t = await tempSysroot({ tree: BASE });
+    // var/: the staged tree has the shared /var's empty mount point
+    const src = buildTree(path.join(t.scratch, 'rootfs'), { 'etc/hostname': 'new\n', 'usr/bin/sh': '#!\n', var: { dir: true } });
     const r = await t.sysroot.stage(directorySource(src, { replace: true }));
     expect(hashTree(r.path)).toBe(hashTree(src));
   });
 
   it('rejects FIFOs, sockets and symlinks that climb out, naming them, before writing', async () => {
-    t = await tempSysroot({ tree: BASE, shared: [] });
+    t = await tempSysroot({ tree: BASE });
     const canary = buildTree(path.join(t.scratch, 'canary'), { secret: 's\n' });
     const before = { booted: hashTree(t.sysroot.treePath(t.sysroot.status().booted!)), canary: hashTree(canary) };
     const src = buildTree(path.join(t.scratch, 'bad'), { 'srv/ok': 'ok\n', 'srv/out': { symlink: '../../../../../../../../..' + canary } });
@@ -99,7 +101,7 @@ describe('directory sources, applied like an uncompressed layer', () => {
   });
 
   it('checks again what it applies: a change between the passes cannot slip through', async () => {
-    t = await tempSysroot({ tree: BASE, shared: [] });
+    t = await tempSysroot({ tree: BASE });
     const src = buildTree(path.join(t.scratch, 'moving'), { 'srv/a': 'a\n', 'srv/swapped': '1234', 'srv/target': 'secret\n' });
     const cs = await directorySource(src).plan(new ReadOnlyTree(t.sysroot.treePath('0001')));
     // After the checks, a file becomes a symlink that climbs out: pass 2 checks it again.
@@ -118,7 +120,7 @@ describe('directory sources, applied like an uncompressed layer', () => {
   });
 
   it('reads only the regular file it checked, of the size it checked', async () => {
-    t = await tempSysroot({ tree: BASE, shared: [] });
+    t = await tempSysroot({ tree: BASE });
     const src = buildTree(path.join(t.scratch, 'files'), { grows: '1234', target: 'secret\n' });
     // Grown after the walk counted 4 bytes: refused, not read on.
     fs.appendFileSync(path.join(src, 'grows'), 'more bytes than were checked');

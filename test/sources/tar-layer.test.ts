@@ -80,13 +80,13 @@ const OCI_LAYER: TarEntry[] = [
   { name: 'opt/.wh.tool', body: '' },
   { name: 'opt/tool/', type: 'dir' }, // whited out lower, recreated by the same layer
   { name: 'opt/tool/fresh', body: 'fresh\n' },
-  { name: 'var/lib/app/', type: 'dir', mode: 0o555, mtime: 1_400_000_000 }, // mode without u+w, set last
-  { name: 'var/lib/app/state', body: 'state\n', mtime: 1_300_000_000 },
+  { name: 'srv/lib/app/', type: 'dir', mode: 0o555, mtime: 1_400_000_000 }, // mode without u+w, set last
+  { name: 'srv/lib/app/state', body: 'state\n', mtime: 1_300_000_000 },
 ];
 
 describe('tar layers with OCI semantics', () => {
   it('applies whiteouts, opaque directories, replacements, modes, owners, mtimes, links', async () => {
-    t = await tempSysroot({ tree: BASE, shared: [] });
+    t = await tempSysroot({ tree: BASE });
     const booted = hashTree(t.sysroot.treePath(t.sysroot.status().booted!));
     const r = await t.sysroot.stage(writeLayer(t, 'layer.tar', OCI_LAYER));
     const tree = r.path;
@@ -117,8 +117,9 @@ describe('tar layers with OCI semantics', () => {
     else console.warn('not root: ownership from the layer is not applied, not checked');
     expect(st(tree, 'etc').mode & 0o7777).toBe(0o750);
     expect(Math.round(st(tree, 'etc').mtimeMs / 1000)).toBe(1_600_000_000);
-    expect(st(tree, 'var/lib/app').mode & 0o7777).toBe(0o555);
-    expect(Math.round(st(tree, 'var/lib/app').mtimeMs / 1000)).toBe(1_400_000_000);
+    expect(st(tree, 'srv/lib/app').mode & 0o7777).toBe(0o555);
+    expect(Math.round(st(tree, 'srv/lib/app').mtimeMs / 1000)).toBe(1_400_000_000);
+    expect(fs.readdirSync(path.join(tree, 'var'))).toEqual([]); // the shared /var's mount point
     expect(fs.statSync(tree).mode & 0o7777).not.toBe(0o700); // "./" did not touch the root
 
     // links
@@ -131,7 +132,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('gives the same tree for .tar and .tar.gz', async () => {
-    t = await tempSysroot({ tree: BASE, shared: [] });
+    t = await tempSysroot({ tree: BASE });
     // A newer stage supersedes the staged one: hash each tree while it exists.
     const a = hashTree((await t.sysroot.stage(writeLayer(t, 'layer.tar', OCI_LAYER))).path);
     const b = hashTree((await t.sysroot.stage(writeLayer(t, 'layer.tar.gz', OCI_LAYER, { gz: true }))).path);
@@ -139,7 +140,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('reads .tar.zst (Node zlib zstd where present, else the zstd tool)', async () => {
-    t = await tempSysroot({ tree: BASE, shared: [] });
+    t = await tempSysroot({ tree: BASE });
     const plain = writeLayer(t, 'layer.tar', OCI_LAYER);
     const zst = `${plain}.zst`;
     const tool = await execa('zstd', ['-q', '-f', plain, '-o', zst], { reject: false });
@@ -163,7 +164,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('with replace, takes the archive as the whole new tree', async () => {
-    t = await tempSysroot({ tree: BASE, shared: [] });
+    t = await tempSysroot({ tree: BASE });
     const file = writeLayer(t, 'rootfs.tar', [
       { name: 'etc/', type: 'dir' },
       { name: 'etc/hostname', body: 'new\n' },
@@ -172,23 +173,23 @@ describe('tar layers with OCI semantics', () => {
       { name: 'bin', type: 'symlink', linkname: 'usr/bin' },
     ]);
     const r = await t.sysroot.stage(sourceFromPath(file, { replace: true }));
-    expect(listAll(r.path)).toEqual(['bin', 'etc', 'etc/hostname', 'usr', 'usr/bin', 'usr/bin/sh']);
+    expect(listAll(r.path)).toEqual(['bin', 'etc', 'etc/hostname', 'usr', 'usr/bin', 'usr/bin/sh', 'var']); // var: the shared /var's empty mount point
     expect(read(r.path, 'etc/hostname')).toBe('new\n');
     expect((await t.sysroot.verify(r.id)).drift).toEqual([]);
     expect(read(t.sysroot.treePath(t.sysroot.status().booted!), 'etc/hostname')).toBe('base\n');
   });
 
   it('applies a whiteout and an entry of the same name, and an opaque root', async () => {
-    t = await tempSysroot({ tree: BASE, shared: [] });
+    t = await tempSysroot({ tree: BASE });
     const r = await t.sysroot.stage(writeLayer(t, 'l.tar', [{ name: 'etc/hostname', body: 'again\n' }, { name: 'etc/.wh.hostname', body: '' }, { name: 'srv/.wh.data', body: '' }]));
     expect(read(r.path, 'etc/hostname')).toBe('again\n');
     expect(exists(r.path, 'srv/data')).toBe(false);
     const o = await t.sysroot.stage(writeLayer(t, 'o.tar', [{ name: '.wh..wh..opq', body: '' }, { name: 'only', body: 'x' }]));
-    expect(listAll(o.path)).toEqual(['only']);
+    expect(listAll(o.path)).toEqual(['only', 'var']); // var: the shared /var's empty mount point
   });
 
   it('checks the whole layer before writing: a late bad entry stops everything, all problems listed', async () => {
-    t = await tempSysroot({ tree: BASE, shared: [] });
+    t = await tempSysroot({ tree: BASE });
     const entries: TarEntry[] = [
       ...Array.from({ length: 50 }, (_, i) => ({ name: `srv/good/${i}`, body: `good ${i}\n` })),
       { name: '../evil', body: 'x' },
@@ -212,7 +213,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('streams file content bigger than a chunk intact', async () => {
-    t = await tempSysroot({ tree: BASE, shared: [] });
+    t = await tempSysroot({ tree: BASE });
     const big = randomBytes(3 * 1024 * 1024 + 123);
     const r = await t.sysroot.stage(writeLayer(t, 'big.tar.gz', [{ name: 'srv/blob', body: big }, { name: 'srv/after', body: 'after\n' }], { gz: true }));
     const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -221,7 +222,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('refuses an archive that changes between the check and the apply', async () => {
-    t = await tempSysroot({ tree: BASE, shared: [] });
+    t = await tempSysroot({ tree: BASE });
     const file = writeLayer(t, 'l.tar', [{ name: 'srv/a', body: 'a' }]);
     const cs = await tarLayerSource(file).plan(new ReadOnlyTree(t.sysroot.treePath('0001')));
     // Rewritten in place after the checks: pass 2 sees another file.
@@ -238,7 +239,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('plans lazily: the change set reads content only when an op is applied', async () => {
-    t = await tempSysroot({ tree: BASE, shared: [] });
+    t = await tempSysroot({ tree: BASE });
     const file = writeLayer(t, 'l.tar', [{ name: 'srv/a', body: 'aaa' }, { name: 'srv/b/', type: 'dir', mode: 0o700 }, { name: 'srv/b/c', type: 'symlink', linkname: '../a' }]);
     const cs = await tarLayerSource(file).plan(new ReadOnlyTree('/nonexistent'));
     expect(cs.description).toMatch(/3 entries, 3 bytes/);
@@ -249,7 +250,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('reads what GNU tar (gnu and posix formats) and node-tar write', async () => {
-    t = await tempSysroot({ tree: BASE, shared: [] });
+    t = await tempSysroot({ tree: BASE });
     const deep = 'very-long-directory-name-'.repeat(5);
     const src = path.join(t.scratch, 'src');
     fs.mkdirSync(path.join(src, deep, 'sub'), { recursive: true });
@@ -258,6 +259,7 @@ describe('tar layers with OCI semantics', () => {
     fs.linkSync(path.join(src, 'one'), path.join(src, 'two'));
     fs.symlinkSync(`${deep}/sub`, path.join(src, 'link-with-a-long-target'));
     fs.chmodSync(path.join(src, deep), 0o750);
+    fs.mkdirSync(path.join(src, 'var')); // the staged tree has the shared /var's empty mount point
     const want = hashTree(src);
     const archives: string[] = [];
     for (const format of ['gnu', 'posix']) {
@@ -277,7 +279,7 @@ describe('tar layers with OCI semantics', () => {
   });
 
   it('is detected from content and wired into sourceFromPath', async () => {
-    t = await tempSysroot({ tree: BASE, shared: [] });
+    t = await tempSysroot({ tree: BASE });
     const plain = writeLayer(t, 'no-extension', [{ name: 'srv/x', body: 'x' }]);
     const gz = writeLayer(t, 'also-no-extension', [{ name: 'srv/x', body: 'x' }], { gz: true });
     expect(detectKind(plain)).toBe('tar');

@@ -15,7 +15,7 @@ afterEach(() => t?.cleanup());
 
 describe('free-space preflight', () => {
   it('estimates the copied bytes outside the hardlinked prefixes plus the change set', async () => {
-    t = await tempSysroot({ tree: { 'usr/bin/big': 'u'.repeat(10_000), 'etc/a': 'a'.repeat(300), 'var/b': 'b'.repeat(700), 'etc/empty': '' }, shared: [] });
+    t = await tempSysroot({ tree: { 'usr/bin/big': 'u'.repeat(10_000), 'etc/a': 'a'.repeat(300), 'srv/b': 'b'.repeat(700), 'etc/empty': '' } });
     const manifest = path.join(t.dir, 'deploy/0001/manifest.ndjson');
     const cs: ChangeSet = { description: 'x', ops: [{ op: 'write', path: 'etc/n', content: bytes('n'.repeat(50)) }, { op: 'write', path: 'etc/s', content: { kind: 'stream', size: 25, open: async function* () {} } }, { op: 'mkdir', path: 'srv' }] };
     const est = await estimateBytes(manifest, ['usr'], cs);

@@ -1,4 +1,4 @@
-import { readJsonDocument } from '../document.js';
+import { parseJsonDocument, readDocumentBytes } from '../document.js';
 import type { Source } from '../source.js';
 import { checkIgnition } from './parse.js';
 import { planIgnition, type PlanOptions } from './plan.js';
@@ -22,13 +22,29 @@ export function ignitionSource(doc: unknown, opts: IgnitionOptions & { describe?
   };
 }
 
+const WHAT = 'The Ignition config';
+
 /** An Ignition config file, read when planned. */
 export function ignitionFileSource(p: string, opts: IgnitionOptions = {}): Source {
   return {
     kind: 'ignition',
     describe: `ignition ${p}`,
     async plan(base) {
-      return ignitionSource(readJsonDocument(p, 'The Ignition config'), { ...opts, describe: p }).plan(base);
+      return ignitionDocumentSource(p, readDocumentBytes(p, WHAT), opts).plan(base);
+    },
+  };
+}
+
+/**
+ * An Ignition config file already read (`data`: the bytes its kind was detected from and
+ * its signature is checked against), parsed when planned: the file is not read again.
+ */
+export function ignitionDocumentSource(p: string, data: Buffer, opts: IgnitionOptions = {}): Source {
+  return {
+    kind: 'ignition',
+    describe: `ignition ${p}`,
+    async plan(base) {
+      return ignitionSource(parseJsonDocument(data.toString('utf8'), `${WHAT} ${p}`), { ...opts, describe: p }).plan(base);
     },
   };
 }
