@@ -1,12 +1,14 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { execa } from 'execa';
 import { StagedrootError, errnoOf } from '../errors.js';
 import { noFaults, type FaultHook } from './faults.js';
 import { fsyncDir, ioError } from './root-fs.js';
 import { hashFile } from './hash.js';
 import { removeTreeNow } from './remove-tree.js';
 import { tempPath } from '../state/layout.js';
+import { runTreeTask } from './tree-jobs.js';
+
+export { optionUnsupported } from './sync-fs.js';
 
 /**
  * Durable operations on the sysroot's own files (state, pointers, deployment dirs).
@@ -148,24 +150,12 @@ export function freeSpace(p: string): { free: number; total: number } {
 }
 
 /**
- * Makes everything written under `p` durable with one syncfs (`sync -f`), far cheaper
- * than an fsync per file (Node has no syncfs binding, and a native addon is not worth
- * one call per stage: spawning sync(1) costs a few milliseconds).
- *
- * Only a `sync` that does not know `-f` (coreutils before 8.24, old busybox) falls back
- * to a global sync(2). That is detected from the failure itself, run with LC_ALL=C so
- * the message is not translated: both coreutils and busybox exit 1 and print
- * "invalid option -- 'f'" (or "unrecognized option") to stderr. Any other failure is
- * the filesystem's: syncfs reports a writeback error (EIO, ENOSPC, EDQUOT) and sync(1)
- * prints "error syncing 'P': <strerror>". That is thrown (IO, or NO_SPACE), never
- * swallowed: the caller must not rename a tree into place after it.
+ * Makes everything written under `p` durable with one syncfs (`sync -f`; see
+ * syncFilesystemNow), run on a tree worker so that the fork of sync(1) does not stall
+ * the caller's event loop.
  */
 export async function syncFilesystem(p: string): Promise<void> {
-  const r = await runSync(['-f', p]);
-  if (r.ok) return;
-  if (!optionUnsupported(r.stderr)) throw syncError(r, p);
-  const global = await runSync([]);
-  if (!global.ok) throw syncError(global, p);
+  await runTreeTask('syncFilesystem', { path: p, env: { ...process.env } });
 }
 
 /**
@@ -186,38 +176,6 @@ export async function fsyncPaths(paths: readonly string[]): Promise<void> {
       await h?.close();
     }
   }
-}
-
-interface SyncRun {
-  ok: boolean;
-  stderr: string;
-  exitCode?: number;
-  signal?: string;
-}
-
-async function runSync(args: string[]): Promise<SyncRun> {
-  try {
-    const r = await execa('sync', args, { reject: false, stdin: 'ignore', env: { LC_ALL: 'C' } });
-    if (r.failed && (r as { code?: string }).code === 'ENOENT') {
-      throw new StagedrootError('TOOL_MISSING', 'The `sync` command (coreutils) is needed to make staged trees durable and was not found', { cause: r });
-    }
-    return { ok: !r.failed, stderr: String(r.stderr ?? '').trim(), exitCode: r.exitCode, signal: r.signal };
-  } catch (err) {
-    if (err instanceof StagedrootError) throw err;
-    return { ok: false, stderr: (err as Error).message };
-  }
-}
-
-/** The usage error of a sync(1) that does not know `-f` (coreutils and busybox, LC_ALL=C). */
-export function optionUnsupported(stderr: string): boolean {
-  return /(invalid|unrecognized|unknown) option/i.test(stderr);
-}
-
-function syncError(r: SyncRun, p: string): StagedrootError {
-  const how = r.stderr || (r.signal ? `killed by ${r.signal}` : `exit code ${r.exitCode ?? 'unknown'}`);
-  const errno = /No space left on device/i.test(r.stderr) ? 'ENOSPC' : /Disk quota exceeded/i.test(r.stderr) ? 'EDQUOT' : /Input\/output error/i.test(r.stderr) ? 'EIO' : undefined;
-  const code = errno === 'ENOSPC' || errno === 'EDQUOT' ? 'NO_SPACE' : 'IO';
-  return new StagedrootError(code, `Cannot make ${p} durable: sync failed (${how})`, { path: p, ...(errno === undefined ? {} : { errno }) });
 }
 
 /** Writes a JSON file atomically through the durable layer. */

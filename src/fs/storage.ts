@@ -79,6 +79,24 @@ function btrfs(args: string[], what: string, path: string): Promise<void> {
 }
 
 /** Creates an empty tree directory: a subvolume with btrfs storage, a plain directory otherwise. */
+/** `btrfs ARGS`, synchronously (on a tree worker: see snapshotTreeNow). */
+function btrfsNow(args: string[], what: string, path: string): void {
+  const r = spawnSync('btrfs', args, { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] });
+  if (r.error === undefined && r.status === 0) return;
+  const stderr = String(r.stderr ?? '');
+  const errno = /No space left/i.test(stderr) ? 'ENOSPC' : undefined;
+  throw ioError(Object.assign(new Error(`btrfs ${args.join(' ')}: ${stderr.trim() || r.error?.message || `exit code ${r.status}`}`), errno ? { code: errno } : {}), what, path, 'sysroot');
+}
+
+/**
+ * Snapshots the subvolume `src` at `dst`, synchronously: the tree task snapshotTree runs
+ * it on a worker thread, so the fork of btrfs(8) does not stall the caller's event loop.
+ */
+export function snapshotTreeNow(src: string, dst: string, faults: FaultHook): void {
+  btrfsNow(['subvolume', 'snapshot', src, dst], dst, dst);
+  faults.afterMutation('snapshot', dst);
+}
+
 export async function makeTree(kind: StorageKind, path: string, faults: FaultHook): Promise<void> {
   if (kind === 'btrfs') {
     await btrfs(['subvolume', 'create', path], path, path);
@@ -90,12 +108,6 @@ export async function makeTree(kind: StorageKind, path: string, faults: FaultHoo
     }
   }
   faults.afterMutation('mkdir', path);
-}
-
-/** Makes `dst` (which must not exist) a writable snapshot of the subvolume `src`. */
-export async function snapshotTree(src: string, dst: string, faults: FaultHook): Promise<void> {
-  await btrfs(['subvolume', 'snapshot', src, dst], dst, dst);
-  faults.afterMutation('snapshot', dst);
 }
 
 /**

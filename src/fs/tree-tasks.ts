@@ -12,6 +12,8 @@ import { removeTreeNow } from './remove-tree.js';
 import { displayPath } from './names.js';
 import type { XattrPolicy } from './xattr.js';
 import { snapshotManifest, type SnapshotManifestArgs, type SnapshotManifestResult } from './snapshot-manifest.js';
+import { syncFilesystemNow } from './sync-fs.js';
+import { snapshotTreeNow } from './storage.js';
 
 /**
  * The tree-sized work of the library, as tasks with plain (cloneable) arguments and
@@ -66,6 +68,10 @@ export const treeTasks = {
   lookupRows: (a: RowSources & { paths: string[] }): Row[] => lookupRows(a),
   sumFileSizes: (a: { manifest: string; prefixes: string[] }): number => sumFileSizes(a.manifest, a.prefixes),
   removeTree: (a: { path: string }, h: TaskHooks): void => removeTreeNow(a.path, h.faults),
+  /** `sync -f` (a fork of the caller would stall its event loop for tens of milliseconds). */
+  syncFilesystem: (a: { path: string; env: Record<string, string | undefined> }): void => syncFilesystemNow(a.path, a.env),
+  /** A btrfs snapshot of the booted deployment (a stage's copy step on btrfs). */
+  snapshotTree: (a: { src: string; dst: string }, h: TaskHooks): void => snapshotTreeNow(a.src, a.dst, h.faults),
 };
 
 export type TreeTasks = typeof treeTasks;

@@ -11,7 +11,7 @@ import { copyTreeSplit } from '../fs/copy-split.js';
 import type { PatchResult } from '../fs/patch-manifest.js';
 import { noFaults, type FaultHook } from '../fs/faults.js';
 import { availableParallelism } from 'node:os';
-import { makeTree, snapshotTree, snapshotsFrom, storageKind, type StorageKind } from '../fs/storage.js';
+import { makeTree, snapshotsFrom, storageKind, type StorageKind } from '../fs/storage.js';
 import { labelTouched } from '../fs/selinux.js';
 import { applyChanges, type ApplyProgress } from './apply-changes.js';
 
@@ -97,7 +97,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   if (snapshotOf !== null) {
     // O(1) in the tree: a snapshot; its manifest is written after the change set, below.
     o.onStep?.('copy');
-    await snapshotTree(snapshotOf.tree, tree, ctx.faults);
+    await runTreeTask('snapshotTree', { src: snapshotOf.tree, dst: tree }, { faults: ctx.faults });
     o.onCopy?.({ done: snapshotOf.entries ?? 0, total: snapshotOf.entries ?? 0, bytes: 0 });
   } else {
     await makeTree(storage, tree, ctx.faults);
