@@ -1,4 +1,5 @@
 /** External commands for the benchmark: installing the reference tools, running and timing them. */
+import * as fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { spawnSync } from 'node:child_process';
 
@@ -59,8 +60,32 @@ export function ensureTools(wanted, log) {
 }
 
 /** Flushes dirty pages so that one measurement does not pay for the writeback of the previous one. */
+/**
+ * Before each timed operation: `sync`, then wait until the block devices are idle (their
+ * /proc/diskstats lines unchanged over 300 ms; at most 60 s). On a filesystem mounted
+ * with `discard` (this machine's root), the discards of a big deletion (a pruned or
+ * discarded 100,000-file tree, a reference copy removed) go on after `sync` returns and
+ * slowed whatever ran next by up to 3×: without the wait, the operation that follows a
+ * deletion pays for it, and in a round that is more often stage than `cp -al`.
+ */
 export function settle() {
   run('sync', []);
+  const snapshot = () => {
+    try {
+      return fs.readFileSync('/proc/diskstats', 'utf8').split('\n').filter((l) => !/\s(ram|zram)\d/.test(l)).join('\n');
+    } catch {
+      return null;
+    }
+  };
+  const cell = new Int32Array(new SharedArrayBuffer(4));
+  const until = Date.now() + 60_000;
+  let prev = snapshot();
+  while (prev !== null && Date.now() < until) {
+    Atomics.wait(cell, 0, 0, 300);
+    const now = snapshot();
+    if (now === prev) return;
+    prev = now;
+  }
 }
 
 export function versionOf(cmd, args = ['--version']) {
