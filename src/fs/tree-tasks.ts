@@ -1,5 +1,5 @@
 import { StagedrootError } from '../errors.js';
-import { copyTree, type CopyPolicy, type CopyProgress, type CopyResult, type CopyTreeOptions } from './copy-tree.js';
+import { copyTree, type CopyProgress, type CopyResult, type CopyTreeOptions } from './copy-tree.js';
 import { diffManifests, type PathChange } from './diff-manifests.js';
 import { changedRows, lookupRows, type Row, type RowSources } from './merge-rows.js';
 import type { FaultHook } from './faults.js';
@@ -10,7 +10,6 @@ import type { TouchEvent } from './root-fs.js';
 import { verifyTree, type Drift } from './verify-tree.js';
 import { removeTreeNow } from './remove-tree.js';
 import { displayPath } from './names.js';
-import type { XattrPolicy } from './xattr.js';
 import { snapshotManifest, type SnapshotManifestArgs, type SnapshotManifestResult } from './snapshot-manifest.js';
 import { syncFilesystemNow } from './sync-fs.js';
 import { snapshotTreeNow } from './storage.js';
@@ -33,17 +32,8 @@ export interface TaskHooks {
   checkAbort(): void;
 }
 
-export interface CopyArgs {
-  src: string;
-  dst: string;
-  policy: CopyPolicy;
-  srcManifest?: string;
-  manifestOut?: string;
-  trust?: boolean;
-  total?: number | null;
-  xattrPolicy?: XattrPolicy;
-  part?: CopyTreeOptions['part'];
-}
+/** copyTree's options as data a worker can receive: the callbacks come from the task's hooks. */
+export type CopyArgs = Omit<CopyTreeOptions, 'faults' | 'onProgress' | 'onSkip' | 'onXattrDrop' | 'checkAbort'>;
 
 export const treeTasks = {
   copyTree: (a: CopyArgs, h: TaskHooks): CopyResult =>
