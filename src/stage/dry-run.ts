@@ -15,7 +15,7 @@ import { resolveBuiltins, type BuiltinOptions } from '../validate/builtins.js';
 import { checkFreeSpace, estimateBytes } from '../validate/free-space.js';
 import { checkSource } from './check-source.js';
 import { DEFAULT_COPY_POLICY } from './stage.js';
-import { sharedDirs, sharedRootOf } from '../shared-dirs/config.js';
+import { sharedDirs, sharedRootOf } from '../machine-state/config.js';
 
 export interface DryRunOptions {
   label?: string;

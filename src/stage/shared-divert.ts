@@ -4,8 +4,8 @@ import { DurableFs } from '../fs/durable.js';
 import { isUnder } from '../fs/paths.js';
 import { RootFs } from '../fs/root-fs.js';
 import type { FaultHook } from '../fs/faults.js';
-import { sharedRootOf } from '../shared-dirs/config.js';
-import type { SharedOp } from '../shared-dirs/ops.js';
+import { sharedRootOf } from '../machine-state/config.js';
+import type { SharedOp } from '../machine-state/ops.js';
 import { applyOp } from './apply-changes.js';
 
 export interface SharedDivertOptions {

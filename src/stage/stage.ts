@@ -11,9 +11,9 @@ import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } f
 import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
 import { buildTree, type BuiltTree } from './build-tree.js';
 import { SharedDivert } from './shared-divert.js';
-import { mergedDirs, sharedDirs } from '../shared-dirs/config.js';
-import { settleMountPoints } from '../shared-dirs/mount-points.js';
-import { planShared } from '../shared-dirs/apply.js';
+import { mergedDirs, sharedDirs } from '../machine-state/config.js';
+import { settleMountPoints } from '../machine-state/mount-points.js';
+import { planShared } from '../machine-state/apply.js';
 import { conflictIssue, etcTypeConflicts } from '../merge/merge.js';
 import { checkSource, type CheckedSource } from './check-source.js';
 import { describeHookFailure, runHooks, type HookRun } from '../hooks/run-hooks.js';

@@ -15,7 +15,7 @@ import { randomSuffix } from '../util/random.js';
  *   shared.list                  the shared directories, one tree-relative path a line (for the initramfs)
  *   kept/ID/PATH                 local versions the merge into deployment ID kept aside (removed with ID)
  *   deploy/ID/shared/REL/...     an update's entries under shared directories, applied at finalize
- *   deploy/ID/shared-ops.json    what to do with them (see src/shared-dirs/ops.ts)
+ *   deploy/ID/shared-ops.json    what to do with them (see src/machine-state/ops.ts)
  *   deploy/ID/merging.json       a merge into ID in progress (recovery redoes it)
  *   trusted-keys/KEYID.pub       public keys a source's signature must match (none: unsigned sources are fine)
  *   hooks/PHASE/                 executables run at each phase, in name order

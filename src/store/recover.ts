@@ -10,7 +10,7 @@ import { syncBootFiles } from './boot-files.js';
 import { removeDeployments } from './remove-deployments.js';
 import { loadState, saveState } from './state-file.js';
 import { recoverFinalize } from '../merge/finish.js';
-import { upgradeSharedLayout } from '../shared-dirs/upgrade.js';
+import { upgradeSharedLayout } from '../machine-state/upgrade.js';
 
 export interface RecoveryReport {
   state: BaseState;
