@@ -1,4 +1,4 @@
-import { execFile, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { StagedrootError } from '../errors.js';
 import type { FaultHook } from './faults.js';
@@ -68,17 +68,6 @@ export function snapshotsFrom(root: string, pref: StoragePreference, baseTree: s
   return storageKind(root, pref) === 'btrfs' && isSubvolume(baseTree);
 }
 
-function btrfs(args: string[], what: string, path: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    execFile('btrfs', args, { encoding: 'utf8' }, (err, _out, stderr) => {
-      if (!err) return resolve();
-      const errno = /No space left/i.test(stderr) ? 'ENOSPC' : undefined;
-      reject(ioError(Object.assign(new Error(`btrfs ${args.join(' ')}: ${stderr.trim() || err.message}`), errno ? { code: errno } : {}), what, path, 'sysroot'));
-    });
-  });
-}
-
-/** Creates an empty tree directory: a subvolume with btrfs storage, a plain directory otherwise. */
 /** `btrfs ARGS`, synchronously (on a tree worker: see snapshotTreeNow). */
 function btrfsNow(args: string[], what: string, path: string): void {
   const r = spawnSync('btrfs', args, { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] });
@@ -97,9 +86,10 @@ export function snapshotTreeNow(src: string, dst: string, faults: FaultHook): vo
   faults.afterMutation('snapshot', dst);
 }
 
-export async function makeTree(kind: StorageKind, path: string, faults: FaultHook): Promise<void> {
+/** Makes a new, empty deployment tree: a btrfs subvolume, or a plain directory (the tree task makeTree). */
+export function makeTreeNow(kind: StorageKind, path: string, faults: FaultHook): void {
   if (kind === 'btrfs') {
-    await btrfs(['subvolume', 'create', path], path, path);
+    btrfsNow(['subvolume', 'create', path], path, path);
   } else {
     try {
       fs.mkdirSync(path, { mode: 0o755 });

@@ -12,7 +12,7 @@ import { removeTreeNow } from './remove-tree.js';
 import { displayPath } from './names.js';
 import { snapshotManifest, type SnapshotManifestArgs, type SnapshotManifestResult } from './snapshot-manifest.js';
 import { syncFilesystemNow } from './sync-fs.js';
-import { snapshotTreeNow } from './storage.js';
+import { makeTreeNow, snapshotTreeNow, type StorageKind } from './storage.js';
 
 /**
  * The tree-sized work of the library, as tasks with plain (cloneable) arguments and
@@ -60,6 +60,8 @@ export const treeTasks = {
   removeTree: (a: { path: string }, h: TaskHooks): void => removeTreeNow(a.path, h.faults),
   /** `sync -f` (a fork of the caller would stall its event loop for tens of milliseconds). */
   syncFilesystem: (a: { path: string; env: Record<string, string | undefined> }): void => syncFilesystemNow(a.path, a.env),
+  /** A new deployment tree: a btrfs subvolume, or a plain directory. */
+  makeTree: (a: { kind: StorageKind; path: string }, h: TaskHooks): void => makeTreeNow(a.kind, a.path, h.faults),
   /** A btrfs snapshot of the booted deployment (a stage's copy step on btrfs). */
   snapshotTree: (a: { src: string; dst: string }, h: TaskHooks): void => snapshotTreeNow(a.src, a.dst, h.faults),
 };

@@ -11,7 +11,7 @@ import { copyTreeSplit } from '../fs/copy-split.js';
 import type { PatchResult } from '../fs/patch-manifest.js';
 import { noFaults, type FaultHook } from '../fs/faults.js';
 import { availableParallelism } from 'node:os';
-import { makeTree, snapshotsFrom, storageKind, type StorageKind } from '../fs/storage.js';
+import { snapshotsFrom, storageKind, type StorageKind } from '../fs/storage.js';
 import { labelTouched } from '../fs/selinux.js';
 import { applyChanges, type ApplyProgress } from './apply-changes.js';
 
@@ -100,7 +100,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     await runTreeTask('snapshotTree', { src: snapshotOf.tree, dst: tree }, { faults: ctx.faults });
     o.onCopy?.({ done: snapshotOf.entries ?? 0, total: snapshotOf.entries ?? 0, bytes: 0 });
   } else {
-    await makeTree(storage, tree, ctx.faults);
+    await runTreeTask('makeTree', { kind: storage, path: tree }, { faults: ctx.faults });
     o.onStep?.('copy');
     if (o.from) {
       // On worker threads (split in parts on a big tree): the caller's event loop keeps running.
