@@ -179,6 +179,18 @@ describe('README.md and docs/', () => {
     expect(named.sort()).toEqual(program.commands.map((c) => c.name()).sort());
   });
 
+  it('the README\'s test command is what CI runs, and it sets up the Debian tools first', () => {
+    const first = /^```sh\n([\s\S]*?)```/m.exec(read('README.md'));
+    expect(first, 'README.md opens with a sh block of its commands').not.toBeNull();
+    const testLine = first![1]!.split('\n').find((l) => /^npm (run )?test\b/.test(l));
+    expect(testLine, 'the README\'s first commands include its test command').toBeDefined();
+    const command = testLine!.split('#')[0]!.trim();
+    expect(command).toBe('npm test');
+    expect(read('.ci/run')).toMatch(/^npm test( |$)/m);
+    const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
+    expect(scripts.test!.startsWith('bash scripts/test-setup.sh && ')).toBe(true);
+  });
+
   it('link every page under docs/ from the README', () => {
     const readme = read('README.md');
     for (const f of docFiles().filter((x) => x !== 'README.md')) expect(readme, `README.md links ${f}`).toContain(`](${f})`);

@@ -1,12 +1,12 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StagedrootError } from '../../src/errors.js';
 import { keyIdOf, parsePublicKey, parseSignature } from '../../src/trust/minisign.js';
 import { filePayload } from '../../src/trust/payload.js';
 import { verifySignature } from '../../src/trust/verify.js';
+import { tool } from '../helpers/tools.js';
 import { minisignKey, minisignSign } from './minisign-keys.js';
 
 let dir: string;
@@ -58,7 +58,7 @@ describe('minisign formats, against the real minisign tool', () => {
     const v = await check(f, sig);
     expect(v).toMatchObject({ keyId: k1.id, algorithm: 'ED', trustedComment: 'release 42' });
     // minisign itself agrees
-    await execa('minisign', ['-V', '-p', k1.pub, '-m', f]);
+    await tool('minisign', ['-V', '-p', k1.pub, '-m', f]);
   });
 
   it('verifies a legacy (Ed) signature', async () => {
@@ -76,7 +76,7 @@ describe('minisign formats, against the real minisign tool', () => {
       const err = await rejection(check(f, sig));
       expect(err.message).toContain(k1.id);
       expect(err.message).toContain('does not match');
-      expect((await execa('minisign', ['-V', '-p', k1.pub, '-m', f], { reject: false })).exitCode).not.toBe(0);
+      expect((await tool('minisign', ['-V', '-p', k1.pub, '-m', f], { reject: false })).exitCode).not.toBe(0);
     }
   });
 
@@ -121,9 +121,9 @@ describe('minisign formats, against the real minisign tool', () => {
   it('verifies a signify signature (no trusted comment) with a signify key', async () => {
     const pub = path.join(dir, 'signify.pub');
     const sec = path.join(dir, 'signify.sec');
-    await execa('signify-openbsd', ['-G', '-n', '-p', pub, '-s', sec, '-c', 'signify test key']);
+    await tool('signify-openbsd', ['-G', '-n', '-p', pub, '-s', sec, '-c', 'signify test key']);
     const f = file('s.txt', 'signed by signify\n');
-    await execa('signify-openbsd', ['-S', '-s', sec, '-m', f, '-x', `${f}.sig`]);
+    await tool('signify-openbsd', ['-S', '-s', sec, '-m', f, '-x', `${f}.sig`]);
     const v = await check(f, `${f}.sig`, [key(pub)]);
     expect(v).toMatchObject({ algorithm: 'Ed', trustedComment: null });
     fs.appendFileSync(f, 'x');

@@ -1,0 +1,54 @@
+import * as path from 'node:path';
+import { execa } from 'execa';
+import { describe, expect, it } from 'vitest';
+import { tool, toolPackages, toolSync } from '../helpers/tools.js';
+
+const SCRIPT = path.resolve(import.meta.dirname, '../../scripts/test-setup.sh');
+/** A PATH with bash and coreutils but none of the tests' tools. */
+const BARE = { PATH: '/nonexistent' };
+
+describe('scripts/test-setup.sh', () => {
+  it('is a no-op where every tool is installed (this machine): exit 0, nothing printed', async () => {
+    const r = await execa('bash', [SCRIPT], { reject: false });
+    expect(r.stderr + r.stdout).toBe('');
+    expect(r.exitCode).toBe(0);
+  });
+
+  it('--check lists what is missing and fails, installing nothing', async () => {
+    const r = await execa('/bin/bash', [SCRIPT, '--check'], { env: BARE, extendEnv: false, reject: false });
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr).toMatch(/^test-setup: missing Debian packages: .*\bsignify-openbsd\b/);
+    expect(r.stderr).toMatch(/\bshellcheck\b/);
+  });
+
+  it('not as root: stops, lists the packages and the one command that installs them', async () => {
+    const r = await execa('/usr/bin/setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '/bin/bash', SCRIPT], { env: BARE, extendEnv: false, reject: false });
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr).toContain('the tests need these Debian packages, which are not installed');
+    expect(r.stderr).toMatch(/sudo sh -c 'apt-get update && apt-get install -y [^']*\bminisign\b[^']*'/);
+  });
+
+  it('names each command with the Debian package that installs it (checked with dpkg on this machine)', async () => {
+    const map = toolPackages();
+    expect(map.size).toBeGreaterThan(20);
+    const r = await execa('dpkg', ['-S', ...[...map.keys()].map((cmd) => `bin/${cmd}`)], { reject: false });
+    for (const [cmd, pkg] of map) {
+      const owners = r.stdout.split('\n').filter((l) => l.endsWith(`/${cmd}`)).flatMap((l) => l.split(':')[0]!.split(', '));
+      expect(owners, cmd).toContain(pkg);
+    }
+  });
+});
+
+describe('the tests\' tool runner', () => {
+  it('runs a tool', async () => {
+    expect((await tool('minisign', ['-v'], { reject: false })).stdout).toMatch(/minisign/i);
+  });
+
+  it('names the Debian package of a tool that is not installed, not ENOENT', async () => {
+    const env = { PATH: '/nonexistent' };
+    await expect(tool('signify-openbsd', ['-h'], { env, extendEnv: false })).rejects.toThrow(/^signify-openbsd is not installed \(Debian package signify-openbsd\); run scripts\/test-setup.sh as root/);
+    await expect(tool('shellcheck', [], { env, extendEnv: false, reject: false })).rejects.toThrow(/Debian package shellcheck/);
+    expect(() => toolSync('mkfs.xfs', [], { env, extendEnv: false })).toThrow(/Debian package xfsprogs/);
+    expect(() => toolSync('no-such-tool-x', [], { env, extendEnv: false })).toThrow(/no package in scripts\/test-setup.sh/);
+  });
+});
