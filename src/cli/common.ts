@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { StagedrootError } from '../errors.js';
+import { findSysroot } from '../boot/find-sysroot.js';
 import type { FaultHook } from '../fs/faults.js';
 import { Sysroot } from '../sysroot.js';
 import { reportError, type Io } from './io.js';
@@ -20,7 +21,7 @@ export interface CommonOptions {
 
 /** Adds the options every verb takes. */
 export function common(cmd: Command, o: { json?: boolean } = {}): Command {
-  cmd.option('--sysroot <dir>', 'the sysroot directory (default: $STAGEDROOT_SYSROOT)');
+  cmd.option('--sysroot <dir>', 'the sysroot directory (default: $STAGEDROOT_SYSROOT, else the one the booted system records in /run/stagedroot/booted, else STAGEDROOT_SYSROOT= in /etc/stagedroot/environment)');
   cmd.option('--wait <seconds>', 'wait this long for another writer instead of failing with exit 4');
   if (o.json !== false) cmd.option('--json', 'print machine-readable JSON');
   return cmd;
@@ -31,10 +32,9 @@ export function xattrOption(cmd: Command): Command {
   return cmd.option('--drop-unsupported-xattrs', 'drop (with a warning) extended attributes the sysroot filesystem refuses, instead of failing');
 }
 
+/** The sysroot: --sysroot, $STAGEDROOT_SYSROOT, /run/stagedroot/booted's sysroot=, /etc/stagedroot/environment (in that order). */
 export function sysrootDir(env: CliEnv, o: CommonOptions): string {
-  const dir = o.sysroot ?? env.io.env.STAGEDROOT_SYSROOT;
-  if (!dir) throw new StagedrootError('USAGE', 'No sysroot given: pass --sysroot DIR or set STAGEDROOT_SYSROOT', { option: 'sysroot' });
-  return dir;
+  return findSysroot({ option: o.sysroot, env: env.io.env, places: env.io.places }).path;
 }
 
 export function waitSeconds(o: CommonOptions): number {

@@ -1,5 +1,6 @@
 import { StagedrootError, formatIssues } from '../errors.js';
 import { exitCodeFor } from '../exit-codes.js';
+import type { SysrootPlaces } from '../boot/find-sysroot.js';
 
 /** Where the CLI prints: injectable so tests can run the program in-process. */
 export interface Io {
@@ -10,6 +11,8 @@ export interface Io {
   env: NodeJS.ProcessEnv;
   /** Set by --debug: unexpected errors show their stack. */
   debug?: boolean;
+  /** Where the machine's records are (/run/stagedroot, /etc/stagedroot): tests point them at temp dirs. */
+  places?: SysrootPlaces;
 }
 
 export const processIo: Io = {

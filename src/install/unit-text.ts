@@ -1,18 +1,20 @@
 /**
- * The shipped systemd units, rendered for one host: the CLI path that exists there and
- * the sysroot that is configured. Pure text in, text out.
+ * The shipped systemd units, rendered for one host: the CLI path that exists there. Pure
+ * text in, text out.
  *
- * The templates in the package's units/ say `/usr/bin/stagedroot` and `/sysroot`; a
- * rendered unit names the real ones in ExecStart=/ExecStop=, Environment= and
- * RequiresMountsFor=. No unit carries a ConditionPathExists= on the sysroot: a missing or
- * wrong sysroot makes `stagedroot boot` fail at boot (and `finalize` at shutdown), loudly
- * in the journal and in `systemctl --failed`, instead of a unit skipped in silence and
- * updates that never apply.
+ * The templates in the package's units/ say `/usr/bin/stagedroot`; a rendered unit names
+ * the real one in ExecStart=/ExecStop=. No unit names the sysroot: the CLI finds it
+ * (/run/stagedroot/booted on a machine booted through stagedroot, else
+ * /etc/stagedroot/environment), so the path the initramfs booted and the path the units
+ * use cannot disagree. No unit carries a ConditionPathExists= on the sysroot either: a
+ * missing or wrong one makes `stagedroot boot` fail at boot (and `finalize` at
+ * shutdown), loudly in the journal and in `systemctl --failed`, instead of a unit skipped
+ * in silence and updates that never apply.
  */
 export interface UnitTarget {
   /** Absolute path of the stagedroot CLI on the host. */
   cli: string;
-  /** Absolute path of the sysroot on the running host. */
+  /** Absolute path of the sysroot on the running host (for /etc/stagedroot/environment only). */
   sysroot: string;
 }
 
@@ -31,10 +33,6 @@ export function renderUnit(template: string, t: UnitTarget): string {
     if (key === 'ConditionPathExists' && value.startsWith(TEMPLATE_SYSROOT)) continue;
     if ((key === 'ExecStart' || key === 'ExecStop') && value.startsWith(`${TEMPLATE_CLI} `)) {
       out.push(`${key}=${t.cli}${value.slice(TEMPLATE_CLI.length)}`);
-    } else if (key === 'Environment' && value === `STAGEDROOT_SYSROOT=${TEMPLATE_SYSROOT}`) {
-      out.push(`Environment=STAGEDROOT_SYSROOT=${t.sysroot}`);
-    } else if (key === 'RequiresMountsFor' && value === TEMPLATE_SYSROOT) {
-      out.push(`RequiresMountsFor=${t.sysroot}`);
     } else {
       out.push(line);
     }
@@ -42,7 +40,10 @@ export function renderUnit(template: string, t: UnitTarget): string {
   return out.join('\n');
 }
 
-/** /etc/stagedroot/environment: the one place the sysroot is configured (every unit reads it). */
+/**
+ * /etc/stagedroot/environment: where the sysroot is on a machine not booted through
+ * stagedroot (yet). Once it is, the initramfs's record (/run/stagedroot/booted) comes first.
+ */
 export function environmentFile(t: UnitTarget): string {
-  return `# Written by \`stagedroot install\`: the sysroot the stagedroot units use.\nSTAGEDROOT_SYSROOT=${t.sysroot}\n`;
+  return `# Written by stagedroot: the sysroot's path when this machine is not booted through stagedroot.\n# Booted through it, the CLI reads sysroot= in /run/stagedroot/booted first.\nSTAGEDROOT_SYSROOT=${t.sysroot}\n`;
 }

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { runCli } from '../../src/cli/program.js';
 import type { Io } from '../../src/cli/io.js';
+import type { SysrootPlaces } from '../../src/boot/find-sysroot.js';
 
 export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
@@ -11,11 +12,14 @@ export interface CliResult {
   err: string;
 }
 
+/** Places that hold nothing: a test's CLI never finds the host's own /run/stagedroot or /etc/stagedroot. */
+export const NO_PLACES: SysrootPlaces = { runDir: '/nonexistent/stagedroot-test/run', etcDir: '/nonexistent/stagedroot-test/etc' };
+
 /** Runs the CLI in this process (fast), capturing its output. */
-export async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+export async function cli(args: string[], env: NodeJS.ProcessEnv = {}, places: SysrootPlaces = NO_PLACES): Promise<CliResult> {
   let out = '';
   let err = '';
-  const io: Io = { out: (t) => void (out += t), err: (t) => void (err += t), errIsTty: false, env };
+  const io: Io = { out: (t) => void (out += t), err: (t) => void (err += t), errIsTty: false, env, places };
   const code = await runCli(args, io);
   return { code, out, err };
 }

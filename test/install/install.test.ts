@@ -42,8 +42,10 @@ describe('stagedroot install', () => {
     const r = await installHost({ root, sysroot: '/srv/stagedroot', cli: '/usr/local/bin/stagedroot', enable: HAVE_SYSTEMCTL });
     const boot = read(root, 'etc/systemd/system/stagedroot-boot.service');
     expect(boot).toContain('ExecStart=/usr/local/bin/stagedroot boot\n');
-    expect(boot).toContain('Environment=STAGEDROOT_SYSROOT=/srv/stagedroot\n');
-    expect(boot).toContain('RequiresMountsFor=/srv/stagedroot\n');
+    // No sysroot path in a unit: the CLI finds it (the initramfs's record, else the environment file).
+    expect(boot).not.toContain('STAGEDROOT_SYSROOT');
+    expect(boot).not.toContain('/srv/stagedroot');
+    expect(boot).toContain('RequiresMountsFor=/sysroot\n');
     expect(read(root, 'etc/systemd/system/stagedroot-finalize.service')).toContain('ExecStop=/usr/local/bin/stagedroot finalize\n');
     expect(read(root, 'etc/systemd/system/stagedroot-health.service')).toContain('ExecStart=/usr/local/bin/stagedroot health\n');
     for (const u of ['boot', 'finalize', 'health']) {
@@ -84,8 +86,8 @@ describe('stagedroot install', () => {
     expect(bad.err).toContain('Expected --sysroot to be an absolute path');
   });
 
-  it('renderUnit only rewrites the template\'s CLI path and sysroot', () => {
-    const t = '[Unit]\nConditionPathExists=/sysroot/state.json\nRequiresMountsFor=/sysroot\n[Service]\nEnvironment=STAGEDROOT_SYSROOT=/sysroot\nEnvironment=OTHER=/sysroot\nExecStart=/usr/bin/stagedroot boot\nExecStartPre=/usr/bin/true\n';
-    expect(renderUnit(t, { cli: '/opt/bin/stagedroot', sysroot: '/state' })).toBe('[Unit]\nRequiresMountsFor=/state\n[Service]\nEnvironment=STAGEDROOT_SYSROOT=/state\nEnvironment=OTHER=/sysroot\nExecStart=/opt/bin/stagedroot boot\nExecStartPre=/usr/bin/true\n');
+  it('renderUnit only rewrites the template\'s CLI path (and drops a condition on the sysroot)', () => {
+    const t = '[Unit]\nConditionPathExists=/sysroot/state.json\nRequiresMountsFor=/sysroot\n[Service]\nEnvironment=OTHER=/sysroot\nExecStart=/usr/bin/stagedroot boot\nExecStartPre=/usr/bin/true\n';
+    expect(renderUnit(t, { cli: '/opt/bin/stagedroot', sysroot: '/state' })).toBe('[Unit]\nRequiresMountsFor=/sysroot\n[Service]\nEnvironment=OTHER=/sysroot\nExecStart=/opt/bin/stagedroot boot\nExecStartPre=/usr/bin/true\n');
   });
 });

@@ -55,6 +55,16 @@ describe('the shipped systemd units', () => {
     expect(fs.readdirSync(UNITS_DIR).sort()).toEqual(UNITS);
   });
 
+  it('name no sysroot: the CLI finds it (what the initramfs recorded, else /etc/stagedroot/environment)', () => {
+    for (const u of UNITS) {
+      const d = directives(u);
+      expect(d.get('Environment'), u).toBeUndefined();
+      expect(d.get('EnvironmentFile'), u).toBeUndefined();
+      // /sysroot is where the physical root is bound, a mount the finalize at shutdown needs, not the sysroot.
+      expect(d.get('RequiresMountsFor'), u).toEqual(['/sysroot']);
+    }
+  });
+
   it('say what they must: finalize at shutdown (late, 5 min), boot early, health before boot-complete.target', () => {
     const fin = directives('stagedroot-finalize.service');
     expect(fin.get('Type')).toEqual(['oneshot']);

@@ -8,7 +8,7 @@ export function bootCommand(program: Command, env: CliEnv): void {
     .action(
       action(env, async (o: CommonOptions) => {
         const s = await openSysroot(env, o);
-        const r = await s.boot();
+        const r = await s.boot({ runDir: env.io.places?.runDir });
         if (o.json) printJson(env.io, r);
         else if (r.event.kind === 'booted') {
           env.io.out(`booted deployment ${r.event.id}${r.event.triesLeft !== null ? ` (${r.event.triesLeft} boot tries left before automatic rollback)` : ''}\n`);
