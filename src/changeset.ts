@@ -1,6 +1,6 @@
 import type { KernelArgumentChange } from './state/kernel-args.js';
 import type { Issue } from './errors.js';
-import type { RootFs } from './fs/root-fs.js';
+import type { RootFs } from './fs/trees/root-fs.js';
 
 /**
  * The typed filesystem operations every source turns into. Sources build these
@@ -21,8 +21,8 @@ export interface Owner {
  * Extended attributes an entry is created with (file capabilities, SELinux labels,
  * ACLs, user.*): [name, value] pairs. Absent: none of its own.
  */
-export type { XattrList } from './fs/xattr.js';
-import type { XattrList } from './fs/xattr.js';
+export type { XattrList } from './fs/core/xattr.js';
+import type { XattrList } from './fs/core/xattr.js';
 
 /**
  * `replace` gives OCI layer semantics: whatever is at the path is removed first (a

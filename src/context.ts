@@ -1,7 +1,7 @@
-import { DurableFs } from './fs/durable.js';
-import { noFaults, type FaultHook } from './fs/faults.js';
-import { parseStoragePreference, type StoragePreference } from './fs/storage.js';
-import type { XattrPolicy } from './fs/xattr.js';
+import { DurableFs } from './fs/trees/durable.js';
+import { noFaults, type FaultHook } from './fs/core/faults.js';
+import { parseStoragePreference, type StoragePreference } from './fs/trees/storage.js';
+import type { XattrPolicy } from './fs/core/xattr.js';
 import { Layout } from './state/layout.js';
 
 /** What an operation needs, passed in (no hidden globals): where, how to write, the clock, reporting. */
@@ -12,7 +12,7 @@ export interface Context {
   now: () => Date;
   /** Non-fatal notes for the user (recovered state, skipped entries). */
   warn: (message: string) => void;
-  /** How new deployment trees are stored (see src/fs/storage.ts). */
+  /** How new deployment trees are stored (see src/fs/trees/storage.ts). */
   storage: StoragePreference;
   /** An extended attribute the sysroot's filesystem refuses: an error, or dropped with a warning. */
   xattrPolicy: XattrPolicy;

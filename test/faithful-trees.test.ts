@@ -4,7 +4,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readXattrs, writeXattrs } from '../src/fs/xattr.js';
+import { readXattrs, writeXattrs } from '../src/fs/core/xattr.js';
 import { ignitionSource } from '../src/sources/ignition/index.js';
 import { Sysroot } from '../src/sysroot.js';
 import { cli } from './helpers/cli.js';

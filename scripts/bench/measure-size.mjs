@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Sysroot } from '../../dist/index.js';
-import { isSubvolume } from '../../dist/fs/storage.js';
+import { isSubvolume } from '../../dist/fs/trees/storage.js';
 import { generate } from './generate-tree.mjs';
 import { ostreeRound, setupOstree, unlockDeployments } from './ostree.mjs';
 import { run, settle, timeCmd } from './tools.mjs';

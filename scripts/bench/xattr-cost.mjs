@@ -13,7 +13,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as napi from '@napi-rs/xattr';
-import { copyTree } from '../../dist/fs/copy-tree.js';
+import { copyTree } from '../../dist/fs/trees/copy-tree.js';
 
 const files = Number(process.env.BENCH_FILES ?? 100000);
 const reps = Number(process.env.BENCH_REPS ?? 3);

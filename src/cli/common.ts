@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { StagedrootError } from '../errors.js';
 import { findSysroot } from '../boot/find-sysroot.js';
-import type { FaultHook } from '../fs/faults.js';
+import type { FaultHook } from '../fs/core/faults.js';
 import { Sysroot } from '../sysroot.js';
 import { reportError, type Io } from './io.js';
 

@@ -1,7 +1,7 @@
 import type { DryRunResult } from '../stage/dry-run.js';
-import type { PathChange } from '../fs/diff-manifests.js';
-import type { Drift } from '../fs/verify-tree.js';
-import { displayPath } from '../fs/names.js';
+import type { PathChange } from '../fs/manifests/diff-manifests.js';
+import type { Drift } from '../fs/manifests/verify-tree.js';
+import { displayPath } from '../fs/core/names.js';
 import type { MergeStatus, Status } from '../state/status.js';
 
 /** Human-readable views of results (pure functions; the CLI prints them). */

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { faultHookFromEnv } from '../fs/faults.js';
+import { faultHookFromEnv } from '../fs/core/faults.js';
 import { processIo } from './io.js';
 import { runCli } from './program.js';
 

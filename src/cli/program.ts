@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import type { FaultHook } from '../fs/faults.js';
+import type { FaultHook } from '../fs/core/faults.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliEnv } from './common.js';
 import { reportError, type Io } from './io.js';

@@ -1,8 +1,8 @@
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { exists, readText } from '../fs/durable.js';
-import { runTreeTask } from '../fs/tree-jobs.js';
-import { parseDelta, verifyDelta } from '../fs/delta.js';
+import { exists, readText } from '../fs/trees/durable.js';
+import { runTreeTask } from '../fs/jobs/tree-jobs.js';
+import { parseDelta, verifyDelta } from '../fs/manifests/delta.js';
 import { finalizeFailed, finalizeTransition, mustFind } from '../state/model.js';
 import type { BaseState, MergeReport } from '../state/schema.js';
 import { applyTransition } from '../store/apply-transition.js';

@@ -1,9 +1,9 @@
-import { lstatOrNull } from './copy-entry.js';
-import { ManifestIndex } from './manifest-index.js';
-import { ManifestReader, readEntryCached, type ManifestEntry } from './manifest.js';
-import { hostPath } from './names.js';
-import { comparePaths, isUnder } from './paths.js';
-import { walkTree } from './walk.js';
+import { lstatOrNull } from './trees/copy-entry.js';
+import { ManifestIndex } from './manifests/manifest-index.js';
+import { ManifestReader, readEntryCached, type ManifestEntry } from './manifests/manifest.js';
+import { hostPath } from './core/names.js';
+import { comparePaths, isUnder } from './core/paths.js';
+import { walkTree } from './core/walk.js';
 
 /**
  * The rows of the /etc 3-way merge (see src/merge/plan.ts): for a path under a merged

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { StagedrootError } from '../errors.js';
-import { readText, type statPath } from '../fs/durable.js';
-import { RootFs } from '../fs/root-fs.js';
+import { readText, type statPath } from '../fs/trees/durable.js';
+import { RootFs } from '../fs/trees/root-fs.js';
 import { runCommand } from '../util/run-command.js';
 import { INITRAMFS_FILES, UNIT_NAMES, packageDir } from './package-files.js';
 import { environmentFile, renderUnit, type UnitTarget } from './unit-text.js';

@@ -1,9 +1,9 @@
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { copyOut } from '../fs/copy-entry.js';
-import { readText } from '../fs/durable.js';
-import { readEntry } from '../fs/manifest.js';
-import { RootFs } from '../fs/root-fs.js';
+import { copyOut } from '../fs/trees/copy-entry.js';
+import { readText } from '../fs/trees/durable.js';
+import { readEntry } from '../fs/manifests/manifest.js';
+import { RootFs } from '../fs/trees/root-fs.js';
 import type { Layout } from '../state/layout.js';
 import { sameEntry, type TypeConflict } from '../merge/plan.js';
 import { sharedRootOf } from './config.js';

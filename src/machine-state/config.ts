@@ -1,5 +1,5 @@
 import { StagedrootError } from '../errors.js';
-import { isUnder, normalizeTreePath } from '../fs/paths.js';
+import { isUnder, normalizeTreePath } from '../fs/core/paths.js';
 import type { BaseState } from '../state/schema.js';
 
 /** The shared directories of a new sysroot unless told otherwise. */

@@ -1,5 +1,5 @@
 import { StagedrootError } from '../errors.js';
-import type { RootFs } from '../fs/root-fs.js';
+import type { RootFs } from '../fs/trees/root-fs.js';
 
 /**
  * Every deployment's tree has an empty directory at each shared path: the mount point

@@ -1,8 +1,8 @@
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { exists, fileSha256, listDir } from '../fs/durable.js';
-import { patchManifest } from '../fs/patch-manifest.js';
-import { RootFs } from '../fs/root-fs.js';
+import { exists, fileSha256, listDir } from '../fs/trees/durable.js';
+import { patchManifest } from '../fs/manifests/patch-manifest.js';
+import { RootFs } from '../fs/trees/root-fs.js';
 import type { BaseState } from '../state/schema.js';
 import { saveState } from '../store/state-file.js';
 import { DEFAULT_MERGED, sharedListText } from './config.js';

@@ -1,5 +1,5 @@
 import type { Context } from '../context.js';
-import { exists, listDir } from '../fs/durable.js';
+import { exists, listDir } from '../fs/trees/durable.js';
 import { readMarker, redoEtcMerge } from '../merge/merge.js';
 import { applySharedOps, clearSharedStamps } from '../machine-state/apply.js';
 import { sharedDirs } from '../machine-state/config.js';

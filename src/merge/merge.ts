@@ -1,15 +1,15 @@
 import { z } from 'zod';
 import type { Context } from '../context.js';
 import { StagedrootError, type Issue } from '../errors.js';
-import { copyOut, lstatOrNull } from '../fs/copy-entry.js';
-import { parseDelta } from '../fs/delta.js';
-import { exists, fileSha256, readText } from '../fs/durable.js';
-import { displayPath, hostPath } from '../fs/names.js';
+import { copyOut, lstatOrNull } from '../fs/trees/copy-entry.js';
+import { parseDelta } from '../fs/manifests/delta.js';
+import { exists, fileSha256, readText } from '../fs/trees/durable.js';
+import { displayPath, hostPath } from '../fs/core/names.js';
 import { changedRows, type Row, type RowSources } from '../fs/merge-rows.js';
-import { patchManifest } from '../fs/patch-manifest.js';
-import { labelTouched } from '../fs/selinux.js';
-import { RootFs, type TouchEvent } from '../fs/root-fs.js';
-import { runTreeTask } from '../fs/tree-jobs.js';
+import { patchManifest } from '../fs/manifests/patch-manifest.js';
+import { labelTouched } from '../fs/trees/selinux.js';
+import { RootFs, type TouchEvent } from '../fs/trees/root-fs.js';
+import { runTreeTask } from '../fs/jobs/tree-jobs.js';
 import type { Layout } from '../state/layout.js';
 import { planMerge, rowsAlwaysPlanned, typeConflictPaths, type MergeAction, type TypeConflict, type UpdatePaths } from './plan.js';
 

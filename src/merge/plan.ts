@@ -1,5 +1,5 @@
-import { comparePaths, isUnder } from '../fs/paths.js';
-import type { ManifestEntry } from '../fs/manifest.js';
+import { comparePaths, isUnder } from '../fs/core/paths.js';
+import type { ManifestEntry } from '../fs/manifests/manifest.js';
 import { sameEntry, type Row } from '../fs/merge-rows.js';
 
 export { sameEntry, type Row };

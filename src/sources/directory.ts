@@ -1,4 +1,4 @@
-import { readFileChunks, readTree, type TreeEntryKind } from '../fs/read-tree.js';
+import { readFileChunks, readTree, type TreeEntryKind } from '../fs/trees/read-tree.js';
 import type { LayerEntry, LayerEntryKind, LayerReader } from './layer-entry.js';
 import { planLayer, type LayerOptions } from './layer-plan.js';
 import type { Source } from './source.js';

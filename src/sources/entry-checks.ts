@@ -1,5 +1,5 @@
 import { StagedrootError } from '../errors.js';
-import { MAX_PATH_DEPTH } from '../fs/paths.js';
+import { MAX_PATH_DEPTH } from '../fs/core/paths.js';
 
 /**
  * Checks on one path or link target of a layer, before anything is written. These are

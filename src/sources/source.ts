@@ -1,7 +1,7 @@
 import type { ChangeSet } from '../changeset.js';
 import type { Origin } from '../state/schema.js';
 import type { SignedPayload } from '../trust/verify.js';
-import type { ReadOnlyTree } from '../fs/read-only-tree.js';
+import type { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 
 /**
  * The tree an update is applied over (for names in etc/passwd, unit files), seen

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { issuesError } from '../errors.js';
 import { zodIssues } from './document.js';
 import { bytes, type ChangeOp, type ChangeSet } from '../changeset.js';
-import { normalizeTreePath } from '../fs/paths.js';
+import { normalizeTreePath } from '../fs/core/paths.js';
 import { kernelArgumentProblem } from '../state/kernel-args.js';
 import type { Source } from './source.js';
 

@@ -1,5 +1,5 @@
 import { StagedrootError } from '../errors.js';
-import { SourceFile } from '../fs/file-chunks.js';
+import { SourceFile } from '../fs/core/file-chunks.js';
 import { compressionOf, decompress } from './decompress.js';
 import { DEFAULT_LAYER_LIMITS } from './entry-checks.js';
 import type { LayerReader } from './layer-entry.js';

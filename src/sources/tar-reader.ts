@@ -3,7 +3,7 @@ import { StagedrootError } from '../errors.js';
 import { ByteReader } from './byte-reader.js';
 import type { LayerLimits } from './entry-checks.js';
 import type { LayerEntry, LayerEntryKind } from './layer-entry.js';
-import { hasRawBytes, nameFromBytes } from '../fs/names.js';
+import { hasRawBytes, nameFromBytes } from '../fs/core/names.js';
 import { checkPaxRecords, takeXattrRecords } from './pax-records.js';
 
 /** node-tar's cap on one extended header; a longer one is an attack, not a long name. */

@@ -1,18 +1,18 @@
 import type { ChangeOp, ChangeSet } from '../changeset.js';
 import type { Context } from '../context.js';
 import type { Issue } from '../errors.js';
-import type { CopyPolicy, CopyProgress } from '../fs/copy-tree.js';
-import { writeJson } from '../fs/durable.js';
-import { ManifestWriter } from '../fs/manifest.js';
-import { displayPath } from '../fs/names.js';
-import { RootFs, type TouchEvent } from '../fs/root-fs.js';
-import { runTreeTask, treeWorkersAvailable } from '../fs/tree-jobs.js';
-import { copyTreeSplit } from '../fs/copy-split.js';
-import type { PatchResult } from '../fs/patch-manifest.js';
-import { noFaults, type FaultHook } from '../fs/faults.js';
+import type { CopyPolicy, CopyProgress } from '../fs/trees/copy-tree.js';
+import { writeJson } from '../fs/trees/durable.js';
+import { ManifestWriter } from '../fs/manifests/manifest.js';
+import { displayPath } from '../fs/core/names.js';
+import { RootFs, type TouchEvent } from '../fs/trees/root-fs.js';
+import { runTreeTask, treeWorkersAvailable } from '../fs/jobs/tree-jobs.js';
+import { copyTreeSplit } from '../fs/trees/copy-split.js';
+import type { PatchResult } from '../fs/manifests/patch-manifest.js';
+import { noFaults, type FaultHook } from '../fs/core/faults.js';
 import { availableParallelism } from 'node:os';
-import { snapshotsFrom, storageKind, type StorageKind } from '../fs/storage.js';
-import { labelTouched } from '../fs/selinux.js';
+import { snapshotsFrom, storageKind, type StorageKind } from '../fs/trees/storage.js';
+import { labelTouched } from '../fs/trees/selinux.js';
 import { applyChanges, type ApplyProgress } from './apply-changes.js';
 
 export interface BuildTreeOptions {

@@ -1,8 +1,8 @@
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { exists, isDirectory, listDir, syncFilesystem } from '../fs/durable.js';
-import { runTreeTask } from '../fs/tree-jobs.js';
-import { ReadOnlyTree } from '../fs/read-only-tree.js';
+import { exists, isDirectory, listDir, syncFilesystem } from '../fs/trees/durable.js';
+import { runTreeTask } from '../fs/jobs/tree-jobs.js';
+import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import { isTempName } from '../state/layout.js';
 import { newRecord } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
@@ -14,7 +14,7 @@ import type { Source } from '../sources/source.js';
 import { buildTree } from './build-tree.js';
 import { DEFAULT_MERGED, DEFAULT_SHARED, normalizeDirs, sharedListText } from '../machine-state/config.js';
 import { moveOutShared } from '../machine-state/mount-points.js';
-import type { DurableFs } from '../fs/durable.js';
+import type { DurableFs } from '../fs/trees/durable.js';
 import { addTrustedKey, readPublicKeyFile } from '../trust/keys.js';
 import { checkSource } from './check-source.js';
 

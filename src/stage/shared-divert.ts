@@ -1,9 +1,9 @@
 import type { ChangeOp } from '../changeset.js';
 import { StagedrootError } from '../errors.js';
-import { DurableFs } from '../fs/durable.js';
-import { isUnder } from '../fs/paths.js';
-import { RootFs } from '../fs/root-fs.js';
-import type { FaultHook } from '../fs/faults.js';
+import { DurableFs } from '../fs/trees/durable.js';
+import { isUnder } from '../fs/core/paths.js';
+import { RootFs } from '../fs/trees/root-fs.js';
+import type { FaultHook } from '../fs/core/faults.js';
 import { sharedRootOf } from '../machine-state/config.js';
 import type { SharedOp } from '../machine-state/ops.js';
 import { applyOp } from './apply-changes.js';

@@ -1,10 +1,10 @@
 import type { Context } from '../context.js';
 import { StagedrootError, formatIssues, type Issue } from '../errors.js';
-import type { CopyPolicy } from '../fs/copy-tree.js';
-import { freeSpace, fsyncPaths, listDir, syncFilesystem, writeJson } from '../fs/durable.js';
-import { runTreeTask } from '../fs/tree-jobs.js';
-import { snapshotsFrom } from '../fs/storage.js';
-import { ReadOnlyTree } from '../fs/read-only-tree.js';
+import type { CopyPolicy } from '../fs/trees/copy-tree.js';
+import { freeSpace, fsyncPaths, listDir, syncFilesystem, writeJson } from '../fs/trees/durable.js';
+import { runTreeTask } from '../fs/jobs/tree-jobs.js';
+import { snapshotsFrom } from '../fs/trees/storage.js';
+import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { applyKernelArguments } from '../state/kernel-args.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { exists, isDirectory, listDir, readBytes, readLink, readText } from '../fs/durable.js';
-import { hashFile } from '../fs/hash.js';
+import { exists, isDirectory, listDir, readBytes, readLink, readText } from '../fs/trees/durable.js';
+import { hashFile } from '../fs/core/hash.js';
 import { bootEntry, bootableDeployments, kernelDir, type BootEntry, type KernelImage } from '../state/boot-entries.js';
 import type { BaseState } from '../state/schema.js';
 

@@ -1,7 +1,7 @@
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { exists, isDirectory, listDir, readLink } from '../fs/durable.js';
-import { cleanLockLeftovers } from '../fs/lock.js';
+import { exists, isDirectory, listDir, readLink } from '../fs/trees/durable.js';
+import { cleanLockLeftovers } from '../fs/core/lock.js';
 import { isTempName } from '../state/layout.js';
 import { dropIds, effectiveState } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';

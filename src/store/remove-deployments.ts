@@ -1,6 +1,6 @@
 import type { Context } from '../context.js';
-import { exists, listDir } from '../fs/durable.js';
-import { runTreeTask } from '../fs/tree-jobs.js';
+import { exists, listDir } from '../fs/trees/durable.js';
+import { runTreeTask } from '../fs/jobs/tree-jobs.js';
 
 /**
  * Moves deployment directories to trash/ (one atomic rename each), each followed by the

@@ -1,5 +1,5 @@
 import { StagedrootError, fieldPath } from '../errors.js';
-import { exists, readText, type DurableFs } from '../fs/durable.js';
+import { exists, readText, type DurableFs } from '../fs/trees/durable.js';
 import type { Layout } from '../state/layout.js';
 import { checkState } from '../state/invariants.js';
 import { stateSchema, type State } from '../state/schema.js';

@@ -1,4 +1,4 @@
-import type { ReadOnlyTree } from '../fs/read-only-tree.js';
+import type { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import { isInstance, parseUnitName, templateOf, UNIT_SUFFIXES } from './unit-names.js';
 
 /**

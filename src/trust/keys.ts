@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { StagedrootError } from '../errors.js';
-import { listDir, readBytes, type DurableFs } from '../fs/durable.js';
+import { listDir, readBytes, type DurableFs } from '../fs/trees/durable.js';
 import type { Layout } from '../state/layout.js';
 import { parsePublicKey, type PublicKey } from './minisign.js';
 

@@ -1,4 +1,4 @@
-import { SourceFile } from '../fs/file-chunks.js';
+import { SourceFile } from '../fs/core/file-chunks.js';
 import type { SignedPayload } from './verify.js';
 
 /** A file as a signed payload, streamed from one open descriptor that must not change while read. */

@@ -1,5 +1,5 @@
 import { StagedrootError, type Issue } from '../errors.js';
-import { normalizeTreePath } from '../fs/paths.js';
+import { normalizeTreePath } from '../fs/core/paths.js';
 import type { FreeSpaceOptions } from './free-space.js';
 import { checkRequiredPaths, type RequiredPathsOptions } from './required-paths.js';
 import { verifySystemdUnits, type SystemdVerifyOptions } from './systemd-verify.js';

@@ -1,7 +1,7 @@
 import type { ChangeSet } from '../changeset.js';
 import { StagedrootError } from '../errors.js';
-import { freeSpace, statPath } from '../fs/durable.js';
-import { runTreeTask } from '../fs/tree-jobs.js';
+import { freeSpace, statPath } from '../fs/trees/durable.js';
+import { runTreeTask } from '../fs/jobs/tree-jobs.js';
 
 export interface FreeSpaceOptions {
   /** Bytes that must stay free after the stage (like ostree's min-free-space-size; default 0). */

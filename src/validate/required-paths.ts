@@ -1,6 +1,6 @@
 import type { Issue } from '../errors.js';
-import { normalizeTreePath } from '../fs/paths.js';
-import type { ReadOnlyTree } from '../fs/read-only-tree.js';
+import { normalizeTreePath } from '../fs/core/paths.js';
+import type { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import type { ValidationContext } from './types.js';
 
 /**

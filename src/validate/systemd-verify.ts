@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { StagedrootError, type Issue } from '../errors.js';
-import type { ReadOnlyTree } from '../fs/read-only-tree.js';
-import { ScratchDir } from '../fs/scratch-dir.js';
+import type { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
+import { ScratchDir } from '../fs/core/scratch-dir.js';
 import { runCommand, describeOutcome } from '../util/run-command.js';
 import { classifySystemdOutput, type ClassifiedOutput } from './systemd-output.js';
 import type { ValidationContext } from './types.js';

@@ -1,5 +1,5 @@
 import type { Issue } from '../errors.js';
-import type { ReadOnlyTree } from '../fs/read-only-tree.js';
+import type { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 
 export interface ValidationContext {
   /** Host path of the staged tree (read it; do not write it): for tools run over it. */

@@ -1,5 +1,5 @@
 import type { Issue } from '../errors.js';
-import { isUnder } from '../fs/paths.js';
+import { isUnder } from '../fs/core/paths.js';
 import type { ValidationContext } from './types.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Issue } from '../errors.js';
-import type { ReadOnlyTree } from '../fs/read-only-tree.js';
+import type { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import { findUnitFile, parseLinkDir, unitDirsIn } from '../systemd/unit-dirs.js';
 import { listDirIn } from './systemd-verify.js';
 import type { ValidationContext } from './types.js';

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { isSubvolume } from '../../src/fs/storage.js';
+import { isSubvolume } from '../../src/fs/trees/storage.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const CRASH_CHILD = path.join(here, 'crash-child.mjs');

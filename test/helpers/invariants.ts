@@ -12,7 +12,7 @@ import { bootFiles, effectiveState } from '../../src/state/model.js';
 import type { BaseState } from '../../src/state/schema.js';
 import { loadState } from '../../src/store/state-file.js';
 import { hashTree } from '../../src/testing/index.js';
-import { verifyTree, type Drift } from '../../src/fs/verify-tree.js';
+import { verifyTree, type Drift } from '../../src/fs/manifests/verify-tree.js';
 
 /** What may be at the top of a sysroot when no writer runs (no lock, no temp files). */
 export const ALLOWED_ROOT_ENTRIES = new Set(['state.json', 'state.json.bak', 'current', 'deploy', 'work', 'trash', 'shared', 'shared.list', 'kept', 'boot-tries', 'fallback']);

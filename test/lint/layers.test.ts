@@ -30,7 +30,7 @@ describe('layers/downward-only', () => {
 
   it('resolves relative paths from nested folders', async () => {
     expect(await layerErrors('src/sources/ignition/probe.ts', "import { Sysroot } from '../../sysroot.js';\nexport { Sysroot };")).toHaveLength(1);
-    expect(await layerErrors('src/sources/ignition/probe.ts', "import { normalizeTreePath } from '../../fs/paths.js';\nexport { normalizeTreePath };")).toEqual([]);
+    expect(await layerErrors('src/sources/ignition/probe.ts', "import { normalizeTreePath } from '../../fs/core/paths.js';\nexport { normalizeTreePath };")).toEqual([]);
   });
 
   it('allows the same layer and lower ones', async () => {

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { finalize } from '../../src/commit/finalize.js';
 import { makeContext } from '../../src/context.js';
-import { hashFile } from '../../src/fs/hash.js';
+import { hashFile } from '../../src/fs/core/hash.js';
 import { tarLayerSource } from '../../src/sources/tar-layer.js';
 import { Sysroot } from '../../src/sysroot.js';
 import { hashTree, reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';

@@ -12,12 +12,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { copyTree } from '../../src/fs/copy-tree.js';
-import { ManifestIndex } from '../../src/fs/manifest-index.js';
-import { readManifest } from '../../src/fs/manifest.js';
+import { copyTree } from '../../src/fs/trees/copy-tree.js';
+import { ManifestIndex } from '../../src/fs/manifests/manifest-index.js';
+import { readManifest } from '../../src/fs/manifests/manifest.js';
 import { changedRows, forEachRow, lookupRows, type Row } from '../../src/fs/merge-rows.js';
-import { patchManifest } from '../../src/fs/patch-manifest.js';
-import { RootFs, type TouchEvent } from '../../src/fs/root-fs.js';
+import { patchManifest } from '../../src/fs/manifests/patch-manifest.js';
+import { RootFs, type TouchEvent } from '../../src/fs/trees/root-fs.js';
 import { planMerge, rowsAlwaysPlanned, typeConflictPaths, type UpdatePaths } from '../../src/merge/plan.js';
 import { DIST_INDEX, requireDist } from '../helpers/crash.js';
 import { prng, seedFrom } from '../helpers/random.js';
@@ -155,7 +155,7 @@ describe(`merge type conflicts in O(update) (seed ${SEED})`, () => {
 describe('the merge rows on a worker thread (the compiled library)', () => {
   it('are the rows the same tasks give inline', async () => {
     requireDist();
-    const jobs = (await import(pathToFileURL(path.join(path.dirname(DIST_INDEX), 'fs/tree-jobs.js')).href)) as typeof import('../../src/fs/tree-jobs.js');
+    const jobs = (await import(pathToFileURL(path.join(path.dirname(DIST_INDEX), 'fs/jobs/tree-jobs.js')).href)) as typeof import('../../src/fs/jobs/tree-jobs.js');
     expect(jobs.treeWorkersAvailable()).toBe(true);
     const r = prng(SEED + 1);
     for (let i = 0; i < 10; i++) {

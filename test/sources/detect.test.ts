@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ChangeOp } from '../../src/changeset.js';
 import { StagedrootError } from '../../src/errors.js';
-import { ReadOnlyTree } from '../../src/fs/read-only-tree.js';
+import { ReadOnlyTree } from '../../src/fs/trees/read-only-tree.js';
 import { detectKind, sourceFromPath } from '../../src/sources/detect.js';
 import { MAX_DOCUMENT_BYTES } from '../../src/sources/document.js';
 import type { Source } from '../../src/sources/source.js';

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StagedrootError } from '../../src/errors.js';
-import { readManifest } from '../../src/fs/manifest.js';
+import { readManifest } from '../../src/fs/manifests/manifest.js';
 import { takeXattrRecords } from '../../src/sources/pax-records.js';
 import { reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { hostPath } from '../../src/fs/names.js';
+import { hostPath } from '../../src/fs/core/names.js';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 
 /**

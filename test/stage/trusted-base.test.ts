@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempSysroot } from '../../src/testing/index.js';
-import type { Drift } from '../../src/fs/verify-tree.js';
+import type { Drift } from '../../src/fs/manifests/verify-tree.js';
 
 const kinds = (drift: Drift[]): string[] => drift.map((d) => `${d.kind} ${d.path}`).sort();
 

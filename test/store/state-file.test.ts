@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Sysroot } from '../../src/sysroot.js';
 import { Layout } from '../../src/state/layout.js';
 import { loadState, saveState } from '../../src/store/state-file.js';
-import { DurableFs } from '../../src/fs/durable.js';
+import { DurableFs } from '../../src/fs/trees/durable.js';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { motdUpdate } from '../helpers/trees.js';
 

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ReadOnlyTree } from '../../src/fs/read-only-tree.js';
+import { ReadOnlyTree } from '../../src/fs/trees/read-only-tree.js';
 import { classifyUnitPath, findUnitFile, isMaskedIn, parseLinkDir, UNIT_SEARCH_PATH, unitDirsIn } from '../../src/systemd/unit-dirs.js';
 import { buildTree, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 

@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { execa, execaSync } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ReadOnlyTree } from '../../src/fs/read-only-tree.js';
+import { ReadOnlyTree } from '../../src/fs/trees/read-only-tree.js';
 import { verifySystemdUnits } from '../../src/validate/systemd-verify.js';
 
 const UNITS_DIR = path.resolve(import.meta.dirname, '../../units');

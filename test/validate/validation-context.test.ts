@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Issue } from '../../src/errors.js';
-import { ReadOnlyTree } from '../../src/fs/read-only-tree.js';
+import { ReadOnlyTree } from '../../src/fs/trees/read-only-tree.js';
 import { hashTree, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import type { ValidatorFn } from '../../src/validate/types.js';
 

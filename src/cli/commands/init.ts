@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { statPath } from '../../fs/durable.js';
+import { statPath } from '../../fs/trees/durable.js';
 import { Sysroot } from '../../sysroot.js';
 import { sourceFromPath } from '../../sources/detect.js';
 import { action, common, xattrOption, nonNegativeInt, sysrootDir, waitSeconds, type CliEnv, type CommonOptions } from '../common.js';

@@ -1,8 +1,8 @@
 import { bytes, type ChangeOp, type ChangeSet, type Owner } from '../../changeset.js';
 import { isStagedrootError, type StagedrootError } from '../../errors.js';
-import { normalizeTreePath } from '../../fs/paths.js';
-import type { EntryStats, ReadOnlyTree } from '../../fs/read-only-tree.js';
-import type { RootFs } from '../../fs/root-fs.js';
+import { normalizeTreePath } from '../../fs/core/paths.js';
+import type { EntryStats, ReadOnlyTree } from '../../fs/trees/read-only-tree.js';
+import type { RootFs } from '../../fs/trees/root-fs.js';
 import { UNIT_DIR } from '../../systemd/unit-dirs.js';
 import { IssueList } from './issues.js';
 import { parseGroup, parsePasswd, type GroupEntry, type PasswdEntry } from './passwd.js';

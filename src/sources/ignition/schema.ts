@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { kernelArgumentsSchema } from '../spec.js';
-import { MAX_PATH_DEPTH, splitSourcePath } from '../../fs/paths.js';
+import { MAX_PATH_DEPTH, splitSourcePath } from '../../fs/core/paths.js';
 import { dropinNameProblem, unitNameProblem } from '../../systemd/unit-names.js';
 
 /**

@@ -1,6 +1,6 @@
 import { StagedrootError, type Issue } from '../../errors.js';
-import type { ReadOnlyTree } from '../../fs/read-only-tree.js';
-import type { RootFs } from '../../fs/root-fs.js';
+import type { ReadOnlyTree } from '../../fs/trees/read-only-tree.js';
+import type { RootFs } from '../../fs/trees/root-fs.js';
 import { LINK_DIR_SUFFIXES, UNIT_DIR, UNIT_SEARCH_PATH, unitFileCandidates } from '../../systemd/unit-dirs.js';
 import { hasInstallInfo, parseInstall, type InstallInfo } from '../../systemd/unit-install.js';
 import { expandSpecifiers, isInstance, isTemplate, parseUnitName, unitNameProblem, withInstance, type UnitName } from '../../systemd/unit-names.js';

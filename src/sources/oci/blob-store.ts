@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { StagedrootError } from '../../errors.js';
-import { SourceFile } from '../../fs/file-chunks.js';
-import { statPath } from '../../fs/durable.js';
+import { SourceFile } from '../../fs/core/file-chunks.js';
+import { statPath } from '../../fs/trees/durable.js';
 import { DEFAULT_LAYER_LIMITS } from '../entry-checks.js';
 import { readTarEntries } from '../tar-reader.js';
 

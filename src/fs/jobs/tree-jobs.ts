@@ -1,0 +1,161 @@
+import * as fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { StagedrootError } from '../../errors.js';
+import { noFaults, type FaultHook } from '../core/faults.js';
+import { abortedError, treeTasks, type TaskArgs, type TaskHooks, type TaskName, type TaskResult } from './tree-tasks.js';
+import type { JobMessage, JobRequest } from './tree-worker.js';
+import { fromWire } from './wire-error.js';
+
+export interface TreeJobOptions {
+  /** Mutations of the task are reported here, in order, on the caller's thread. */
+  faults?: FaultHook;
+  onProgress?: (value: never) => void;
+  onSkip?: (rel: string, why: string) => void;
+  onWarn?: (message: string) => void;
+  /** Cancels the task between two entries (rejects with ABORTED). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Runs a tree task on a worker thread, so that the importing process keeps answering
+ * (health probes, watch events) while a 100,000-file tree is copied, verified or
+ * removed. Progress, skipped entries and fault-hook calls come back to the caller's
+ * thread as they happen; an AbortSignal stops the walk between two entries.
+ *
+ * Where the compiled worker is not there (the library run from its TypeScript source,
+ * as the unit tests do) or STAGEDROOT_TREE_WORKERS=0, the task runs inline, with the
+ * same hooks: the same code, only on the caller's thread.
+ */
+export function runTreeTask<K extends TaskName>(task: K, args: TaskArgs<K>, o: TreeJobOptions = {}): Promise<TaskResult<K>> {
+  if (o.signal?.aborted) return Promise.reject(abortedError());
+  return workerUrl() === null ? runInline(task, args, o) : runInWorker(task, args, o);
+}
+
+/** Whether tasks run on worker threads here (false: inline, see runTreeTask). */
+export function treeWorkersAvailable(): boolean {
+  return workerUrl() !== null;
+}
+
+let cachedUrl: URL | null | undefined;
+function workerUrl(): URL | null {
+  if (process.env.STAGEDROOT_TREE_WORKERS === '0') return null;
+  if (cachedUrl === undefined) {
+    const url = new URL('./tree-worker.js', import.meta.url);
+    cachedUrl = url.protocol === 'file:' && fs.existsSync(fileURLToPath(url)) ? url : null;
+  }
+  return cachedUrl;
+}
+
+async function runInline<K extends TaskName>(task: K, args: TaskArgs<K>, o: TreeJobOptions): Promise<TaskResult<K>> {
+  await Promise.resolve();
+  const hooks: TaskHooks = {
+    faults: o.faults ?? noFaults,
+    progress: (p) => o.onProgress?.(p as never),
+    skip: (rel, why) => o.onSkip?.(rel, why),
+    warn: (message) => o.onWarn?.(message),
+    checkAbort: () => {
+      if (o.signal?.aborted) throw abortedError();
+    },
+  };
+  return (treeTasks[task] as (a: TaskArgs<K>, h: TaskHooks) => TaskResult<K>)(args, hooks);
+}
+
+// Idle workers are kept (unref'd: they never hold the process open) so that the tasks
+// of one stage do not each pay a worker's start.
+const idle: Worker[] = [];
+const MAX_IDLE = 4;
+let nextId = 1;
+
+/**
+ * Starts a worker ahead of its first task (loading its modules takes a moment), so that
+ * a stage's planning and the worker's start overlap. A no-op when one is idle already.
+ */
+export function warmTreeWorker(): void {
+  const url = workerUrl();
+  if (url === null || idle.length > 0) return;
+  const w = spawnWorker(url);
+  w.unref();
+  idle.push(w);
+}
+
+/** A new worker that leaves the idle list when it dies (its task, if any, sees 'exit' itself). */
+function spawnWorker(url: URL): Worker {
+  const w = new Worker(url);
+  w.on('error', () => {}); // reported to the task that runs on it; an idle one is just dropped
+  w.on('exit', () => {
+    const i = idle.indexOf(w);
+    if (i >= 0) idle.splice(i, 1);
+  });
+  return w;
+}
+
+function takeWorker(url: URL): Worker {
+  const w = idle.pop() ?? spawnWorker(url);
+  w.ref();
+  return w;
+}
+
+function giveBack(w: Worker): void {
+  w.unref();
+  if (idle.length < MAX_IDLE) idle.push(w);
+  else void w.terminate();
+}
+
+function runInWorker<K extends TaskName>(task: K, args: TaskArgs<K>, o: TreeJobOptions): Promise<TaskResult<K>> {
+  const w = takeWorker(workerUrl()!);
+  const id = nextId++;
+  const control = new SharedArrayBuffer(8);
+  const ctl = new Int32Array(control);
+  const faults = o.faults ?? noFaults;
+  return new Promise<TaskResult<K>>((resolve, reject) => {
+    const onAbort = (): void => void Atomics.store(ctl, 0, 1);
+    const finish = (fn: () => void, reuse: boolean): void => {
+      w.off('message', onMessage);
+      w.off('error', onError);
+      w.off('exit', onExit);
+      o.signal?.removeEventListener('abort', onAbort);
+      if (reuse) giveBack(w);
+      fn();
+    };
+    const onMessage = (m: JobMessage): void => {
+      if (m.id !== id) return;
+      switch (m.type) {
+        case 'progress':
+          o.onProgress?.(m.value as never);
+          break;
+        case 'skip':
+          o.onSkip?.(m.rel, m.why);
+          break;
+        case 'warn':
+          o.onWarn?.(m.message);
+          break;
+        case 'fault': {
+          let answer = 1;
+          try {
+            faults.afterMutation(m.op, m.path);
+          } catch {
+            answer = 2;
+          }
+          Atomics.store(ctl, 1, answer);
+          Atomics.notify(ctl, 1);
+          break;
+        }
+        case 'done':
+          finish(() => resolve(m.value as TaskResult<K>), true);
+          break;
+        case 'error':
+          finish(() => reject(fromWire(m.error)), true);
+          break;
+      }
+    };
+    const onError = (err: Error): void => finish(() => reject(new StagedrootError('IO', `The tree worker failed during ${task}: ${err.message}`, { cause: err })), false);
+    const onExit = (code: number): void => finish(() => reject(new StagedrootError('IO', `The tree worker exited (${code}) during ${task}`)), false);
+    w.on('message', onMessage);
+    w.on('error', onError);
+    w.on('exit', onExit);
+    o.signal?.addEventListener('abort', onAbort, { once: true });
+    const req: JobRequest = { id, task, args, control, reportFaults: faults !== noFaults };
+    w.postMessage(req);
+  });
+}

@@ -1,0 +1,52 @@
+import * as fs from 'node:fs';
+import { z } from 'zod';
+import { StagedrootError, fieldPath } from '../../errors.js';
+import { manifestEntrySchema, readEntry, typeName, type ManifestEntry } from './manifest.js';
+import { hostPath } from '../core/names.js';
+import { compareEntry, type Drift } from './verify-tree.js';
+
+/**
+ * What an update changed in its deployment (deploy/ID/delta.json): the new entries of
+ * the paths it wrote and the paths it removed. Finalize re-checks exactly these, so its
+ * cost follows the size of the update, not the size of the tree.
+ */
+export const deltaSchema = z.object({ changed: z.array(manifestEntrySchema), removed: z.array(z.string()) }).strict();
+export type Delta = z.infer<typeof deltaSchema>;
+
+export function parseDelta(text: string, file: string): Delta {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new StagedrootError('STATE_CORRUPT', `${file} is not valid JSON`, { path: file, cause: err });
+  }
+  const r = deltaSchema.safeParse(raw);
+  if (!r.success) throw new StagedrootError('STATE_CORRUPT', `${file} does not match the delta schema: ${fieldPath(r.error.issues[0]?.path ?? []) || '(root)'}: ${r.error.issues[0]?.message}`, { path: file });
+  return r.data;
+}
+
+/** Checks the delta's entries against the tree: changed entries as recorded, removed paths absent. */
+export function verifyDelta(tree: string, delta: Delta): Drift[] {
+  const drift: Drift[] = [];
+  for (const want of delta.changed) {
+    const host = hostPath(tree, want.p);
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(host);
+    } catch {
+      drift.push({ path: want.p, kind: 'missing', expected: typeName(want.t) });
+      continue;
+    }
+    const have: ManifestEntry = readEntry(want.p, host, st);
+    drift.push(...compareEntry(want, have));
+  }
+  for (const p of delta.removed) {
+    try {
+      fs.lstatSync(hostPath(tree, p));
+      drift.push({ path: p, kind: 'extra', actual: 'present although the update removed it' });
+    } catch {
+      // absent, as it should be
+    }
+  }
+  return drift;
+}

@@ -1,0 +1,265 @@
+import * as fs from 'node:fs';
+import { StagedrootError } from '../../errors.js';
+import { cheapPath, decode, parseManifestLine, type ManifestEntry, type ManifestWriter, type RawLine } from './manifest.js';
+import { comparePaths, isUnder } from '../core/paths.js';
+
+const NL = 0x0a;
+const QUOTE = 0x22;
+const SLASH = 0x2f;
+const BACKSLASH = 0x5c;
+const HEAD = Buffer.from('{"p":"');
+const SIZE_KEY = Buffer.from(',"s":');
+const CHUNK = 1 << 20;
+
+/**
+ * Reads a manifest line by line like ManifestReader, over the file's bytes rather than
+ * decoded lines, so that a run of lines that is copied unchanged into a new manifest
+ * (a snapshot's usr/, 97% of a tree) goes through as bytes: no string per line, no
+ * parse, no re-encoding. A line is decoded only when the caller looks at it.
+ */
+export class ManifestCursor {
+  private fd: number | null;
+  private buf: Buffer;
+  /** buf[start, end) holds bytes not consumed yet; `pos` is the file offset after them. */
+  private start = 0;
+  private end = 0;
+  private pos = 0;
+  private eof = false;
+  private lineNo = 0;
+  private peeked: { raw: RawLine; next: number } | null | undefined = undefined;
+
+  /** `chunk`: the bytes read at a time (tests make it small to cross chunk edges often). */
+  constructor(readonly file: string, chunk = CHUNK) {
+    this.buf = Buffer.allocUnsafe(chunk);
+    try {
+      this.fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+    } catch (err) {
+      throw new StagedrootError('STATE_CORRUPT', `Cannot open manifest ${file}: ${(err as Error).message}`, { path: file, cause: err });
+    }
+  }
+
+  /** The next line, unparsed, without consuming it. */
+  peekRaw(): RawLine | null {
+    if (this.peeked === undefined) this.peeked = this.readLine();
+    return this.peeked === null ? null : this.peeked.raw;
+  }
+
+  nextRaw(): RawLine | null {
+    const r = this.peekRaw();
+    if (this.peeked) this.start = this.peeked.next;
+    this.peeked = undefined;
+    return r;
+  }
+
+  /** A line's entry, parsed and checked (once). */
+  entryOf(r: RawLine): ManifestEntry {
+    return (r.entry ??= parseManifestLine(r.line, this.file, `line ${r.lineNo}`));
+  }
+
+  /**
+   * Copies, byte for byte, the lines from the next one on whose path is strictly below
+   * `prefix` and sorts before `stop` (null: no bound): a sorted manifest holds them as
+   * one run. The caller has checked that the next line is one. Returns how many lines
+   * were copied and the sum of their files' sizes.
+   */
+  copyRun(out: ManifestWriter, prefix: string, stop: string | null): { lines: number; bytes: number } {
+    return this.run(prefix, stop, out);
+  }
+
+  /** Passes over the run copyRun would copy (its lines neither decoded nor copied). Returns how many lines. */
+  skipRun(prefix: string, stop: string | null): number {
+    return this.run(prefix, stop, null).lines;
+  }
+
+  private run(prefix: string, stop: string | null, out: ManifestWriter | null): { lines: number; bytes: number } {
+    if (this.peeked) this.lineNo -= 1; // counted again below
+    this.peeked = undefined; // `start` still points at the peeked line
+    const under = Buffer.from(`${prefix}/`);
+    const stopBytes = stop !== null && /^[\x20-\x7e]*$/.test(stop) && !stop.includes('\\') ? Buffer.from(stop, 'latin1') : null;
+    const passes = (at: number, lineEnd: number): boolean => {
+      const end = this.fastPathEnd(at, lineEnd);
+      if (end !== -1 && (stop === null || stopBytes !== null)) {
+        const from = at + HEAD.length;
+        return end - from > under.length && this.buf.compare(under, 0, under.length, from, from + under.length) === 0 && (stopBytes === null || compareBytes(this.buf, from, end, stopBytes) < 0);
+      }
+      const p = this.pathAt(at, lineEnd);
+      return p !== prefix && isUnder(p, prefix) && (stop === null || comparePaths(p, stop) < 0);
+    };
+    let lines = 0;
+    let bytes = 0;
+    for (;;) {
+      const firstEnd = this.wholeLine();
+      if (firstEnd === -1) break;
+      if (firstEnd === this.start) {
+        // An empty line is skipped, as the reader skips it.
+        this.start += 1;
+        this.lineNo += 1;
+        continue;
+      }
+      // The whole lines in the buffer from here (up to an empty one, handled next round).
+      const starts = [this.start];
+      const ends = [firstEnd];
+      for (let at = firstEnd + 1; at < this.end; ) {
+        const nl = this.buf.indexOf(NL, at);
+        if (nl === -1 || nl >= this.end) {
+          if (this.eof) {
+            starts.push(at);
+            ends.push(this.end);
+          }
+          break;
+        }
+        if (nl === at) break;
+        starts.push(at);
+        ends.push(nl);
+        at = nl + 1;
+      }
+      // The manifest is sorted, so the lines that pass come first: a binary search finds
+      // how many, with a look at O(log n) lines of the buffer rather than at each.
+      const last = starts.length - 1;
+      let k = 0;
+      if (passes(starts[last]!, ends[last]!)) {
+        k = starts.length;
+      } else if (passes(starts[0]!, ends[0]!)) {
+        let lo = 0; // passes
+        let hi = last; // does not
+        while (hi - lo > 1) {
+          const mid = (lo + hi) >> 1;
+          if (passes(starts[mid]!, ends[mid]!)) lo = mid;
+          else hi = mid;
+        }
+        k = hi;
+      }
+      if (k === 0) break; // the next line is not in the run
+      const lastEnd = ends[k - 1]!;
+      const next = Math.min(lastEnd + 1, this.end);
+      if (out !== null) {
+        bytes += this.sizesIn(this.start, lastEnd);
+        const run = this.buf.subarray(this.start, next);
+        // A last line without its newline gets one, as the writer would write it.
+        out.writeRaw(lastEnd === this.end ? Buffer.concat([run, Buffer.from('\n')]) : run, k, this.pathAt(this.start, firstEnd), this.pathAt(starts[k - 1]!, lastEnd));
+      }
+      this.lineNo += k;
+      lines += k;
+      this.start = next;
+      if (k < starts.length) break; // the run ended inside this buffer
+    }
+    return { lines, bytes };
+  }
+
+  close(): void {
+    if (this.fd !== null) {
+      fs.closeSync(this.fd);
+      this.fd = null;
+    }
+  }
+
+  /**
+   * The end of the line at `start` (its newline, or the end of the file for a last line
+   * without one), reading more as needed; -1 at the end of the file.
+   */
+  private wholeLine(): number {
+    for (;;) {
+      const nl = this.buf.indexOf(NL, this.start);
+      if (nl !== -1 && nl < this.end) return nl;
+      if (this.eof || this.fd === null) return this.start < this.end ? this.end : -1;
+      this.refill();
+    }
+  }
+
+  /** Moves the unconsumed bytes to the front (a bigger buffer for a line longer than it) and reads more. */
+  private refill(): void {
+    const keep = this.end - this.start;
+    if (keep === this.buf.length) {
+      const bigger = Buffer.allocUnsafe(this.buf.length * 2);
+      this.buf.copy(bigger, 0, this.start, this.end);
+      this.buf = bigger;
+    } else if (keep > 0) {
+      this.buf.copy(this.buf, 0, this.start, this.end);
+    }
+    this.start = 0;
+    this.end = keep;
+    const n = fs.readSync(this.fd!, this.buf, this.end, this.buf.length - this.end, this.pos);
+    this.pos += n;
+    this.end += n;
+    if (n === 0) this.eof = true;
+  }
+
+  private readLine(): { raw: RawLine; next: number } | null {
+    for (;;) {
+      const nl = this.wholeLine();
+      if (nl === -1) {
+        this.close();
+        return null;
+      }
+      this.lineNo += 1;
+      const next = Math.min(nl + 1, this.end);
+      if (nl === this.start) {
+        this.start = next;
+        continue;
+      }
+      const line = decode(this.buf.subarray(this.start, nl));
+      const p = cheapPath(line);
+      if (p !== null) return { raw: { p, line, lineNo: this.lineNo }, next };
+      const entry = parseManifestLine(line, this.file, `line ${this.lineNo}`);
+      return { raw: { p: entry.p, line, lineNo: this.lineNo, entry }, next };
+    }
+  }
+
+  /**
+   * The end of the path of the line at `at` when it is plain printable ASCII with no
+   * escape (compared as bytes); -1 otherwise (compared as a decoded string).
+   */
+  private fastPathEnd(at: number, lineEnd: number): number {
+    const b = this.buf;
+    if (lineEnd - at < HEAD.length || b.compare(HEAD, 0, HEAD.length, at, at + HEAD.length) !== 0) return -1;
+    for (let i = at + HEAD.length; i < lineEnd; i++) {
+      const c = b[i]!;
+      if (c === QUOTE) return i;
+      if (c === BACKSLASH || c >= 0x7f || c < 0x20) return -1;
+    }
+    return -1;
+  }
+
+  /** The path of the line at `at`, decoded (the line parsed when it has another shape). */
+  private pathAt(at: number, lineEnd: number): string {
+    const end = this.fastPathEnd(at, lineEnd);
+    if (end !== -1) return this.buf.toString('latin1', at + HEAD.length, end);
+    const line = decode(this.buf.subarray(at, lineEnd));
+    return cheapPath(line) ?? parseManifestLine(line, this.file, `near line ${this.lineNo + 1}`).p;
+  }
+
+  /**
+   * The sum of the sizes the lines in buf[from, to) record (0 for entries other than
+   * files), as the snapshot manifest reads one: the digits after each `,"s":` key (which
+   * no JSON string can hold unescaped).
+   */
+  private sizesIn(from: number, to: number): number {
+    let sum = 0;
+    for (let i = this.buf.indexOf(SIZE_KEY, from); i !== -1 && i < to; i = this.buf.indexOf(SIZE_KEY, i + SIZE_KEY.length)) {
+      let n = 0;
+      for (let j = i + SIZE_KEY.length; j < to; j++) {
+        const c = this.buf[j]! - 0x30;
+        if (c < 0 || c > 9) break;
+        n = n * 10 + c;
+      }
+      sum += n;
+    }
+    return sum;
+  }
+}
+
+/** comparePaths over ASCII bytes: at the first difference "/" sorts first; a prefix sorts before. */
+function compareBytes(b: Buffer, from: number, to: number, other: Buffer): number {
+  const n = Math.min(to - from, other.length);
+  for (let i = 0; i < n; i++) {
+    const x = b[from + i]!;
+    const y = other[i]!;
+    if (x !== y) {
+      if (x === SLASH) return -1;
+      if (y === SLASH) return 1;
+      return x < y ? -1 : 1;
+    }
+  }
+  const la = to - from;
+  return la === other.length ? 0 : la < other.length ? -1 : 1;
+}

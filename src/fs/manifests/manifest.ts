@@ -1,0 +1,412 @@
+import { isAscii } from 'node:buffer';
+import { createHash, type Hash } from 'node:crypto';
+import * as fs from 'node:fs';
+import { z } from 'zod';
+import { StagedrootError, fieldPath } from '../../errors.js';
+import { noFaults, type FaultHook } from '../core/faults.js';
+import { hashFile } from '../core/hash.js';
+import { nameFromBytes } from '../core/names.js';
+import { comparePaths } from '../core/paths.js';
+import { readXattrs, xattrDigest } from '../core/xattr.js';
+
+/**
+ * A manifest lists every entry of a deployment's tree, one JSON object per line, in
+ * depth-first order with sorted children (see comparePaths). Two manifests, or a
+ * manifest and a tree walk, are compared in one streaming pass: nothing is loaded whole.
+ */
+export const manifestEntrySchema = z
+  .object({
+    p: z.string().min(1), // tree-relative path
+    t: z.enum(['f', 'd', 'l', 'o']), // file, directory, symlink, other
+    m: z.number().int().min(0).max(0o7777), // permission bits
+    u: z.number().int().min(0),
+    g: z.number().int().min(0),
+    s: z.number().int().min(0).optional(), // size of a regular file
+    h: z.string().regex(/^[0-9a-f]{64}$/).optional(), // sha256 of a regular file
+    l: z.string().optional(), // symlink target
+    mt: z.number().int().optional(), // mtime in ms (a cache key for re-hashing, not compared)
+    x: z.string().regex(/^[0-9a-f]{32}$/).optional(), // digest of the extended attributes (see xattrDigest); absent: none
+  })
+  .strict();
+
+export type ManifestEntry = z.infer<typeof manifestEntrySchema>;
+
+const ENTRY_KEYS = new Set(['p', 't', 'm', 'u', 'g', 's', 'h', 'l', 'mt', 'x']);
+const HASH_RE = /^[0-9a-f]{64}$/;
+const XATTR_RE = /^[0-9a-f]{32}$/;
+const isNat = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 0;
+
+/**
+ * manifestEntrySchema's checks written out by hand: zod costs several microseconds a
+ * line, a large share of staging a big tree, and every stage reads a whole manifest
+ * twice. Returns the entry (a new object, keys in schema order, as zod returns it) only
+ * when zod would accept the line; otherwise null, and zod decides and words the error.
+ */
+export function checkEntry(raw: unknown): ManifestEntry | null {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return null;
+  const o = raw as Record<string, unknown>;
+  for (const k in o) if (!ENTRY_KEYS.has(k)) return null;
+  const { p, t, m, u, g, s, h, l, mt, x } = o;
+  if (typeof p !== 'string' || p.length === 0) return null;
+  if (t !== 'f' && t !== 'd' && t !== 'l' && t !== 'o') return null;
+  if (!isNat(m) || m > 0o7777 || !isNat(u) || !isNat(g)) return null;
+  const e: ManifestEntry = { p, t, m, u, g };
+  if (s !== undefined) {
+    if (!isNat(s)) return null;
+    e.s = s;
+  }
+  if (h !== undefined) {
+    if (typeof h !== 'string' || !HASH_RE.test(h)) return null;
+    e.h = h;
+  }
+  if (l !== undefined) {
+    if (typeof l !== 'string') return null;
+    e.l = l;
+  }
+  if (mt !== undefined) {
+    if (typeof mt !== 'number' || !Number.isInteger(mt)) return null;
+    e.mt = mt;
+  }
+  if (x !== undefined) {
+    if (typeof x !== 'string' || !XATTR_RE.test(x)) return null;
+    e.x = x;
+  }
+  return e;
+}
+
+const TYPE_NAMES: Record<ManifestEntry['t'], string> = { f: 'file', d: 'directory', l: 'symlink', o: 'other' };
+export function typeName(t: ManifestEntry['t']): string {
+  return TYPE_NAMES[t];
+}
+
+export function entryFromStat(rel: string, st: fs.Stats, extra: { h?: string; l?: string; x?: string }): ManifestEntry {
+  const t: ManifestEntry['t'] = st.isFile() ? 'f' : st.isDirectory() ? 'd' : st.isSymbolicLink() ? 'l' : 'o';
+  const e: ManifestEntry = { p: rel, t, m: st.mode & 0o7777, u: st.uid, g: st.gid };
+  if (t === 'f') {
+    e.s = st.size;
+    if (extra.h !== undefined) e.h = extra.h;
+    e.mt = Math.trunc(st.mtimeMs);
+  }
+  if (t === 'l' && extra.l !== undefined) e.l = extra.l;
+  // Last, so that a line without attributes is the line older versions wrote.
+  if (extra.x !== undefined) e.x = extra.x;
+  return e;
+}
+
+/** A symlink's target as a tree string (a target that is not UTF-8 keeps its bytes escaped, see names.ts). */
+export function readLinkTarget(host: string | Buffer): string {
+  const t = fs.readlinkSync(host);
+  return t.includes('\ufffd') ? nameFromBytes(fs.readlinkSync(host, { encoding: 'buffer' })) : t;
+}
+
+/**
+ * The manifest entry of what is on disk now: a file's content hashed, a symlink's
+ * target read, the extended attributes digested.
+ */
+export function readEntry(rel: string, host: string | Buffer, st: fs.Stats): ManifestEntry {
+  const x = xattrDigest(readXattrs(host));
+  return entryFromStat(rel, st, st.isFile() ? { h: hashFile(host), x } : st.isSymbolicLink() ? { l: readLinkTarget(host), x } : { x });
+}
+
+/**
+ * The manifest entry of what is on disk now, like readEntry, but a file whose size and
+ * mtime equal those of a known entry of the same path takes that entry's hash instead
+ * of being read (the same trade as copyTree's hash reuse).
+ */
+export function readEntryCached(rel: string, host: string | Buffer, st: fs.Stats, known: readonly (ManifestEntry | null)[]): ManifestEntry {
+  if (st.isFile()) {
+    const mt = Math.trunc(st.mtimeMs);
+    const hit = known.find((k) => k !== null && k.t === 'f' && k.s === st.size && k.mt === mt && k.h !== undefined);
+    if (hit) return entryFromStat(rel, st, { h: hit.h, x: xattrDigest(readXattrs(host)) });
+  }
+  return readEntry(rel, host, st);
+}
+
+/** Writes manifest lines through a 1 MiB buffer. */
+export class ManifestWriter {
+  private fd: number;
+  // Lines are encoded straight into this buffer: no joined string, no second copy.
+  private buf = Buffer.allocUnsafe(1 << 20);
+  private used = 0;
+  count = 0;
+  private last: string | null = null;
+  private readonly hash: Hash | null;
+  private digest: string | null = null;
+
+  /** `o.sha256`: hash the bytes as they are written (the manifest's sha256 without reading it back). */
+  constructor(readonly file: string, private readonly faults: FaultHook = noFaults, o: { sha256?: boolean } = {}) {
+    this.fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW, 0o644);
+    faults.afterMutation('create', file);
+    this.hash = o.sha256 ? createHash('sha256') : null;
+  }
+
+  /** The sha256 of everything written, once closed (a writer made with `sha256: true`). */
+  sha256(): string {
+    if (this.digest === null) throw new Error(`ManifestWriter.sha256() of ${this.file}: not closed, or made without sha256`);
+    return this.digest;
+  }
+
+  write(e: ManifestEntry): void {
+    this.writeLine(e.p, JSON.stringify(e));
+  }
+
+  /** Writes a line already in the writer's format (JSON.stringify of an entry, or such a line reused whole). */
+  writeLine(p: string, line: string): void {
+    if (this.last !== null && comparePaths(this.last, p) >= 0) {
+      throw new StagedrootError('IO', `Manifest out of order: ${p} after ${this.last}`, { path: p });
+    }
+    this.last = p;
+    this.count += 1;
+    // A UTF-16 unit takes at most 3 bytes in UTF-8.
+    if (this.used + line.length * 3 + 1 > this.buf.length) {
+      this.flush();
+      if (line.length * 3 + 1 > this.buf.length) {
+        this.writeAll(Buffer.from(line + '\n', 'utf8'));
+        return;
+      }
+    }
+    this.used += this.buf.write(line, this.used, 'utf8');
+    this.buf[this.used++] = 0x0a;
+  }
+
+  /**
+   * Writes whole lines copied byte for byte from another manifest in the same format
+   * (see ManifestCursor.copyRun): `lines` lines from `first` to `last`, in order.
+   */
+  writeRaw(bytes: Buffer, lines: number, first: string, last: string): void {
+    if (lines === 0) return;
+    if (this.last !== null && comparePaths(this.last, first) >= 0) {
+      throw new StagedrootError('IO', `Manifest out of order: ${first} after ${this.last}`, { path: first });
+    }
+    this.last = last;
+    this.count += lines;
+    if (this.used + bytes.length > this.buf.length) {
+      this.flush();
+      if (bytes.length > this.buf.length) {
+        this.writeAll(bytes);
+        return;
+      }
+    }
+    this.used += bytes.copy(this.buf, this.used);
+  }
+
+  private flush(): void {
+    if (this.used === 0) return;
+    this.writeAll(this.buf.subarray(0, this.used));
+    this.faults.afterMutation('write', this.file);
+    this.used = 0;
+  }
+
+  private writeAll(data: Buffer): void {
+    this.hash?.update(data);
+    for (let off = 0; off < data.length; ) off += fs.writeSync(this.fd, data, off, data.length - off);
+  }
+
+  /** Flushes, fsyncs and closes. */
+  close(durable = true): void {
+    this.flush();
+    if (durable) fs.fsyncSync(this.fd);
+    fs.closeSync(this.fd);
+    if (this.hash !== null) this.digest = this.hash.digest('hex');
+  }
+}
+
+/** UTF-8 text of whole lines; pure ASCII (the usual case) takes the cheaper one-byte path. */
+export function decode(bytes: Buffer): string {
+  return isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
+}
+
+/** One manifest line with its path, read without parsing the rest; `entry` once parsed. */
+export interface RawLine {
+  p: string;
+  line: string;
+  lineNo: number;
+  entry?: ManifestEntry;
+}
+
+/**
+ * The path of a line as ManifestWriter writes it (`{"p":"…",…`), without JSON.parse;
+ * null when the line has another shape, escapes in its path or a second "p" key (then
+ * JSON.parse decides).
+ */
+export function cheapPath(line: string): string | null {
+  if (!line.startsWith('{"p":"')) return null;
+  const end = line.indexOf('"', 6);
+  if (end === -1) return null;
+  const p = line.slice(6, end);
+  if (p.includes('\\') || line.indexOf('"p":', end) !== -1) return null;
+  return p;
+}
+
+/**
+ * True when `line` is exactly the line ManifestWriter writes for the regular file `rel`
+ * with stat `st`, some valid hash, and the attribute digest `x` (undefined: none; null:
+ * any, for a hardlinked file whose attributes are shared with the source by construction):
+ * the unchanged file's line can be reused whole.
+ */
+export function isFileLineFor(line: string, rel: string, st: fs.Stats, x: string | undefined | null = undefined): boolean {
+  const head = `{"p":${JSON.stringify(rel)},"t":"f","m":${st.mode & 0o7777},"u":${st.uid},"g":${st.gid},"s":${st.size},"h":"`;
+  const mt = `","mt":${Math.trunc(st.mtimeMs)}`;
+  if (!line.startsWith(head) || !HASH_RE.test(line.slice(head.length, head.length + 64))) return false;
+  const rest = line.slice(head.length + 64);
+  if (x === null) return rest === mt + '}' || (rest.length === mt.length + 40 && rest.startsWith(mt + ',"x":"') && rest.endsWith('"}') && XATTR_RE.test(rest.slice(mt.length + 6, mt.length + 38)));
+  return rest === (x === undefined ? mt + '}' : `${mt},"x":"${x}"}`);
+}
+
+/** Reads manifest lines in order, synchronously, in 1 MiB chunks; each line checked against the schema. */
+export class ManifestReader {
+  private fd: number | null;
+  private buf = Buffer.allocUnsafe(1 << 20);
+  // Bytes after the last newline of a chunk: a line, or a UTF-8 character, can straddle
+  // two chunks, so only whole lines are decoded.
+  private rest: Buffer = Buffer.alloc(0);
+  private lines: string[] = [];
+  private idx = 0;
+  private eof = false;
+  private lineNo = 0;
+  private peeked: RawLine | null | undefined = undefined;
+  private pos: number;
+
+  /** `start`: the byte offset of a line to start at (a part of a manifest, see copy-split.ts). */
+  constructor(readonly file: string, start = 0) {
+    this.pos = start;
+    try {
+      this.fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+    } catch (err) {
+      throw new StagedrootError('STATE_CORRUPT', `Cannot open manifest ${file}: ${(err as Error).message}`, { path: file, cause: err });
+    }
+  }
+
+  /** The next entry without consuming it. */
+  peek(): ManifestEntry | null {
+    const r = this.peekRaw();
+    return r === null ? null : this.entryOf(r);
+  }
+
+  next(): ManifestEntry | null {
+    const r = this.nextRaw();
+    return r === null ? null : this.entryOf(r);
+  }
+
+  /** The next line, unparsed, without consuming it. */
+  peekRaw(): RawLine | null {
+    if (this.peeked === undefined) this.peeked = this.read();
+    return this.peeked;
+  }
+
+  nextRaw(): RawLine | null {
+    const r = this.peekRaw();
+    this.peeked = undefined;
+    return r;
+  }
+
+  /** A line's entry, parsed and checked (once). */
+  entryOf(r: RawLine): ManifestEntry {
+    return (r.entry ??= this.parse(r.line, r.lineNo));
+  }
+
+  /** Advances to `p` and returns its entry, or null when the manifest has none (entries before it are skipped). */
+  seek(p: string): ManifestEntry | null {
+    const r = this.seekRaw(p);
+    return r === null ? null : this.entryOf(r);
+  }
+
+  /**
+   * Like seek, but the matching line is returned unparsed: the caller reuses it whole
+   * (see isFileLineFor) or parses it with entryOf. Lines passed over are checked as
+   * seek checks them.
+   */
+  seekRaw(p: string): RawLine | null {
+    for (;;) {
+      const r = this.peekRaw();
+      if (r === null) return null;
+      const c = comparePaths(r.p, p);
+      if (c === 0) return this.nextRaw();
+      this.entryOf(r);
+      if (c > 0) return null;
+      this.nextRaw();
+    }
+  }
+
+  private read(): RawLine | null {
+    for (;;) {
+      if (this.idx < this.lines.length) {
+        const line = this.lines[this.idx++]!;
+        this.lineNo += 1;
+        if (line === '') continue;
+        return this.raw(line);
+      }
+      if (this.eof || this.fd === null) {
+        if (this.rest.length > 0) {
+          const line = this.rest.toString('utf8');
+          this.rest = Buffer.alloc(0);
+          this.lineNo += 1;
+          return this.raw(line);
+        }
+        this.close();
+        return null;
+      }
+      // The partial line left from the last chunk goes first, the new bytes after it.
+      const keep = this.rest.length;
+      if (keep === this.buf.length) this.buf = Buffer.concat([this.buf, Buffer.allocUnsafe(this.buf.length)]);
+      this.rest.copy(this.buf, 0);
+      const n = fs.readSync(this.fd, this.buf, keep, this.buf.length - keep, this.pos);
+      this.pos += n;
+      if (n === 0) {
+        this.eof = true;
+        continue;
+      }
+      const total = keep + n;
+      const end = total === 0 ? -1 : this.buf.lastIndexOf(0x0a, total - 1);
+      // Copied: `buf` is overwritten by the next read.
+      this.rest = Buffer.from(this.buf.subarray(end + 1, total));
+      this.lines = end === -1 ? [] : decode(this.buf.subarray(0, end)).split('\n');
+      this.idx = 0;
+    }
+  }
+
+  private raw(line: string): RawLine {
+    const p = cheapPath(line);
+    if (p !== null) return { p, line, lineNo: this.lineNo };
+    const entry = this.parse(line, this.lineNo);
+    return { p: entry.p, line, lineNo: this.lineNo, entry };
+  }
+
+  private parse(line: string, lineNo: number): ManifestEntry {
+    return parseManifestLine(line, this.file, `line ${lineNo}`);
+  }
+
+  close(): void {
+    if (this.fd !== null) {
+      fs.closeSync(this.fd);
+      this.fd = null;
+    }
+  }
+}
+
+/** Parses and checks one manifest line; `where` names it in the error ("line 12"). */
+export function parseManifestLine(line: string, file: string, where: string): ManifestEntry {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(line);
+  } catch (err) {
+    throw new StagedrootError('STATE_CORRUPT', `Manifest ${file} ${where} is not JSON`, { path: file, cause: err });
+  }
+  const fast = checkEntry(raw);
+  if (fast !== null) return fast;
+  const r = manifestEntrySchema.safeParse(raw);
+  if (!r.success) {
+    throw new StagedrootError('STATE_CORRUPT', `Manifest ${file} ${where} is invalid: ${r.error.issues.map((i) => `${fieldPath(i.path) || '(root)'}: ${i.message}`).join('; ')}`, { path: file });
+  }
+  return r.data;
+}
+
+/** Iterates a manifest file (for callers that want every entry). */
+export function* readManifest(file: string): Generator<ManifestEntry> {
+  const r = new ManifestReader(file);
+  try {
+    for (let e = r.next(); e !== null; e = r.next()) yield e;
+  } finally {
+    r.close();
+  }
+}

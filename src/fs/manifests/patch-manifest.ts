@@ -1,0 +1,103 @@
+import * as fs from 'node:fs';
+import { ManifestReader, ManifestWriter, readEntry, type ManifestEntry } from './manifest.js';
+import { hostPath } from '../core/names.js';
+import { comparePaths } from '../core/paths.js';
+import type { TouchEvent } from '../trees/root-fs.js';
+import { noFaults, type FaultHook } from '../core/faults.js';
+
+/**
+ * Rewrites a manifest after a change set was applied to its tree, in one streaming pass:
+ * entries of removed subtrees and of touched paths are dropped, touched paths that
+ * still exist are re-read from the tree (and re-hashed). Cost is O(manifest lines) of
+ * string work plus O(changes) of disk work; the tree itself is not walked again.
+ * Returns the touched paths that exist afterwards (the update's delta).
+ */
+export interface PatchResult {
+  /** Paths the change set created or changed, that exist afterwards. */
+  delta: string[];
+  /** Their new manifest entries (what finalize re-checks). */
+  changed: ManifestEntry[];
+  /** Paths removed and not re-created. */
+  removed: string[];
+  /** Lines in the new manifest. */
+  entries: number;
+  /** The new manifest's sha256, hashed as it was written. */
+  sha256?: string;
+}
+
+/** What a change set did to a tree, from its touch events: the paths to re-read and the subtrees gone. */
+export interface TreeChanges {
+  dirty: Set<string>;
+  removed: Set<string>;
+  /** The entries of the dirty paths that exist afterwards, re-read from the tree, in manifest order. */
+  fresh: ManifestEntry[];
+  /** True for a removed path or a path below one. */
+  underRemoved(p: string): boolean;
+}
+
+export function changesOf(tree: string, events: readonly TouchEvent[]): TreeChanges {
+  const removed = new Set<string>();
+  const dirty = new Set<string>();
+  for (const ev of events) {
+    if (ev.path === '') continue;
+    dirty.add(ev.path);
+    if (ev.kind === 'remove') removed.add(ev.path);
+  }
+  const fresh: ManifestEntry[] = [];
+  for (const rel of dirty) {
+    let st: fs.Stats;
+    const host = hostPath(tree, rel);
+    try {
+      st = fs.lstatSync(host);
+    } catch {
+      continue; // touched, then removed
+    }
+    fresh.push(readEntry(rel, host, st));
+  }
+  fresh.sort((a, b) => comparePaths(a.p, b.p));
+
+  const underRemoved = (p: string): boolean => {
+    if (removed.size === 0) return false;
+    for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) {
+      if (removed.has(p.slice(0, i))) return true;
+    }
+    return removed.has(p);
+  };
+  return { dirty, removed, fresh, underRemoved };
+}
+
+/** The delta of a patched manifest (what finalize re-checks). */
+export function deltaOf(ch: TreeChanges, entries: number): PatchResult {
+  const present = new Set(ch.fresh.map((e) => e.p));
+  return { delta: ch.fresh.map((e) => e.p), changed: ch.fresh, removed: [...ch.removed].filter((p) => !present.has(p)).sort(), entries };
+}
+
+export function patchManifest(tree: string, before: string | readonly string[], after: string, events: readonly TouchEvent[], faults: FaultHook = noFaults, durable = false): PatchResult {
+  const { dirty, fresh, underRemoved, ...ch } = changesOf(tree, events);
+
+  // `before` was written by copyTree moments ago, line by line in ManifestWriter's
+  // format: its untouched lines are copied through as they are, never re-parsed.
+  // Several files (the parts of a split copy) are read one after the other, in order.
+  const w = new ManifestWriter(after, faults, { sha256: true });
+  let k = 0;
+  let entries = 0;
+  try {
+    for (const file of typeof before === 'string' ? [before] : before) {
+      const r = new ManifestReader(file);
+      try {
+        for (let e = r.nextRaw(); e !== null; e = r.nextRaw()) {
+          while (k < fresh.length && comparePaths(fresh[k]!.p, e.p) < 0) w.write(fresh[k++]!);
+          if (dirty.has(e.p) || underRemoved(e.p)) continue;
+          w.writeLine(e.p, e.line);
+        }
+      } finally {
+        r.close();
+      }
+    }
+    while (k < fresh.length) w.write(fresh[k++]!);
+    entries = w.count;
+  } finally {
+    w.close(durable);
+  }
+  return { ...deltaOf({ dirty, fresh, underRemoved, ...ch }, entries), sha256: w.sha256() };
+}

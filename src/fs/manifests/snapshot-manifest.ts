@@ -1,0 +1,168 @@
+import * as fs from 'node:fs';
+import { hashFile } from '../core/hash.js';
+import { ManifestWriter, entryFromStat, isFileLineFor, readEntry, type ManifestEntry } from './manifest.js';
+import { ManifestCursor } from './manifest-cursor.js';
+import { changesOf, deltaOf, type PatchResult } from './patch-manifest.js';
+import type { TouchEvent } from '../trees/root-fs.js';
+import { childPath } from '../core/names.js';
+import type { TaskHooks } from '../jobs/tree-tasks.js';
+import { readNames } from '../core/walk.js';
+import { readXattrs, xattrDigest, xattrsSupported } from '../core/xattr.js';
+import { comparePaths, isUnder } from '../core/paths.js';
+import { ioError } from '../trees/root-fs.js';
+
+export interface SnapshotManifestArgs {
+  /** The snapshot of the base tree, with the change set applied. */
+  tree: string;
+  /** The base tree's manifest. */
+  base: string;
+  out: string;
+  /**
+   * Prefixes whose entries are taken from the base manifest without a look at the tree
+   * (the hardlink prefixes: usr/ is read-only on a booted host). Everything else is
+   * walked, as a copy would walk it, so local changes the running system made there
+   * are recorded.
+   */
+  trust: string[];
+  /** What the change set touched (re-read from the tree, wherever they are). */
+  events: TouchEvent[];
+}
+
+export interface SnapshotManifestResult extends PatchResult {
+  bytes: number;
+  walked: number;
+  hashed: number;
+}
+
+/**
+ * The manifest of a deployment made from a snapshot of the base tree, in one pass: the
+ * base manifest's lines under the trusted prefixes are copied through unparsed (the
+ * trees under them are never walked), the rest of the snapshot is walked and recorded
+ * as a copy records it (unchanged files keep their line, changed ones are hashed), and
+ * the paths the change set touched are re-read wherever they are. O(lines) of string
+ * work, O(untrusted entries + changes) of disk work. Returns the delta as patchManifest does.
+ */
+export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'checkAbort' | 'skip'>): SnapshotManifestResult {
+  const ch = changesOf(a.tree, a.events);
+  const freshOf = new Map(ch.fresh.map((e) => [e.p, e] as const));
+  let bytes = 0;
+  let walked = 0;
+  let hashed = 0;
+  // Only a prefix that is a real directory in the snapshot is trusted.
+  const trust = a.trust.filter((t) => {
+    try {
+      return fs.lstatSync(`${a.tree}/${t}`).isDirectory();
+    } catch {
+      return false;
+    }
+  });
+  /** The trusted prefix `p` is strictly below, or null. */
+  const trustedPrefixOf = (p: string): string | null => trust.find((t) => p !== t && isUnder(p, t)) ?? null;
+  const trusted = (p: string): boolean => trustedPrefixOf(p) !== null;
+  // Every touched path, sorted: a run of base lines copied as bytes stops at the next one.
+  const dirtySorted = [...ch.dirty].sort(comparePaths);
+  let d = 0;
+  const nextDirtyAfter = (p: string): string | null => {
+    while (d < dirtySorted.length && comparePaths(dirtySorted[d]!, p) <= 0) d += 1;
+    return d < dirtySorted.length ? dirtySorted[d]! : null;
+  };
+  const earliest = (...ps: (string | null)[]): string | null => ps.reduce<string | null>((a, b) => (b === null ? a : a === null || comparePaths(b, a) < 0 ? b : a), null);
+  // The touched entries under trusted prefixes, in order; the walk finds the others.
+  const freshTrusted = ch.fresh.filter((e) => trusted(e.p));
+  let k = 0;
+  const withXattrs = xattrsSupported(a.tree);
+  const digest = (host: string | Buffer): string | undefined => (withXattrs ? xattrDigest(readXattrs(host)) : undefined);
+  const prev = new ManifestCursor(a.base);
+  const out = new ManifestWriter(a.out, h.faults, { sha256: true });
+  const emit = (p: string, line: string, size: number): void => {
+    out.writeLine(p, line);
+    bytes += size;
+  };
+  const emitEntry = (e: ManifestEntry): void => emit(e.p, JSON.stringify(e), e.t === 'f' ? (e.s ?? 0) : 0);
+  /**
+   * Everything before `rel` that the walk does not produce: the base lines under trusted
+   * prefixes (untouched ones; a line outside them is a path gone from the tree) and the
+   * touched entries under them, merged in order.
+   */
+  const drain = (rel: string | null): void => {
+    for (;;) {
+      const r = prev.peekRaw();
+      const f = k < freshTrusted.length ? freshTrusted[k]! : null;
+      const rIn = r !== null && (rel === null || comparePaths(r.p, rel) < 0);
+      const fIn = f !== null && (rel === null || comparePaths(f.p, rel) < 0);
+      if (!rIn && !fIn) return;
+      if (fIn && (!rIn || comparePaths(f.p, r!.p) <= 0)) {
+        emitEntry(f);
+        k += 1;
+        if (rIn && r!.p === f.p) prev.nextRaw();
+        continue;
+      }
+      const t = trustedPrefixOf(r!.p);
+      if (t !== null && !ch.dirty.has(r!.p) && !ch.underRemoved(r!.p)) {
+        // An untouched run under a trusted prefix (most of the manifest): copied as bytes,
+        // up to the next touched path, fresh entry or walked entry.
+        const run = prev.copyRun(out, t, earliest(rel, f?.p ?? null, nextDirtyAfter(r!.p)));
+        bytes += run.bytes;
+        if (run.lines > 0) continue;
+      }
+      prev.nextRaw();
+      if (t !== null && !ch.dirty.has(r!.p) && !ch.underRemoved(r!.p)) emit(r!.p, r!.line, sizeOf(r!.line));
+    }
+  };
+  const visit = (relDir: string, hostDir: string | Buffer): void => {
+    for (const name of readNames(hostDir)) {
+      h.checkAbort();
+      const rel = relDir === '' ? name : `${relDir}/${name}`;
+      const host = childPath(hostDir, name);
+      const st = fs.lstatSync(host);
+      drain(rel);
+      const raw = prev.peekRaw()?.p === rel ? prev.nextRaw() : null;
+      walked += 1;
+      const touched = freshOf.get(rel);
+      if (touched !== undefined) {
+        emitEntry(touched);
+      } else if (st.isFile()) {
+        // As a copy records it: the old line when nothing changed, the old hash when size and mtime match.
+        const x = digest(host);
+        if (raw !== null && isFileLineFor(raw.line, rel, st, x)) {
+          emit(rel, raw.line, st.size);
+        } else {
+          const old = raw === null ? null : prev.entryOf(raw);
+          const known = old !== null && old.t === 'f' && old.s === st.size && old.mt === Math.trunc(st.mtimeMs) ? old.h : undefined;
+          if (known === undefined) hashed += 1;
+          emit(rel, JSON.stringify(entryFromStat(rel, st, { h: known ?? hashFile(host), x })), st.size);
+        }
+      } else if (st.isDirectory() || st.isSymbolicLink() || st.isFIFO()) {
+        emit(rel, JSON.stringify(readEntry(rel, host, st)), 0);
+      } else {
+        // As a copy skips them: sockets and device nodes are not kept, nor recorded.
+        try {
+          fs.unlinkSync(host);
+        } catch (err) {
+          throw ioError(err, rel, String(host), 'sysroot');
+        }
+        h.faults.afterMutation('unlink', String(host));
+        h.skip(rel, st.isSocket() ? 'socket' : 'device node');
+        continue;
+      }
+      if (st.isDirectory() && !trust.includes(rel)) visit(rel, host);
+    }
+  };
+  let entries = 0;
+  try {
+    visit('', a.tree);
+    drain(null);
+    entries = out.count;
+  } finally {
+    prev.close();
+    out.close(false);
+  }
+  return { ...deltaOf(ch, entries), sha256: out.sha256(), bytes, walked, hashed };
+}
+
+/** The size recorded in a file's manifest line, read without a parse (0 for others). */
+function sizeOf(line: string): number {
+  const i = line.indexOf(',"s":');
+  if (i === -1) return 0;
+  return Number.parseInt(line.slice(i + 5, i + 25), 10) || 0;
+}

@@ -1,0 +1,130 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { StagedrootError, errnoOf } from '../../errors.js';
+import { noFaults, type FaultHook } from '../core/faults.js';
+import { fsyncDir, ioError } from './root-fs.js';
+import { readXattrs, writeXattrs } from '../core/xattr.js';
+
+const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
+const CHUNK = 1 << 20;
+
+/** lstat, or null when nothing is there. */
+export function lstatOrNull(host: string | Buffer): fs.Stats | null {
+  try {
+    return fs.lstatSync(host);
+  } catch (err) {
+    const e = errnoOf(err);
+    if (e === 'ENOENT' || e === 'ENOTDIR') return null;
+    throw ioError(err, String(host), String(host), 'sysroot');
+  }
+}
+
+/**
+ * Copies the bytes of a regular file into an open descriptor, in 1 MiB chunks (never the
+ * whole file in memory). The source is opened with O_NOFOLLOW and must still be a
+ * regular file.
+ */
+export function copyFileInto(srcHost: string | Buffer, fd: number, rel: string): number {
+  let from: number;
+  try {
+    from = fs.openSync(srcHost, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  } catch (err) {
+    throw ioError(err, rel, String(srcHost), 'sysroot');
+  }
+  try {
+    if (!fs.fstatSync(from).isFile()) throw new StagedrootError('IO', `${rel} is no longer a regular file`, { path: rel, resolvedPath: String(srcHost) });
+    const buf = Buffer.allocUnsafe(CHUNK);
+    let total = 0;
+    for (let n = fs.readSync(from, buf, 0, CHUNK, null); n > 0; n = fs.readSync(from, buf, 0, CHUNK, null)) {
+      for (let off = 0; off < n; ) off += fs.writeSync(fd, buf, off, n - off);
+      total += n;
+    }
+    return total;
+  } finally {
+    fs.closeSync(from);
+  }
+}
+
+/**
+ * Copies one entry of a live tree to a private place outside every tree (a kept-aside
+ * local version): a file's bytes, a symlink's target, a directory (empty, or with
+ * everything below it when `recursive`), each with its mode, owner and times, made
+ * durable. Parents of `dstHost` are created private (0700): a kept `etc/shadow` stays
+ * as private as the original. An existing `dstHost` is kept (a redo after a crash).
+ */
+export function copyOut(srcHost: string | Buffer, dstHost: string, o: { recursive?: boolean; faults?: FaultHook } = {}): boolean {
+  const faults = o.faults ?? noFaults;
+  const st = lstatOrNull(srcHost);
+  if (st === null) return false;
+  if (lstatOrNull(dstHost) !== null) return true;
+  mkdirsPrivate(path.dirname(dstHost), faults);
+  const tmp = `${dstHost}.tmp-${process.pid}`;
+  fs.rmSync(tmp, { recursive: true, force: true });
+  try {
+    copyAny(srcHost, tmp, st, o.recursive ?? false, faults);
+    fs.renameSync(tmp, dstHost);
+  } catch (err) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    throw ioError(err, dstHost, String(srcHost), 'sysroot');
+  }
+  faults.afterMutation('rename', dstHost);
+  fsyncDir(path.dirname(dstHost));
+  return true;
+}
+
+function copyAny(src: string | Buffer, dst: string, st: fs.Stats, recursive: boolean, faults: FaultHook): void {
+  if (st.isDirectory()) {
+    fs.mkdirSync(dst, { mode: 0o700 });
+    faults.afterMutation('mkdir', dst);
+    if (recursive) {
+      for (const name of fs.readdirSync(src).sort()) {
+        const child = `${String(src)}/${name}`;
+        const cst = fs.lstatSync(child);
+        if (cst.isFile() || cst.isDirectory() || cst.isSymbolicLink()) copyAny(child, `${dst}/${name}`, cst, true, faults);
+      }
+    }
+    setAttrs(dst, st);
+    const attrs = readXattrs(src);
+    if (attrs.length > 0) writeXattrs(dst, attrs, { rel: dst });
+    fsyncDir(dst);
+  } else if (st.isSymbolicLink()) {
+    fs.symlinkSync(fs.readlinkSync(src), dst);
+    faults.afterMutation('symlink', dst);
+    if (canChown) fs.lchownSync(dst, st.uid, st.gid);
+  } else if (st.isFile()) {
+    const fd = fs.openSync(dst, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
+    try {
+      copyFileInto(src, fd, dst);
+      if (canChown) fs.fchownSync(fd, st.uid, st.gid);
+      // After the chown (which clears security.capability): the kept copy keeps its labels and ACLs.
+      const attrs = readXattrs(src);
+      if (attrs.length > 0) writeXattrs(dst, attrs, { rel: dst });
+      fs.fchmodSync(fd, st.mode & 0o7777);
+      fs.futimesSync(fd, st.atime, st.mtime);
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    faults.afterMutation('copy', dst);
+  }
+  // Devices, FIFOs and sockets are not state anyone keeps: skipped.
+}
+
+function setAttrs(dst: string, st: fs.Stats): void {
+  if (canChown) fs.lchownSync(dst, st.uid, st.gid);
+  fs.chmodSync(dst, st.mode & 0o7777);
+  fs.utimesSync(dst, st.atime, st.mtime);
+}
+
+function mkdirsPrivate(dir: string, faults: FaultHook): void {
+  if (lstatOrNull(dir) !== null) return;
+  mkdirsPrivate(path.dirname(dir), faults);
+  try {
+    fs.mkdirSync(dir, { mode: 0o700 });
+  } catch (err) {
+    if (errnoOf(err) !== 'EEXIST') throw ioError(err, dir, dir, 'sysroot');
+    return;
+  }
+  faults.afterMutation('mkdir', dir);
+  fsyncDir(path.dirname(dir));
+}

@@ -1,0 +1,370 @@
+import * as fs from 'node:fs';
+import { StagedrootError, errnoOf } from '../../errors.js';
+import { noFaults, type FaultHook } from '../core/faults.js';
+import { hashFile } from '../core/hash.js';
+import { ManifestReader, ManifestWriter, entryFromStat, isFileLineFor, readLinkTarget } from '../manifests/manifest.js';
+import { bytesOfName, hasRawBytes, hostPath } from '../core/names.js';
+import { makeFifo } from '../core/path-tool.js';
+import { isUnder } from '../core/paths.js';
+import { ioError } from './root-fs.js';
+import { walkEntries, type WalkRange } from '../core/walk.js';
+import { readXattrs, writeXattrs, xattrDigest, xattrsSupported, type XattrPolicy, type Xattrs } from '../core/xattr.js';
+
+export type CopyMode = 'reflink' | 'copy';
+
+export interface CopyPolicy {
+  /** Tree prefixes whose regular files are hardlinked (immutable content), e.g. ["usr"]. */
+  hardlinkPrefixes: string[];
+  /** How the rest is copied: reflink where the filesystem supports it (else copy), or plain copy. */
+  mode: CopyMode;
+}
+
+export interface CopyProgress {
+  done: number;
+  total: number | null;
+  /** The size of the files copied or looked at (a file linked under trust is not looked at: not counted). */
+  bytes: number;
+}
+
+export interface CopyTreeOptions {
+  src: string;
+  dst: string;
+  policy: CopyPolicy;
+  /** The source tree's manifest: hashes of unchanged files are reused from it (and a split copy is cut by it). */
+  srcManifest?: string;
+  /** Where to write the new tree's manifest; omitted with `trust`: none is written. */
+  manifestOut?: string;
+  /**
+   * Trust the source's manifest for the trees under the hardlink prefixes (as a btrfs
+   * snapshot does: usr/ is read-only on a booted host): their files are linked with no
+   * lstat each (one call a file, as `cp -al` costs), and no manifest is written at all:
+   * the caller writes it afterwards from the source's manifest (snapshotManifest), which
+   * takes those trees' lines as they are and walks the rest.
+   */
+  trust?: boolean;
+  faults?: FaultHook;
+  /** Expected entry count (for progress); null when unknown. */
+  total?: number | null;
+  onProgress?: (p: CopyProgress) => void;
+  /** Entries that cannot be recreated (sockets, devices) are skipped and reported here. */
+  onSkip?: (rel: string, why: string) => void;
+  /** An extended attribute the destination refuses: an error ('strict', the default) or dropped and reported. */
+  xattrPolicy?: XattrPolicy;
+  onXattrDrop?: (rel: string, name: string, why: string) => void;
+  /** Called before each entry; throws to stop the copy (an AbortSignal that fired). */
+  checkAbort?: () => void;
+  /**
+   * One part of a copy split over workers (see copy-split.ts): the entries of this range
+   * only, the source manifest read from `srcManifestStart`; the directories in `spine`
+   * exist already and are finished by the caller, as is the root.
+   */
+  part?: { range: WalkRange; spine: string[]; srcManifestStart: number };
+}
+
+export interface CopyResult {
+  entries: number;
+  bytes: number;
+  hardlinked: number;
+  copied: number;
+  hashed: number;
+  /** For a part: every name of the files it copied (not linked to the source) that have other links, as [dev:ino, path]. */
+  multiLinked?: [string, string][];
+}
+
+const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
+
+/**
+ * A stat time as utimes takes it, such that the copy's time truncated to the millisecond
+ * (what a manifest records) is the source's: utimes goes through float seconds, which
+ * may land a nanosecond below a whole millisecond (…396 ms → …395.999999), so the time
+ * is given half a microsecond past it, which libuv's truncation to microseconds drops
+ * again: the copy gets the whole millisecond exactly. Before 1970 the Date itself, as
+ * Node turns a negative number into "now".
+ */
+function utime(ms: number): number | Date {
+  return ms >= 0 ? (Math.trunc(ms) + 0.0005) / 1000 : new Date(Math.round(ms));
+}
+
+/**
+ * Builds a new deployment tree from an existing one in a single walk, writing its
+ * manifest on the way. Files under the hardlink prefixes share their inode with the
+ * source (their hash is reused from the source manifest when size and mtime match);
+ * the rest is reflinked or copied, so the new tree can be changed freely.
+ */
+export function copyTree(o: CopyTreeOptions): CopyResult {
+  const faults = o.faults ?? noFaults;
+  if ((o.trust === true) === (o.manifestOut !== undefined)) {
+    throw new StagedrootError('USAGE', 'copyTree takes either manifestOut or trust (then the caller writes the manifest from the source manifest), not both or neither');
+  }
+  const out = o.manifestOut === undefined ? null : new ManifestWriter(o.manifestOut, faults);
+  const prev = out !== null && o.srcManifest ? new ManifestReader(o.srcManifest, o.part?.srcManifestStart ?? 0) : null;
+  const spine = new Set(o.part?.spine ?? []);
+  // Below these (strictly), files are linked on readdir's word, with no lstat.
+  const trustedUnder = o.trust === true ? o.policy.hardlinkPrefixes.filter((p) => p !== '').map((p) => `${p}/`) : [];
+  const isTrusted = (rel: string): boolean => {
+    for (const t of trustedUnder) if (rel.startsWith(t)) return true;
+    return false;
+  };
+  const reflink = o.policy.mode === 'reflink';
+  let buf: Buffer | undefined; // for plain copies, allocated on the first one
+  const inodes = new Map<string, { dst: string | Buffer; x: string | undefined }>(); // dev:ino -> the first copy, for hardlinks inside copied parts
+  const res: CopyResult = { entries: 0, bytes: 0, hardlinked: 0, copied: 0, hashed: 0 };
+  const total = o.total ?? null;
+  let nextReport = 0;
+
+  // One probe per tree: a source filesystem without extended attributes costs no
+  // per-entry listxattr at all.
+  const srcXattrs = xattrsSupported(o.src);
+  const readAttrs = (host: string | Buffer): Xattrs => (srcXattrs ? readXattrs(host) : []);
+  const xo = { policy: o.xattrPolicy ?? 'strict', onDrop: o.onXattrDrop } as const;
+  /** Sets a new entry's attributes (after chown, which clears file capabilities); returns the digest of those kept. */
+  const putAttrs = (rel: string, dst: string | Buffer, attrs: Xattrs): string | undefined =>
+    attrs.length === 0 ? undefined : xattrDigest(writeXattrs(dst, attrs, { rel, ...xo }));
+  const dirAttrs = new Map<string, Xattrs>(); // set when the directory is left (a default ACL must not reach the copies of its children)
+
+  /**
+   * Links or copies one file; returns the copy's mtime in ms when it made a new inode
+   * (with the digest of the attributes it set), null for a hardlink.
+   */
+  const linkOrCopy = (rel: string, src: string | Buffer, dst: string | Buffer, st: fs.Stats): { mt: number; x: string | undefined } | null => {
+    const hardlink = o.policy.hardlinkPrefixes.some((p) => isUnder(rel, p));
+    if (hardlink) {
+      try {
+        fs.linkSync(src, dst);
+        faults.afterMutation('link', String(dst));
+        res.hardlinked += 1;
+        return null;
+      } catch (err) {
+        const e = errnoOf(err);
+        // As ostree does: fall back to a copy when the link count or device forbids a link.
+        if (e !== 'EMLINK' && e !== 'EXDEV' && e !== 'EPERM') throw ioError(err, rel, String(dst), 'sysroot');
+      }
+    } else if (st.nlink > 1) {
+      const key = `${st.dev}:${st.ino}`;
+      const first = inodes.get(key);
+      if (first !== undefined) {
+        fs.linkSync(first.dst, dst);
+        faults.afterMutation('link', String(dst));
+        if (o.part) res.multiLinked!.push([`${st.dev}:${st.ino}`, rel]);
+        return { mt: copyMtime(st, first.dst), x: first.x };
+      }
+    }
+    if (reflink) fs.copyFileSync(src, dst, fs.constants.COPYFILE_FICLONE);
+    else copyBytes(src, dst, (buf ??= Buffer.allocUnsafe(1 << 20)));
+    faults.afterMutation('copy', String(dst));
+    if (canChown) fs.chownSync(dst, st.uid, st.gid);
+    const x = putAttrs(rel, dst, readAttrs(src));
+    fs.chmodSync(dst, st.mode & 0o7777);
+    fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
+    res.copied += 1;
+    if (st.nlink > 1) {
+      inodes.set(`${st.dev}:${st.ino}`, { dst, x });
+      if (o.part) (res.multiLinked ??= []).push([`${st.dev}:${st.ino}`, rel]);
+    }
+    return { mt: copyMtime(st, dst), x };
+  };
+
+  /** A file under a trusted prefix: linked (one call); copied only where a link is refused. */
+  const linkTrusted = (rel: string, src: string | Buffer, dst: string | Buffer): void => {
+    try {
+      fs.linkSync(src, dst);
+    } catch (err) {
+      const e = errnoOf(err);
+      if (e !== 'EMLINK' && e !== 'EXDEV' && e !== 'EPERM') throw ioError(err, rel, String(dst), 'sysroot');
+      const st = fs.lstatSync(src);
+      linkOrCopy(rel, src, dst, st); // tries the link once more, then copies
+      res.bytes += st.size;
+      return;
+    }
+    faults.afterMutation('link', String(dst));
+    res.hardlinked += 1;
+  };
+
+  const counted = (): void => {
+    res.entries += 1;
+    if (o.onProgress && res.entries >= nextReport) {
+      o.onProgress({ done: res.entries, total, bytes: res.bytes });
+      nextReport = res.entries + 1000;
+    }
+  };
+  const dirs: fs.Stats[] = []; // the source directories entered and not yet left
+
+  try {
+    walkEntries(o.src, {
+      enter(rel, host, de) {
+        o.checkAbort?.();
+        const dst = hostPath(o.dst, rel);
+        if (de.dirent.isFile() && isTrusted(rel)) {
+          try {
+            linkTrusted(rel, host, dst);
+          } catch (err) {
+            if (err instanceof StagedrootError) throw err;
+            throw ioError(err, rel, String(dst), 'sysroot');
+          }
+          counted();
+          return false;
+        }
+        let st: fs.Stats;
+        try {
+          st = fs.lstatSync(host);
+        } catch (err) {
+          throw ioError(err, rel, String(host), 'sysroot');
+        }
+        let extra: { h?: string; l?: string; x?: string } = {};
+        let copy: { mt: number; x: string | undefined } | null = null;
+        let reused: string | null = null;
+        try {
+          if (st.isDirectory()) {
+            if (!spine.has(rel)) {
+              fs.mkdirSync(dst, { mode: 0o700 });
+              faults.afterMutation('mkdir', String(dst));
+            }
+            const attrs = readAttrs(host);
+            if (attrs.length > 0) {
+              dirAttrs.set(rel, attrs);
+              extra = { x: xattrDigest(attrs) };
+            }
+          } else if (st.isFile()) {
+            copy = linkOrCopy(rel, host, dst, st);
+            res.bytes += st.size;
+            if (out === null) {
+              counted();
+              return false;
+            }
+            const mt = Math.trunc(st.mtimeMs);
+            const raw = prev?.seekRaw(rel) ?? null;
+            // A hardlink shares its attributes with the source: the old line's digest stands.
+            if (raw !== null && (copy === null || copy.mt === mt) && isFileLineFor(raw.line, rel, st, copy === null ? null : copy.x)) {
+              // Unchanged (same size, mtime, mode, owner, attributes): the old line, hash
+              // and all, is this entry's line; no parse, no hash, no serialisation.
+              reused = raw.line;
+            } else {
+              const old = raw === null ? null : prev!.entryOf(raw);
+              const x = copy === null ? xattrDigest(readAttrs(host)) : copy.x;
+              if (old && old.t === 'f' && old.s === st.size && old.mt === mt && old.h !== undefined) {
+                extra = { h: old.h, x };
+              } else {
+                extra = { h: hashFile(host), x };
+                res.hashed += 1;
+              }
+            }
+          } else if (st.isSymbolicLink()) {
+            const target = readLinkTarget(host);
+            fs.symlinkSync(hasRawBytes(target) ? bytesOfName(target) : target, dst);
+            faults.afterMutation('symlink', String(dst));
+            if (canChown) fs.lchownSync(dst, st.uid, st.gid);
+            extra = { l: target, x: putAttrs(rel, dst, readAttrs(host)) };
+          } else if (st.isFIFO()) {
+            makeFifo(dst, st.mode, rel);
+            faults.afterMutation('mkfifo', String(dst));
+            if (canChown) fs.chownSync(dst, st.uid, st.gid);
+            extra = { x: putAttrs(rel, dst, readAttrs(host)) };
+            fs.chmodSync(dst, st.mode & 0o7777);
+            fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
+          } else {
+            o.onSkip?.(rel, st.isSocket() ? 'socket' : 'device node');
+            return false;
+          }
+        } catch (err) {
+          if (err instanceof StagedrootError) throw err;
+          throw ioError(err, rel, String(dst), 'sysroot');
+        }
+        if (out === null) {
+          // Trusting: the manifest is written afterwards, from the source's.
+        } else if (reused !== null) {
+          out.writeLine(rel, reused);
+        } else if (st.isFile()) {
+          const entry = entryFromStat(rel, st, extra);
+          if (copy !== null) entry.mt = copy.mt;
+          out.write(entry);
+        } else {
+          // A directory, symlink or FIFO: its old line is consumed here (checked, unless it
+          // is the same line), so that file seeks never parse lines they only pass over.
+          const line = JSON.stringify(entryFromStat(rel, st, extra));
+          const raw = prev?.seekRaw(rel) ?? null;
+          if (raw !== null && raw.line !== line) prev!.entryOf(raw);
+          out.writeLine(rel, line);
+        }
+        counted();
+        if (!st.isDirectory()) return false;
+        dirs.push(st);
+        return true;
+      },
+      leave(rel) {
+        // Directory attributes last: their mode may forbid writing children, creating
+        // children changes their mtime, and a default ACL would reach the children.
+        const st = dirs.pop()!;
+        if (spine.has(rel)) return; // the caller finishes it, once every part is done
+        const dst = hostPath(o.dst, rel);
+        try {
+          if (canChown) fs.chownSync(dst, st.uid, st.gid);
+          const attrs = dirAttrs.get(rel);
+          if (attrs !== undefined) {
+            dirAttrs.delete(rel);
+            writeXattrs(dst, attrs, { rel, ...xo });
+          }
+          fs.chmodSync(dst, st.mode & 0o7777);
+          fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
+        } catch (err) {
+          throw ioError(err, rel, String(dst), 'sysroot');
+        }
+        faults.afterMutation('setattr', String(dst));
+      },
+    }, o.part?.range);
+    if (!o.part) finishDirectory(o.src, o.dst, null, o, faults);
+  } finally {
+    prev?.close();
+    out?.close(false);
+  }
+  o.onProgress?.({ done: res.entries, total: total ?? res.entries, bytes: res.bytes });
+  return res;
+}
+
+/**
+ * The mtime in ms a manifest records for the copy of a file whose source has `st`: the
+ * source's (utime sets it exactly), unless before 1970 (then read back).
+ */
+function copyMtime(st: fs.Stats, dst: string | Buffer): number {
+  return st.mtimeMs >= 0 ? Math.trunc(st.mtimeMs) : Math.trunc(fs.lstatSync(dst).mtimeMs);
+}
+
+/**
+ * A directory's owner, extended attributes, mode and times from its source, set after its
+ * children were made: the root (`rel` null; its owner and times are left as they are), or
+ * a directory that parts of a split copy share.
+ */
+export function finishDirectory(srcRoot: string, dstRoot: string, rel: string | null, o: Pick<CopyTreeOptions, 'xattrPolicy' | 'onXattrDrop'>, faults: FaultHook = noFaults): void {
+  const src = rel === null ? srcRoot : hostPath(srcRoot, rel);
+  const dst = rel === null ? dstRoot : hostPath(dstRoot, rel);
+  const st = fs.lstatSync(src);
+  try {
+    if (canChown && rel !== null) fs.chownSync(dst, st.uid, st.gid);
+    writeXattrs(dst, xattrsSupported(srcRoot) ? readXattrs(src) : [], { rel: rel ?? '/', policy: o.xattrPolicy ?? 'strict', onDrop: o.onXattrDrop });
+    fs.chmodSync(dst, st.mode & 0o7777);
+    if (rel !== null) fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
+  } catch (err) {
+    throw ioError(err, rel ?? '/', String(dst), 'sysroot');
+  }
+  faults.afterMutation('setattr', String(dst));
+}
+
+/**
+ * A plain copy of a file's bytes into a new file, for the copy policy. Not
+ * fs.copyFileSync: libuv copies with copy_file_range(2), which XFS and btrfs turn into a
+ * reflink, so the copy would share its blocks with the source after all.
+ */
+function copyBytes(src: string | Buffer, dst: string | Buffer, buf: Buffer): void {
+  const from = fs.openSync(src, 'r');
+  try {
+    const to = fs.openSync(dst, 'w', 0o600);
+    try {
+      for (let n = fs.readSync(from, buf, 0, buf.length, null); n > 0; n = fs.readSync(from, buf, 0, buf.length, null)) {
+        for (let off = 0; off < n; ) off += fs.writeSync(to, buf, off, n - off);
+      }
+    } finally {
+      fs.closeSync(to);
+    }
+  } finally {
+    fs.closeSync(from);
+  }
+}

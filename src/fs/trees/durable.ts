@@ -1,0 +1,224 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { StagedrootError, errnoOf } from '../../errors.js';
+import { noFaults, type FaultHook } from '../core/faults.js';
+import { fsyncDir, ioError } from './root-fs.js';
+import { hashFile } from '../core/hash.js';
+import { removeTreeNow } from './remove-tree.js';
+import { tempPath } from '../../state/layout.js';
+import { runTreeTask } from '../jobs/tree-jobs.js';
+
+export { optionUnsupported } from '../core/sync-fs.js';
+
+/**
+ * Durable operations on the sysroot's own files (state, pointers, deployment dirs).
+ * Each is crash-atomic: temp + fsync + rename + fsync of the directory.
+ */
+export class DurableFs {
+  constructor(readonly faults: FaultHook = noFaults) {}
+
+  private mutated(op: string, p: string): void {
+    this.faults.afterMutation(op, p);
+  }
+
+  /** Replaces a file atomically: write temp, fsync, rename over, fsync the directory. */
+  writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o644): void {
+    const dir = path.dirname(file);
+    const tmp = tempPath(file, 'file');
+    try {
+      const fd = fs.openSync(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, mode);
+      try {
+        fs.writeFileSync(fd, data);
+        fs.fsyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+      this.mutated('write', tmp);
+      fs.renameSync(tmp, file);
+      this.mutated('rename', file);
+      fsyncDir(dir);
+    } catch (err) {
+      try { fs.unlinkSync(tmp); } catch { /* not created */ }
+      throw ioError(err, file, file, 'sysroot');
+    }
+  }
+
+  /** Points a symlink at a new target atomically: symlink to a temp name, rename over, fsync dir. */
+  replaceSymlink(link: string, target: string): void {
+    const dir = path.dirname(link);
+    const tmp = tempPath(link, 'symlink');
+    try {
+      fs.symlinkSync(target, tmp);
+      this.mutated('symlink', tmp);
+      fs.renameSync(tmp, link);
+      this.mutated('rename', link);
+      fsyncDir(dir);
+    } catch (err) {
+      try { fs.unlinkSync(tmp); } catch { /* not created */ }
+      throw ioError(err, link, link, 'sysroot');
+    }
+  }
+
+  /** Renames (a file or a whole directory) and makes both directory entries durable. */
+  rename(from: string, to: string): void {
+    try {
+      fs.renameSync(from, to);
+    } catch (err) {
+      throw ioError(err, to, from, 'sysroot');
+    }
+    this.mutated('rename', to);
+    fsyncDir(path.dirname(to));
+    if (path.dirname(from) !== path.dirname(to)) fsyncDir(path.dirname(from));
+  }
+
+  mkdir(dir: string, mode = 0o755): void {
+    try {
+      fs.mkdirSync(dir, { mode });
+    } catch (err) {
+      if (errnoOf(err) === 'EEXIST') return;
+      throw ioError(err, dir, dir, 'sysroot');
+    }
+    this.mutated('mkdir', dir);
+    fsyncDir(path.dirname(dir));
+  }
+
+  /** Removes a tree (not following symlinks). Missing is fine. */
+  removeTree(p: string): void {
+    removeTreeNow(p, this.faults);
+  }
+
+  unlink(p: string): void {
+    try {
+      fs.unlinkSync(p);
+    } catch (err) {
+      if (errnoOf(err) === 'ENOENT') return;
+      throw ioError(err, p, p, 'sysroot');
+    }
+    this.mutated('unlink', p);
+  }
+}
+
+export function exists(p: string): boolean {
+  try {
+    fs.lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function readText(p: string): string | null {
+  try {
+    return fs.readFileSync(p, 'utf8');
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return null;
+    throw ioError(err, p, p, 'sysroot');
+  }
+}
+
+export function readLink(p: string): string | null {
+  try {
+    return fs.readlinkSync(p);
+  } catch (err) {
+    const e = errnoOf(err);
+    if (e === 'ENOENT' || e === 'EINVAL') return null;
+    throw ioError(err, p, p, 'sysroot');
+  }
+}
+
+export function listDir(p: string): string[] {
+  try {
+    return fs.readdirSync(p).sort();
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return [];
+    throw ioError(err, p, p, 'sysroot');
+  }
+}
+
+export function isDirectory(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Free and total bytes of the filesystem holding `p` (statfs). */
+export function freeSpace(p: string): { free: number; total: number } {
+  const s = fs.statfsSync(p);
+  return { free: s.bavail * s.bsize, total: s.blocks * s.bsize };
+}
+
+/**
+ * Makes everything written under `p` durable with one syncfs (`sync -f`; see
+ * syncFilesystemNow), run on a tree worker so that the fork of sync(1) does not stall
+ * the caller's event loop.
+ */
+export async function syncFilesystem(p: string): Promise<void> {
+  await runTreeTask('syncFilesystem', { path: p, env: { ...process.env } });
+}
+
+/**
+ * fsyncs each path (a file or a directory), on libuv's thread pool so the caller's event
+ * loop keeps running: for the few files written after a `syncFilesystem` that covered
+ * the rest. An error is IO (or NO_SPACE) naming the path, as a failed sync is.
+ */
+export async function fsyncPaths(paths: readonly string[]): Promise<void> {
+  for (const p of paths) {
+    let h: fs.promises.FileHandle | undefined;
+    try {
+      h = await fs.promises.open(p, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      await h.sync();
+    } catch (err) {
+      const e = (err as NodeJS.ErrnoException).code;
+      throw new StagedrootError(e === 'ENOSPC' || e === 'EDQUOT' ? 'NO_SPACE' : 'IO', `Cannot make ${p} durable: ${(err as Error).message}`, { path: p, ...(e === undefined ? {} : { errno: e }), cause: err });
+    } finally {
+      await h?.close();
+    }
+  }
+}
+
+/** Writes a JSON file atomically through the durable layer. */
+export function writeJson(dfs: DurableFs, file: string, value: unknown): void {
+  dfs.writeFileAtomic(file, JSON.stringify(value) + '\n');
+}
+
+/** sha256 of a whole file (streamed). */
+export function fileSha256(file: string): string {
+  return hashFile(file);
+}
+
+/** Reads a file of at most `max` bytes (a guard against huge inputs), or null when absent. */
+export function readBytes(file: string, max: number): Buffer | null {
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(file);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return null;
+    throw ioError(err, file, file, 'sysroot');
+  }
+  if (st.size > max) {
+    throw new StagedrootError('UNSAFE_ENTRY', `${file} is ${st.size} bytes, more than the ${max} allowed`, { path: file });
+  }
+  return fs.readFileSync(file);
+}
+
+/** The first bytes of a file (for detecting its kind). */
+export function readHead(file: string, n: number): Buffer {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const buf = Buffer.alloc(n);
+    const got = fs.readSync(fd, buf, 0, n, 0);
+    return buf.subarray(0, got);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+export function statPath(p: string): fs.Stats | null {
+  try {
+    return fs.statSync(p);
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,44 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isFileLineFor, parseManifestLine, readManifest } from '../../../src/fs/manifests/manifest.js';
+
+let base: string | undefined;
+afterEach(() => {
+  if (base) fs.rmSync(base, { recursive: true, force: true });
+});
+
+const H = 'a'.repeat(64);
+const X = '0123456789abcdef0123456789abcdef';
+
+describe('manifest attribute digest and byte names', () => {
+  it('loads manifests written before the x field, and lines with it', () => {
+    base = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-manifest-x-'));
+    const file = path.join(base, 'm');
+    fs.writeFileSync(file, [
+      `{"p":"etc","t":"d","m":493,"u":0,"g":0}`,
+      `{"p":"etc/a","t":"f","m":420,"u":0,"g":0,"s":1,"h":"${H}","mt":5}`,
+      `{"p":"etc/b","t":"f","m":420,"u":0,"g":0,"s":1,"h":"${H}","mt":5,"x":"${X}"}`,
+      `{"p":"etc/caf\\udce9","t":"l","m":511,"u":0,"g":0,"l":"x\\udcff","x":"${X}"}`,
+    ].join('\n') + '\n');
+    const e = [...readManifest(file)];
+    expect(e.map((x) => x.x)).toEqual([undefined, undefined, X, X]);
+    expect(e[3]!.p).toBe('etc/caf\udce9');
+    expect(e[3]!.l).toBe('x\udcff');
+    expect(() => parseManifestLine(`{"p":"a","t":"d","m":1,"u":0,"g":0,"x":"zz"}`, file, 'line 1')).toThrow(/invalid/);
+  });
+
+  it('reuses a file line only when the attribute digest matches (or for a hardlink, whatever it is)', () => {
+    const st = { mode: 0o100644, uid: 0, gid: 0, size: 1, mtimeMs: 5 } as fs.Stats;
+    const plain = `{"p":"a","t":"f","m":420,"u":0,"g":0,"s":1,"h":"${H}","mt":5}`;
+    const withX = `{"p":"a","t":"f","m":420,"u":0,"g":0,"s":1,"h":"${H}","mt":5,"x":"${X}"}`;
+    expect(isFileLineFor(plain, 'a', st)).toBe(true);
+    expect(isFileLineFor(withX, 'a', st)).toBe(false);
+    expect(isFileLineFor(withX, 'a', st, X)).toBe(true);
+    expect(isFileLineFor(plain, 'a', st, X)).toBe(false);
+    expect(isFileLineFor(withX, 'a', st, null)).toBe(true);
+    expect(isFileLineFor(plain, 'a', st, null)).toBe(true);
+    expect(isFileLineFor(withX.replace(X, 'q'.repeat(32)), 'a', st, null)).toBe(false);
+  });
+});

@@ -1,0 +1,52 @@
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { RootFs } from '../../../src/fs/trees/root-fs.js';
+
+let base: string | undefined;
+afterEach(() => {
+  if (base) fs.rmSync(base, { recursive: true, force: true });
+});
+
+const run = (cmd: string, ...args: string[]): string => execFileSync(cmd, args, { encoding: 'utf8' });
+const attrs = (p: string): string => run('getfattr', '-h', '-d', '-m', '-', '-e', 'hex', '--absolute-names', p).replace(/^# file: .*\n/m, '');
+
+describe('RootFs.copyIn (the faithful single-entry copy the /etc merge uses)', () => {
+  it('copies a file, a symlink, a FIFO and a directory with mode, owner, mtime and every extended attribute', () => {
+    base = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-copy-entry-'));
+    const from = path.join(base, 'from');
+    fs.mkdirSync(from);
+    fs.writeFileSync(path.join(from, 'tool'), 'bin\n', { mode: 0o4750 });
+    fs.chownSync(path.join(from, 'tool'), 0, 1000);
+    run('setcap', 'cap_net_bind_service+ep', path.join(from, 'tool'));
+    run('setfacl', '-m', 'u:1000:rx', path.join(from, 'tool'));
+    run('setfattr', '-n', 'security.selinux', '-v', 'system_u:object_r:bin_t:s0', path.join(from, 'tool'));
+    fs.utimesSync(path.join(from, 'tool'), 1_600_000_000, 1_600_000_000);
+    fs.symlinkSync('tool', path.join(from, 'link'));
+    run('setfattr', '-h', '-n', 'trusted.x', '-v', 'y', path.join(from, 'link'));
+    run('mkfifo', '-m', '0640', path.join(from, 'fifo'));
+    run('setfattr', '-n', 'trusted.f', '-v', '1', path.join(from, 'fifo')); // user.* is for files and directories only
+    fs.mkdirSync(path.join(from, 'd'), { mode: 0o750 });
+    run('setfacl', '-d', '-m', 'g:1000:rx', path.join(from, 'd'));
+
+    const tree = path.join(base, 'tree');
+    fs.mkdirSync(tree);
+    fs.writeFileSync(path.join(tree, 'old'), 'replaced\n');
+    const root = new RootFs(tree);
+    const pairs: [string, string][] = [['etc/tool', 'tool'], ['etc/link', 'link'], ['etc/fifo', 'fifo'], ['etc/d', 'd'], ['old', 'tool']];
+    for (const [rel, src] of pairs) root.copyIn(rel, path.join(from, src));
+    for (const [rel, src] of pairs) {
+      const a = fs.lstatSync(path.join(tree, rel));
+      const b = fs.lstatSync(path.join(from, src));
+      expect([a.mode, a.uid, a.gid], rel).toEqual([b.mode, b.uid, b.gid]);
+      expect(attrs(path.join(tree, rel)), rel).toBe(attrs(path.join(from, src)));
+    }
+    expect(run('getcap', path.join(tree, 'etc/tool'))).toContain('cap_net_bind_service=ep');
+    expect(fs.statSync(path.join(tree, 'etc/tool')).mtimeMs).toBe(1_600_000_000_000);
+    expect(fs.readFileSync(path.join(tree, 'old'), 'utf8')).toBe('bin\n');
+    expect(fs.readlinkSync(path.join(tree, 'etc/link'))).toBe('tool');
+    expect(fs.lstatSync(path.join(tree, 'etc/fifo')).isFIFO()).toBe(true);
+  });
+});

@@ -1,0 +1,81 @@
+/**
+ * A copy split into parts (src/fs/trees/copy-split.ts) gives the tree and the manifest one
+ * copy gives: the parts' manifests read in order are that manifest, the directories the
+ * parts share get their modes and times, and files linked to each other across two
+ * parts stay one inode.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { copyTree } from '../../../src/fs/trees/copy-tree.js';
+import { copyTreeSplit, splitPoints } from '../../../src/fs/trees/copy-split.js';
+import { readManifest, type ManifestEntry } from '../../../src/fs/manifests/manifest.js';
+import { patchManifest } from '../../../src/fs/manifests/patch-manifest.js';
+import { buildTree, hashTree } from '../../../src/testing/index.js';
+
+let base: string;
+let src: string;
+let srcManifest: string;
+const policy = { hardlinkPrefixes: ['usr'], mode: 'reflink' as const };
+
+const noMt = (file: string): Omit<ManifestEntry, 'mt'>[] => [...readManifest(file)].map(({ mt: _mt, ...e }) => e);
+
+beforeAll(() => {
+  base = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-copy-split-'));
+  const spec: Record<string, string | { content: string; mode: number } | { symlink: string }> = {
+    'etc/hostname': 'node\n',
+    'etc/ssh/key': { content: 'secret\n', mode: 0o600 },
+    'var/lib/a/data': 'shared inode\n',
+    bin: { symlink: 'usr/bin' },
+  };
+  for (let i = 0; i < 600; i++) spec[`usr/lib/pkg${i % 30}/sub${i % 3}/f${i}`] = `file ${i}\n`;
+  src = buildTree(path.join(base, 'src'), spec);
+  // One inode under two names in two parts' ranges (outside usr/: copied, not linked to the source).
+  fs.linkSync(path.join(src, 'etc/hostname'), path.join(src, 'var/lib/hostname-link'));
+  fs.chmodSync(path.join(src, 'usr/lib'), 0o750);
+  fs.utimesSync(path.join(src, 'usr/lib'), 1_000_000, 1_000_000);
+  const first = path.join(base, 'first');
+  fs.mkdirSync(first);
+  srcManifest = path.join(base, 'src.manifest');
+  copyTree({ src, dst: first, policy, manifestOut: srcManifest });
+});
+
+afterAll(() => fs.rmSync(base, { recursive: true, force: true }));
+
+describe('copyTreeSplit', () => {
+  it('cuts the manifest at whole lines, in order', () => {
+    const points = splitPoints(srcManifest, 4);
+    expect(points.length).toBe(3);
+    const paths = [...readManifest(srcManifest)].map((e) => e.p);
+    for (const p of points) expect(paths).toContain(p.path);
+    expect(points.map((p) => paths.indexOf(p.path))).toEqual([...points.map((p) => paths.indexOf(p.path))].sort((a, b) => a - b));
+  });
+
+  it.each([2, 3, 5])('in %i parts: the same tree and manifest as one copy', async (parts) => {
+    const one = path.join(base, `one-${parts}`);
+    const split = path.join(base, `split-${parts}`);
+    fs.mkdirSync(one);
+    fs.mkdirSync(split);
+    const oneManifest = path.join(base, `one-${parts}.manifest`);
+    const r1 = copyTree({ src, dst: one, policy, srcManifest, manifestOut: oneManifest });
+    const progress: number[] = [];
+    const { result, manifests } = await copyTreeSplit({ src, dst: split, policy, srcManifest, manifestOut: path.join(base, `split-${parts}.manifest`), total: r1.entries }, parts, { onProgress: (p: { done: number }) => progress.push(p.done) });
+    expect(manifests.length).toBe(parts);
+    // (`copied` may count a file of two names twice: each part copied it before the relink.)
+    expect(result).toMatchObject({ entries: r1.entries, bytes: r1.bytes, hardlinked: r1.hardlinked });
+    expect(progress.at(-1)).toBe(r1.entries);
+    expect(hashTree(split)).toBe(hashTree(one));
+    // The parts' manifests, read in order (as the stage's manifest pass reads them), are one copy's manifest.
+    const merged = path.join(base, `merged-${parts}.manifest`);
+    patchManifest(split, manifests, merged, []);
+    expect(noMt(merged)).toEqual(noMt(oneManifest));
+    // Shared directories finished: mode and mtime from the source.
+    const st = fs.statSync(path.join(split, 'usr/lib'));
+    expect(st.mode & 0o7777).toBe(0o750);
+    expect(st.mtimeMs).toBe(1_000_000_000);
+    // One inode across parts, as one copy makes it.
+    expect(fs.statSync(path.join(split, 'var/lib/hostname-link')).ino).toBe(fs.statSync(path.join(split, 'etc/hostname')).ino);
+    expect(fs.statSync(path.join(split, 'usr/lib/pkg0/sub0/f0')).ino).toBe(fs.statSync(path.join(src, 'usr/lib/pkg0/sub0/f0')).ino);
+  });
+});
