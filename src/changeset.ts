@@ -1,6 +1,8 @@
 import type { KernelArgumentChange } from './state/kernel-args.js';
+import type { ConfigRecord } from './state/config-record.js';
 import type { Issue } from './errors.js';
 import type { RootFs } from './fs/trees/root-fs.js';
+import type { ReadOnlyTree } from './fs/trees/read-only-tree.js';
 
 /**
  * The typed filesystem operations every source turns into. Sources build these
@@ -43,6 +45,9 @@ export type ChangeOp =
   | { op: 'clear'; path: string }
   | ({ op: 'setattr'; path: string; mode?: number; mtime?: number } & Owner);
 
+/** What entries under shared directories (var/) mean: see ChangeSet.sharedContent. */
+export type SharedContent = 'initial' | 'desired';
+
 export interface ChangeSet {
   /** A few words for status and logs ("update spec web.json: 3 files"). */
   description: string;
@@ -58,7 +63,7 @@ export interface ChangeSet {
    * have yet, never overwriting state. 'desired' (specs, Ignition configs): the agent's
    * desired state, applied at finalize, each previous version kept aside.
    */
-  sharedContent?: 'initial' | 'desired';
+  sharedContent?: SharedContent;
   /**
    * Things the source accepted but that people should hear about (an unknown field it
    * ignored, a mode bit the spec version drops). They reach the stage's result.
@@ -66,6 +71,19 @@ export interface ChangeSet {
   warnings?: readonly Issue[];
   /** Changes to the kernel arguments the new deployment inherits from its parent. */
   kernelArguments?: KernelArgumentChange;
+  /**
+   * A config source's record (its name, the kernel arguments it added, the paths it
+   * owns), kept beside the new deployment for the next config to read. Absent: the
+   * base deployment's record is carried over (without its paths when the source is an
+   * image, which replaces them all).
+   */
+  config?: ConfigRecord;
+  /**
+   * A second change set, planned against the tree once `ops` are applied: a config over
+   * the OS image it names is checked against that image's tree (its etc/passwd, its
+   * existing files), not the booted one. Applied after `ops`, before `finish`.
+   */
+  onTop?: (tree: ReadOnlyTree) => Promise<ChangeSet>;
   /**
    * Called after the ops are applied, e.g. to enable units. Writes only through the given
    * root. Returns the warnings found on the finished tree (they join `warnings`).

@@ -17,11 +17,13 @@ export type { Validator, ValidatorFn, ValidationContext } from './validate/types
 export type { ChangeOp, ChangeSet, Content, XattrList } from './changeset.js';
 export type { XattrPolicy } from './fs/core/xattr.js';
 export { displayPath, nameFromBytes, bytesOfName } from './fs/core/names.js';
-export type { Source, BaseTree, SourceInfo } from './sources/source.js';
+export type { Source, BaseTree, SourceInfo, PlanContext } from './sources/source.js';
 export { ReadOnlyTree } from './fs/trees/read-only-tree.js';
 export { specSource, parseUpdateSpec, updateSpecSchema, type UpdateSpec } from './sources/spec.js';
 export { ignitionSource, ignitionFileSource, type IgnitionOptions } from './sources/ignition/index.js';
 export { sourceFromPath, detectKind, type SourceKind, type SourceOptions } from './sources/detect.js';
+export { machineConfigSource, machineConfigDocumentSource, checkMachineConfig, type MachineConfigOptions, type CheckedMachineConfig } from './sources/machine-config/index.js';
+export type { ConfigRecord, OwnedPath } from './state/config-record.js';
 export { tarLayerSource, type TarLayerOptions } from './sources/tar-layer.js';
 export { directorySource, type DirectorySourceOptions } from './sources/directory.js';
 export { DEFAULT_LAYER_LIMITS, type LayerLimits } from './sources/entry-checks.js';

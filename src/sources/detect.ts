@@ -7,12 +7,13 @@ import type { Source } from './source.js';
 import { specSource } from './spec.js';
 import { ignitionDocumentSource } from './ignition/index.js';
 import { tarLayerSource } from './tar-layer.js';
+import { isMachineConfig, machineConfigDocumentSource, parseMachineConfigText, type MachineConfigOptions } from './machine-config/index.js';
 import { bytesPayload, filePayload } from '../trust/payload.js';
 import { indexImageArchive } from './oci/blob-store.js';
 import { imageSource, isImageLayout } from './oci/image-source.js';
 import type { ImageOptions } from './oci/resolve.js';
 
-export type SourceKind = 'spec' | 'ignition' | 'tar' | 'directory' | 'image';
+export type SourceKind = 'spec' | 'ignition' | 'machine-config' | 'tar' | 'directory' | 'image';
 
 /** Decides what a path holds from its content, not its name. */
 export function detectKind(p: string): SourceKind {
@@ -24,7 +25,7 @@ export function detectKind(p: string): SourceKind {
  * MAX_DOCUMENT_BYTES): its kind is decided from these bytes, and they are what is planned
  * and signed.
  */
-type Detected = { kind: 'spec' | 'ignition'; document: Buffer } | { kind: 'tar' | 'directory' | 'image' };
+type Detected = { kind: 'spec' | 'ignition' | 'machine-config'; document: Buffer } | { kind: 'tar' | 'directory' | 'image' };
 
 function detect(p: string): Detected {
   const st = statPath(p);
@@ -38,16 +39,47 @@ function detect(p: string): Detected {
     const document = readDocumentBytes(p, 'The source');
     const text = document.toString('utf8');
     // Decided from the document itself (the head was read first: the file may have changed since).
-    if (text.trimStart().startsWith('{')) return { kind: /"ignition"\s*:/.test(text) ? 'ignition' : 'spec', document };
+    if (text.trimStart().startsWith('{')) {
+      // A MachineConfig holds an Ignition config (spec.config): its kind is looked at first.
+      if (/"kind"\s*:\s*"MachineConfig"/.test(text) && isMachineConfig(parsedOrNull(text))) return { kind: 'machine-config', document };
+      return { kind: /"ignition"\s*:/.test(text) ? 'ignition' : 'spec', document };
+    }
   }
-  throw new StagedrootError('SOURCE_UNSUPPORTED', `Cannot tell what ${p} is: not a JSON update spec, an Ignition config, a tar archive or a directory`, { path: p });
+  if (looksLikeYaml(head)) {
+    const document = readDocumentBytes(p, 'The source');
+    // Text that is not YAML, or YAML that is not a MachineConfig: the message below says what is read.
+    if (isMachineConfig(yamlOrNull(document.toString('utf8'), p))) return { kind: 'machine-config', document };
+  }
+  throw new StagedrootError('SOURCE_UNSUPPORTED', `Cannot tell what ${p} is: not a JSON update spec, an Ignition config, a MachineConfig (YAML or JSON), a tar archive or a directory`, { path: p });
+}
+
+function parsedOrNull(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+function yamlOrNull(text: string, p: string): unknown {
+  try {
+    return parseMachineConfigText(text, p);
+  } catch {
+    return null;
+  }
+}
+
+/** Text (no NUL in the head) whose first line is a YAML key, a comment or a document start. */
+function looksLikeYaml(head: Buffer): boolean {
+  if (head.includes(0)) return false;
+  return /^(\s*(#[^\n]*)?\n)*\s*(---|[A-Za-z_"'][^\n]*:)/.test(head.toString('utf8'));
 }
 
 /**
  * Options for sources read from a path; `replace` and `limits` apply to tar and directory
  * sources, `platform` and `ref` to images (an image is always a whole new tree).
  */
-export type SourceOptions = LayerOptions & ImageOptions;
+export type SourceOptions = LayerOptions & ImageOptions & Pick<MachineConfigOptions, 'imageStore' | 'owner'>;
 
 /** A source for a path, its kind detected from the content. */
 export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
@@ -56,7 +88,10 @@ export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
   if (o.replace && kind !== 'tar' && kind !== 'directory' && kind !== 'image') {
     throw new StagedrootError('USAGE', `--replace applies to tar and directory sources; ${p} is a ${kind} source`, { option: 'replace', value: true });
   }
-  if ((o.platform !== undefined || o.ref !== undefined) && kind !== 'image' && kind !== 'tar') {
+  if ((o.imageStore !== undefined || o.owner !== undefined) && kind !== 'machine-config') {
+    throw new StagedrootError('USAGE', `--image-store and --owner apply to MachineConfig sources; ${p} is a ${kind} source`, { option: o.imageStore !== undefined ? 'imageStore' : 'owner', value: o.imageStore ?? o.owner });
+  }
+  if ((o.platform !== undefined || o.ref !== undefined) && kind !== 'image' && kind !== 'tar' && !(kind === 'machine-config' && o.ref === undefined)) {
     throw new StagedrootError('USAGE', `--platform and --ref choose an image's manifest; ${p} is a ${kind} source`, { option: o.ref !== undefined ? 'ref' : 'platform', value: o.ref ?? o.platform });
   }
   switch (detected.kind) {
@@ -64,6 +99,8 @@ export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
       return signedDocument(specDocumentSource(p, detected.document), p, detected.document);
     case 'ignition':
       return signedDocument(ignitionDocumentSource(p, detected.document), p, detected.document);
+    case 'machine-config':
+      return signedDocument(machineConfigDocumentSource(p, detected.document, { imageStore: o.imageStore, owner: o.owner, platform: o.platform }), p, detected.document);
     case 'tar':
       return archiveSource(p, o);
     case 'image':
@@ -80,14 +117,14 @@ export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
  */
 export function pathSource(p: string, o: SourceOptions = {}): Source {
   if (statPath(p) === null) throw new StagedrootError('USAGE', `The source ${p} does not exist`, { value: p });
-  if (o.replace || o.platform !== undefined || o.ref !== undefined) sourceFromPath(p, o); // --replace with a spec, --ref with a directory: usage errors, at once
+  if (o.replace || o.platform !== undefined || o.ref !== undefined || o.imageStore !== undefined || o.owner !== undefined) sourceFromPath(p, o); // --replace with a spec, --ref with a directory: usage errors, at once
   let resolved: Source | undefined;
   const get = (): Source => (resolved ??= sourceFromPath(p, o));
   return {
     kind: 'auto',
     describe: p,
     inspect: async () => (get().inspect ? get().inspect!() : {}),
-    plan: (base) => get().plan(base),
+    plan: (base, c) => get().plan(base, c),
   };
 }
 
@@ -117,7 +154,7 @@ function archiveSource(p: string, o: SourceOptions): Source {
       const s = await get();
       return s.inspect ? s.inspect() : {};
     },
-    plan: async (base) => (await get()).plan(base),
+    plan: async (base, c) => (await get()).plan(base, c),
   };
 }
 
@@ -128,7 +165,7 @@ function signedFile(s: Source, p: string): Source {
 
 /** A document read once: its signature (SOURCE.minisig by default) covers the very bytes that are planned. */
 function signedDocument(s: Source, p: string, data: Buffer): Source {
-  return { ...s, inspect: async () => ({ signed: { payload: bytesPayload(data, s.describe), defaultSignature: `${p}.minisig` } }) };
+  return { ...s, inspect: async () => ({ ...(s.inspect ? await s.inspect() : {}), signed: { payload: bytesPayload(data, s.describe), defaultSignature: `${p}.minisig` } }) };
 }
 
 /** An update spec file already read (`data`: the bytes detected and signed), parsed when planned. */

@@ -2,6 +2,7 @@ import type { ChangeSet } from '../changeset.js';
 import type { Origin } from '../state/schema.js';
 import type { SignedPayload } from '../trust/verify.js';
 import type { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
+import type { ConfigRecord } from '../state/config-record.js';
 
 /**
  * The tree an update is applied over (for names in etc/passwd, unit files), seen
@@ -17,6 +18,22 @@ export interface SourceInfo {
   origin?: Origin;
   /** A label the source suggests (an image's org.opencontainers.image.version). */
   label?: string;
+  /**
+   * The image carries more than itself (a MachineConfig over the OS image it names): the
+   * booted deployment running the same image does not make the stage a no-op.
+   */
+  withConfig?: boolean;
+}
+
+/** What a source may know about the deployment it is planned over, beside its tree. */
+export interface PlanContext {
+  /**
+   * The record of the config the base deployment was staged from (its kernel arguments,
+   * the paths it owns), or null: a config source undoes what it no longer asks for.
+   */
+  config: ConfigRecord | null;
+  /** The base deployment's image (an image deployment's origin): a config naming that image needs no new tree. */
+  origin?: Origin;
 }
 
 /** Anything that can be turned into a change set: a spec, an Ignition config, a layer, a directory. */
@@ -29,5 +46,5 @@ export interface Source {
    * checked). Sources read from a file have one; in-memory sources do not.
    */
   inspect?(): Promise<SourceInfo>;
-  plan(base: BaseTree): Promise<ChangeSet>;
+  plan(base: BaseTree, context?: PlanContext): Promise<ChangeSet>;
 }

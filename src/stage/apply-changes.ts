@@ -1,4 +1,4 @@
-import type { ChangeOp, ChangeSet } from '../changeset.js';
+import type { ChangeOp, ChangeSet, SharedContent } from '../changeset.js';
 import { StagedrootError, type Issue } from '../errors.js';
 import type { RootFs } from '../fs/trees/root-fs.js';
 import { performance } from 'node:perf_hooks';
@@ -54,9 +54,11 @@ async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
 
 /**
  * Applies a change set in order; an error names the operation and its path. `divert`
- * takes the ops it handles elsewhere (returning their bytes) and null for the rest.
+ * takes the ops it handles elsewhere (returning their bytes) and null for the rest;
+ * `mode` tells it what entries under shared directories mean when not the stage's
+ * own change set's (a `onTop` change set's).
  */
-export async function applyChanges(root: RootFs, cs: ChangeSet, onProgress?: (p: ApplyProgress) => void, divert?: (op: ChangeOp, root: RootFs) => Promise<number | null>): Promise<{ ops: number; bytes: number; warnings: Issue[] }> {
+export async function applyChanges(root: RootFs, cs: ChangeSet, onProgress?: (p: ApplyProgress) => void, divert?: (op: ChangeOp, root: RootFs, mode?: SharedContent) => Promise<number | null>, mode?: SharedContent): Promise<{ ops: number; bytes: number; warnings: Issue[] }> {
   let done = 0;
   let bytes = 0;
   let lastYield = performance.now();
@@ -69,7 +71,7 @@ export async function applyChanges(root: RootFs, cs: ChangeSet, onProgress?: (p:
     }
     try {
       // An op under a shared directory is set aside for finalize (never written into the tree).
-      const diverted = divert ? await divert(op, root) : null;
+      const diverted = divert ? await divert(op, root, mode) : null;
       bytes += diverted ?? (await applyOp(root, op));
     } catch (err) {
       if (err instanceof StagedrootError) {
@@ -81,7 +83,16 @@ export async function applyChanges(root: RootFs, cs: ChangeSet, onProgress?: (p:
     done += 1;
     if (onProgress && (done % 100 === 0)) onProgress({ done, total: cs.count ?? null, bytes });
   }
-  const warnings = [...(cs.warnings ?? []), ...((cs.finish ? await cs.finish(root) : undefined) ?? [])];
+  const warnings = [...(cs.warnings ?? [])];
+  if (cs.onTop) {
+    // Planned now, against the tree the ops built (a config over its OS image).
+    const top = await cs.onTop(root.readOnly());
+    const next = await applyChanges(root, top, onProgress, divert, top.sharedContent ?? 'initial');
+    done += next.ops;
+    bytes += next.bytes;
+    warnings.push(...next.warnings);
+  }
+  warnings.push(...((cs.finish ? await cs.finish(root) : undefined) ?? []));
   onProgress?.({ done, total: cs.count ?? done, bytes });
   return { ops: done, bytes, warnings };
 }

@@ -1,4 +1,4 @@
-import type { ChangeOp, ChangeSet } from '../changeset.js';
+import type { ChangeOp, ChangeSet, SharedContent } from '../changeset.js';
 import type { Context } from '../context.js';
 import type { Issue } from '../errors.js';
 import type { CopyPolicy, CopyProgress } from '../fs/trees/copy-tree.js';
@@ -26,7 +26,7 @@ export interface BuildTreeOptions {
   /** Called once the tree exists (a later failure then has a tree to keep for diagnosis). */
   onTreeBuilt?: () => void;
   /** Takes the change set's ops under shared directories (see SharedDivert). */
-  divert?: (op: ChangeOp, root: RootFs) => Promise<number | null>;
+  divert?: (op: ChangeOp, root: RootFs, mode?: SharedContent) => Promise<number | null>;
   /** Called after the change set, with the tree (writes recorded in the manifest): shared mount points settled. */
   settle?: (root: RootFs) => void;
   /** Called as each step starts (a failure after it belongs to that step). */

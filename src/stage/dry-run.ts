@@ -14,6 +14,7 @@ import type { BaseState, Origin, SignatureRecord } from '../state/schema.js';
 import { resolveBuiltins, type BuiltinOptions } from '../validate/builtins.js';
 import { checkFreeSpace, estimateBytes } from '../validate/free-space.js';
 import { checkSource } from './check-source.js';
+import { readConfigRecord } from '../store/config-record.js';
 import { DEFAULT_COPY_POLICY } from './stage.js';
 import { sharedDirs, sharedRootOf } from '../machine-state/config.js';
 
@@ -69,8 +70,8 @@ export async function dryRun(ctx: Context, state: BaseState, source: Source, o: 
     result.signature = checked.signature;
     if (checked.info.origin) result.origin = checked.info.origin;
     result.label = o.label ?? checked.info.label ?? result.label;
-    if (checked.info.origin !== undefined && base.origin?.digest === checked.info.origin.digest) return { ...result, alreadyRunning: true };
-    cs = await source.plan(new ReadOnlyTree(layout.tree(base.id)));
+    if (checked.info.origin !== undefined && !checked.info.withConfig && base.origin?.digest === checked.info.origin.digest) return { ...result, alreadyRunning: true };
+    cs = await source.plan(new ReadOnlyTree(layout.tree(base.id)), { config: readConfigRecord(layout.deployment(base.id)), ...(base.origin ? { origin: base.origin } : {}) });
   } catch (err) {
     return reject(err);
   }

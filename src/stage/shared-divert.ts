@@ -1,4 +1,4 @@
-import type { ChangeOp } from '../changeset.js';
+import type { ChangeOp, SharedContent } from '../changeset.js';
 import { StagedrootError } from '../errors.js';
 import { DurableFs } from '../fs/trees/durable.js';
 import { isUnder } from '../fs/core/paths.js';
@@ -10,7 +10,7 @@ import { applyOp } from './apply-changes.js';
 
 export interface SharedDivertOptions {
   shared: readonly string[];
-  mode: 'initial' | 'desired';
+  mode: SharedContent;
   /** The private tree (in the stage's work dir) that holds the update's entries under shared directories. */
   contentRoot: string;
   /** Host path of a live shared directory (read only here: a spec's removal of a missing path is refused now). */
@@ -46,13 +46,13 @@ export class SharedDivert {
    * Where the op lands is resolved in the tree first: a write to home/core/x goes
    * through the tree's `home -> var/home` into var/home/core/x, machine state.
    */
-  async divert(op0: ChangeOp, tree: RootFs): Promise<number | null> {
+  async divert(op0: ChangeOp, tree: RootFs, mode: SharedContent = this.o.mode): Promise<number | null> {
     if (this.o.shared.length === 0) return null;
     const real = op0.op === 'clear' && /^\/*$/.test(op0.path) ? '' : tree.realPath(op0.path, op0.op === 'mkdir');
     const shared = sharedRootOf(real, this.o.shared);
     if (shared === null) return null;
     const op: ChangeOp = op0.op === 'hardlink' ? { ...op0, path: real, target: tree.realPath(op0.target) } : { ...op0, path: real };
-    const desired = this.o.mode === 'desired';
+    const desired = mode === 'desired';
     if (op.path === shared) {
       // The mount point itself: its attributes belong to the tree; it stays a directory.
       if (op.op === 'mkdir' || op.op === 'setattr') return null;
@@ -64,10 +64,10 @@ export class SharedDivert {
         if (op.append) {
           throw new StagedrootError('SOURCE_UNSUPPORTED', `${op.path} is under the shared directory ${shared}: appending to machine state is not supported (write the whole file)`, { path: op.path });
         }
-        return this.put(op, op.overwrite === false);
+        return this.put(op, op.overwrite === false, mode);
       case 'mkdir':
       case 'symlink':
-        return this.put(op, op.op === 'symlink' && op.overwrite === false);
+        return this.put(op, op.op === 'symlink' && op.overwrite === false, mode);
       case 'hardlink':
         if (!isUnder(op.target, shared)) {
           if (!desired) {
@@ -76,7 +76,7 @@ export class SharedDivert {
           }
           throw new StagedrootError('APPLY_FAILED', `${op.path} is under the shared directory ${shared} but links to ${op.target} outside it`, { path: op.path });
         }
-        return this.put(op, op.overwrite === false);
+        return this.put(op, op.overwrite === false, mode);
       case 'remove':
         // An image never deletes state (whiteouts under var/ mean nothing there).
         if (!desired) return 0;
@@ -94,9 +94,9 @@ export class SharedDivert {
     }
   }
 
-  private async put(op: ChangeOp, absentOnly: boolean): Promise<number> {
+  private async put(op: ChangeOp, absentOnly: boolean, mode: SharedContent): Promise<number> {
     const n = await applyOp(this.root(), op);
-    this.ops.push({ op: 'put', path: op.path, when: this.o.mode === 'initial' || absentOnly ? 'absent' : 'always' });
+    this.ops.push({ op: 'put', path: op.path, when: mode === 'initial' || absentOnly ? 'absent' : 'always' });
     return n;
   }
 

@@ -20,6 +20,8 @@ import { describeHookFailure, runHooks, type HookRun } from '../hooks/run-hooks.
 import { checkTimeoutMs } from '../util/options.js';
 import type { Source } from '../sources/source.js';
 import type { ChangeSet } from '../changeset.js';
+import { readConfigRecord, writeConfigRecord } from '../store/config-record.js';
+import type { ConfigRecord } from '../state/config-record.js';
 import { resolveBuiltins, type BuiltinOptions, type ResolvedBuiltins } from '../validate/builtins.js';
 import { planCommandValidators, type CommandValidator, type PlannedValidator } from '../validate/command-validators.js';
 import { checkFreeSpace, estimateBytes, withSpaceFigures, type SpaceEstimate } from '../validate/free-space.js';
@@ -82,7 +84,7 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
   const run = startRun(ctx, state, source, opts);
   try {
     await check(run);
-    if (run.checked?.info.origin !== undefined && run.base.origin?.digest === run.checked.info.origin.digest) return alreadyRunning(run);
+    if (run.checked?.info.origin !== undefined && !run.checked.info.withConfig && run.base.origin?.digest === run.checked.info.origin.digest) return alreadyRunning(run);
     const changes = await plan(run);
     await preflight(run, changes);
     const built = await build(run, changes);
@@ -120,6 +122,8 @@ interface Run {
   /** The preflight's estimate, kept for the figures of an ENOSPC. */
   estimate?: SpaceEstimate;
   changes?: ChangeSet;
+  /** The config record of the base deployment (what the config it came from owns). */
+  prior?: ConfigRecord | null;
   /** Hooks that ran (pre-stage). */
   hooks: HookRun[];
   /** The source's identity and verified signature (see checkSource). */
@@ -192,7 +196,8 @@ function alreadyRunning(run: Run): StageResult {
 async function plan(run: Run): Promise<ChangeSet> {
   enter(run, 'plan');
   const baseTree = run.ctx.layout.tree(run.base.id);
-  const changes = await run.source.plan(new ReadOnlyTree(baseTree));
+  run.prior = readConfigRecord(run.ctx.layout.deployment(run.base.id));
+  const changes = await run.source.plan(new ReadOnlyTree(baseTree), { config: run.prior, ...(run.base.origin ? { origin: run.base.origin } : {}) });
   run.changes = changes;
   run.label = run.opts.label ?? changes.label ?? run.label;
   return changes;
@@ -241,12 +246,24 @@ async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
     onApply: (p) => progress({ phase: 'apply', ...p }),
     onTreeBuilt: () => void (run.treeBuilt = true),
     signal: run.opts.signal,
-    divert: (op, root) => divert.divert(op, root),
+    divert: (op, root, mode) => divert.divert(op, root, mode),
     settle: (root) => settleMountPoints(root, shared),
   });
   if (divert.ops.length > 0) writeJson(ctx.dfs, `${run.work}/shared-ops.json`, { ops: divert.ops });
+  const config = changes.config ?? carriedConfig(run.prior ?? null, run.checked?.info.origin !== undefined);
+  if (config !== null) writeConfigRecord(ctx.dfs, run.work, config);
   await checkMergeConflicts(run, built, divert);
   return built;
+}
+
+/**
+ * The config record a deployment not staged from a config inherits: its base's, since
+ * the paths that config wrote are still there; an image replaces the whole tree, so
+ * after one the config owns no path (its kernel arguments stay: they are inherited).
+ */
+function carriedConfig(prior: ConfigRecord | null, image: boolean): ConfigRecord | null {
+  if (prior === null) return null;
+  return image ? { ...prior, owned: [] } : prior;
 }
 
 /**

@@ -8,6 +8,13 @@ export interface KernelArgumentChange {
   shouldExist?: readonly string[];
   /** Arguments that must be absent (every equal occurrence removed). */
   shouldNotExist?: readonly string[];
+  /**
+   * Declarative arguments (a MachineConfig's, as the machine-config-daemon applies them
+   * with `rpm-ostree kargs --delete-if-present=A … --append=B …`): one occurrence of each
+   * removed, when present, then these appended in order, duplicates kept as listed.
+   */
+  deleteIfPresent?: readonly string[];
+  append?: readonly string[];
 }
 
 /** A kernel argument is one word: no whitespace, no NUL, not empty. */
@@ -22,5 +29,10 @@ export function applyKernelArguments(parent: readonly string[], change: KernelAr
   const gone = new Set(change.shouldNotExist ?? []);
   const out = parent.filter((a) => !gone.has(a));
   for (const a of change.shouldExist ?? []) if (!out.includes(a)) out.push(a);
+  for (const a of change.deleteIfPresent ?? []) {
+    const at = out.indexOf(a);
+    if (at !== -1) out.splice(at, 1);
+  }
+  out.push(...(change.append ?? []));
   return out;
 }

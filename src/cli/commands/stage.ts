@@ -28,6 +28,8 @@ interface StageCliOptions extends CommonOptions {
   signature?: string;
   platform?: string;
   ref?: string;
+  imageStore?: string;
+  owner?: string;
   dryRun?: boolean;
 }
 
@@ -47,7 +49,7 @@ function builtinsFrom(o: StageCliOptions): BuiltinOptions {
 
 export function stageCommand(program: Command, env: CliEnv): void {
   xattrOption(common(program.command('stage')))
-    .description('stage an update (a spec, Ignition config, tar layer, OCI image or directory; kind detected from its content)')
+    .description('stage an update (a spec, Ignition config, MachineConfig, tar layer, OCI image or directory; kind detected from its content)')
     .argument('<source>', 'file or directory to stage')
     .option('--label <label>', 'a label for the new deployment')
     .option('--lock', 'finalization lock: stage now, but finalize leaves it in place until `unlock`')
@@ -65,11 +67,13 @@ export function stageCommand(program: Command, env: CliEnv): void {
     .option('--validator-timeout <seconds>', 'time limit of each --validator (default 60)')
     .option('--platform <os/arch>', 'for an image: the manifest for this platform (default: linux and this host\'s architecture)')
     .option('--ref <name>', 'for an image: the manifest its index names so (org.opencontainers.image.ref.name; a docker archive\'s tag)')
+    .option('--image-store <path>', 'for a MachineConfig: the OCI layout directory or oci-archive holding the image its spec.osImageURL names (nothing is pulled)')
+    .option('--owner <name>', 'for a MachineConfig: configs of one owner replace each other\'s kernel arguments and paths (default: machine-config)')
     .option('--dry-run', 'print what the stage would add, modify and remove (the `diff` format) and its issues; write nothing; exit 3 when it would be rejected')
     .option('--signature <file>', 'the detached minisign signature of the source (default: SOURCE.minisig); required when the sysroot trusts a key')
     .action(
       action(env, async (path: string, o: StageCliOptions) => {
-        const source = pathSource(path, { replace: o.replace, ref: o.ref, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }) });
+        const source = pathSource(path, { replace: o.replace, ref: o.ref, imageStore: o.imageStore, owner: o.owner, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }) });
         const builtins = builtinsFrom(o);
         const timeout = nonNegativeInt('validator-timeout', o.validatorTimeout);
         const commands = o.validator.map((command) => ({ command, ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }) }));

@@ -11,6 +11,11 @@ export interface ImageOptions {
   platform?: Platform;
   /** The manifest named so in the index (org.opencontainers.image.ref.name; a RepoTag of a docker archive). */
   ref?: string;
+  /**
+   * The manifest (or index) with this digest ("sha256:…"), as an image reference by
+   * digest names it (an OCI layout only: a docker archive has no manifest digests).
+   */
+  digest?: string;
 }
 
 export interface ImageLayer {
@@ -80,6 +85,11 @@ export async function resolveOci(store: BlobStore, o: ImageOptions): Promise<Res
       return reject('SOURCE_UNSUPPORTED', `${where} has no manifest named ${JSON.stringify(o.ref)} (${names.length ? `names: ${names.join(', ')}` : 'its index names none'})`, 'index.json');
     }
     cands = named;
+  }
+  if (o.digest !== undefined) {
+    const byDigest = cands.filter((d) => d.digest === o.digest);
+    if (byDigest.length === 0) return reject('SOURCE_UNSUPPORTED', `${where} has no manifest or index ${o.digest} (it has ${cands.map((d) => d.digest).join(', ') || 'none'})`, 'index.json');
+    cands = byDigest;
   }
   // A nested index (a multi-arch image copied whole) is opened one level deep.
   const expanded: { d: Descriptor; ref?: string }[] = [];
@@ -152,6 +162,7 @@ export async function resolveDocker(store: BlobStore, o: ImageOptions): Promise<
   const list = parseJsonDocument(bytes?.toString('utf8') ?? 'null', `${where}: manifest.json`, { code: 'SOURCE_CORRUPT', path: 'manifest.json' });
   if (!Array.isArray(list) || list.length === 0) return reject('SOURCE_CORRUPT', `${where}: manifest.json is not a list of images`, 'manifest.json');
   const entries = list as DockerEntry[];
+  if (o.digest !== undefined) return reject('SOURCE_UNSUPPORTED', `${where} is a docker archive: its images have no manifest digest to match ${o.digest} (use an OCI layout or oci-archive)`, 'manifest.json');
   const tags = (e: DockerEntry) => (Array.isArray(e.RepoTags) ? e.RepoTags.filter((t): t is string => typeof t === 'string') : []);
   let cands = entries;
   if (o.ref !== undefined) {
