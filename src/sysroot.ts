@@ -10,6 +10,7 @@ import { exists, readLink, writeJson } from './fs/trees/durable.js';
 import { acquireLock } from './fs/core/lock.js';
 import type { Drift } from './fs/manifests/verify-tree.js';
 import { runTreeTask, warmTreeWorker } from './fs/jobs/tree-jobs.js';
+import { manifestTasks } from './fs/manifests/tasks.js';
 import { storageKind, type StorageKind } from './fs/trees/storage.js';
 import { discardStaged, prune } from './gc/prune.js';
 import { markBad, rollback } from './rollback/rollback.js';
@@ -288,7 +289,7 @@ export class Sysroot {
   /** Changed paths between two deployments, by manifest (compared on a worker thread). */
   async diff(a: string, b: string): Promise<PathChange[]> {
     const s = this.state();
-    return runTreeTask('diffManifests', { a: this.manifestOf(s, a), b: this.manifestOf(s, b) });
+    return runTreeTask(manifestTasks.diffManifests, { a: this.manifestOf(s, a), b: this.manifestOf(s, b) });
   }
 
   /** A deployment's manifest; a deployment whose stage failed before it had one is named as such. */
@@ -310,7 +311,7 @@ export class Sysroot {
   async verify(id?: string, o: { onProgress?: (done: number) => void; signal?: AbortSignal } = {}): Promise<{ id: string; drift: Drift[] }> {
     const s = this.state();
     const which = id ?? s.booted ?? s.current;
-    const drift = await runTreeTask('verifyTree', { tree: this.ctx.layout.tree(which), manifest: this.manifestOf(s, which) }, { onProgress: o.onProgress, signal: o.signal });
+    const drift = await runTreeTask(manifestTasks.verifyTree, { tree: this.ctx.layout.tree(which), manifest: this.manifestOf(s, which) }, { onProgress: o.onProgress, signal: o.signal });
     return { id: which, drift };
   }
 

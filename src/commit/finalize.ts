@@ -2,6 +2,7 @@ import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
 import { exists, readText } from '../fs/trees/durable.js';
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
+import { manifestTasks } from '../fs/manifests/tasks.js';
 import { parseDelta, verifyDelta } from '../fs/manifests/delta.js';
 import { finalizeFailed, finalizeTransition, mustFind } from '../state/model.js';
 import type { BaseState, MergeReport } from '../state/schema.js';
@@ -98,8 +99,8 @@ async function checkStaged(ctx: Context, id: string, manifestSha256: string | nu
   if (!exists(layout.manifest(id))) return `its manifest ${layout.manifest(id)} is missing`;
   let drift;
   if (full) {
-    if (manifestSha256 !== null && (await runTreeTask('hashFile', { file: layout.manifest(id) })) !== manifestSha256) return `its manifest ${layout.manifest(id)} was modified after staging`;
-    drift = await runTreeTask('verifyTree', { tree: layout.tree(id), manifest: layout.manifest(id) });
+    if (manifestSha256 !== null && (await runTreeTask(manifestTasks.hashFile, { file: layout.manifest(id) })) !== manifestSha256) return `its manifest ${layout.manifest(id)} was modified after staging`;
+    drift = await runTreeTask(manifestTasks.verifyTree, { tree: layout.tree(id), manifest: layout.manifest(id) });
   } else {
     const text = readText(layout.delta(id));
     if (text === null) return `its delta ${layout.delta(id)} is missing`;

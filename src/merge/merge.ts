@@ -5,11 +5,13 @@ import { copyOut, lstatOrNull } from '../fs/trees/copy-entry.js';
 import { parseDelta } from '../fs/manifests/delta.js';
 import { exists, fileSha256, readText } from '../fs/trees/durable.js';
 import { displayPath, hostPath } from '../fs/core/names.js';
-import { changedRows, type Row, type RowSources } from '../fs/merge-rows.js';
+import { changedRows, type Row, type RowSources } from './merge-rows.js';
 import { patchManifest } from '../fs/manifests/patch-manifest.js';
 import { labelTouched } from '../fs/trees/selinux.js';
 import { RootFs, type TouchEvent } from '../fs/trees/root-fs.js';
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
+import { rowTasks } from './row-tasks.js';
+import { manifestTasks } from '../fs/manifests/tasks.js';
 import type { Layout } from '../state/layout.js';
 import { planMerge, rowsAlwaysPlanned, typeConflictPaths, type MergeAction, type TypeConflict, type UpdatePaths } from './plan.js';
 
@@ -69,7 +71,7 @@ const defaultWhere = (layout: Layout, staged: string): { manifest: string; delta
 export async function planEtcMerge(layout: Layout, booted: string, staged: string, merged: readonly string[], where = defaultWhere(layout, staged)): Promise<PlannedMerge> {
   const m = mergeSources(layout, booted, staged, where);
   const rows = [];
-  for (const dir of merged) rows.push({ dir, rows: await runTreeTask('changedRows', { ...m.sources(dir), always: rowsAlwaysPlanned(dir) }) });
+  for (const dir of merged) rows.push({ dir, rows: await runTreeTask(rowTasks.changedRows, { ...m.sources(dir), always: rowsAlwaysPlanned(dir) }) });
   return combine(booted, staged, m.update, rows);
 }
 
@@ -90,7 +92,7 @@ export async function etcTypeConflicts(layout: Layout, booted: string, staged: s
   for (const dir of merged) {
     const paths = typeConflictPaths(m.update, dir);
     if (paths.length === 0) continue;
-    const rows = await runTreeTask('lookupRows', { ...m.sources(dir), paths });
+    const rows = await runTreeTask(rowTasks.lookupRows, { ...m.sources(dir), paths });
     out.push(...planMerge(rows, m.update, dir).typeConflicts);
   }
   return out;
@@ -170,9 +172,9 @@ function writeEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly string[],
  */
 export async function applyEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly string[]): Promise<string> {
   const w = writeEtcMerge(ctx, m, merged, []);
-  const patched = await runTreeTask('patchManifest', { tree: w.tree, before: w.manifest, after: w.next, events: w.events, durable: true }, { faults: ctx.faults });
+  const patched = await runTreeTask(manifestTasks.patchManifest, { tree: w.tree, before: w.manifest, after: w.next, events: w.events, durable: true }, { faults: ctx.faults });
   ctx.dfs.rename(w.next, w.manifest);
-  return patched.sha256 ?? (await runTreeTask('hashFile', { file: w.manifest }));
+  return patched.sha256 ?? (await runTreeTask(manifestTasks.hashFile, { file: w.manifest }));
 }
 
 /**

@@ -1,6 +1,6 @@
 import { comparePaths, isUnder } from '../fs/core/paths.js';
 import type { ManifestEntry } from '../fs/manifests/manifest.js';
-import { sameEntry, type Row } from '../fs/merge-rows.js';
+import { sameEntry, type Row } from './merge-rows.js';
 
 export { sameEntry, type Row };
 
@@ -21,7 +21,7 @@ export { sameEntry, type Row };
  * A local directory where the update has a non-directory (or the reverse) cannot be
  * merged without losing one of them: a type conflict, refused.
  *
- * The rows (see src/fs/merge-rows.ts) come in manifest order; the planner passes over a
+ * The rows (see src/merge/merge-rows.ts) come in manifest order; the planner passes over a
  * row whose live and staged entries are the same (but the `.updated` stamp's, see
  * rowsAlwaysPlanned), so it may be given only the others.
  */

@@ -7,6 +7,8 @@ import { ManifestWriter } from '../fs/manifests/manifest.js';
 import { displayPath } from '../fs/core/names.js';
 import { RootFs, type TouchEvent } from '../fs/trees/root-fs.js';
 import { runTreeTask, treeWorkersAvailable } from '../fs/jobs/tree-jobs.js';
+import { treeTasks } from '../fs/trees/tasks.js';
+import { manifestTasks } from '../fs/manifests/tasks.js';
 import { copyTreeSplit } from '../fs/trees/copy-split.js';
 import type { PatchResult } from '../fs/manifests/patch-manifest.js';
 import { noFaults, type FaultHook } from '../fs/core/faults.js';
@@ -97,10 +99,10 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   if (snapshotOf !== null) {
     // O(1) in the tree: a snapshot; its manifest is written after the change set, below.
     o.onStep?.('copy');
-    await runTreeTask('snapshotTree', { src: snapshotOf.tree, dst: tree }, { faults: ctx.faults });
+    await runTreeTask(treeTasks.snapshotTree, { src: snapshotOf.tree, dst: tree }, { faults: ctx.faults });
     o.onCopy?.({ done: snapshotOf.entries ?? 0, total: snapshotOf.entries ?? 0, bytes: 0 });
   } else {
-    await runTreeTask('makeTree', { kind: storage, path: tree }, { faults: ctx.faults });
+    await runTreeTask(treeTasks.makeTree, { kind: storage, path: tree }, { faults: ctx.faults });
     o.onStep?.('copy');
     if (o.from) {
       // On worker threads (split in parts on a big tree): the caller's event loop keeps running.
@@ -108,7 +110,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
       const base = { src: o.from.tree, dst: tree, policy: o.from.policy, srcManifest: o.from.manifest, total: o.from.entries ?? null, xattrPolicy: ctx.xattrPolicy };
       const args = trusted !== null ? { ...base, trust: true } : { ...base, manifestOut: pre };
       const parts = copyParts(o.from.entries ?? null, ctx.faults);
-      const copied = parts > 1 ? await copyTreeSplit(args, parts, { ...jobs, onProgress: o.onCopy }) : { result: await runTreeTask('copyTree', args, { ...jobs, onProgress: o.onCopy }), manifests: trusted !== null ? [] : [pre] };
+      const copied = parts > 1 ? await copyTreeSplit(args, parts, { ...jobs, onProgress: o.onCopy }) : { result: await runTreeTask(treeTasks.copyTree, args, { ...jobs, onProgress: o.onCopy }), manifests: trusted !== null ? [] : [pre] };
       preParts = copied.manifests;
       bytes += copied.result.bytes;
     } else {
@@ -143,11 +145,11 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   let patched: PatchResult;
   if (trusted !== null) {
     // One pass: the base manifest's lines under the hardlink prefixes, the rest of the new tree walked, the changes re-read.
-    const r = await runTreeTask('snapshotManifest', { tree, base: trusted.manifest, out: manifest, trust: trusted.policy.hardlinkPrefixes, events }, jobs);
+    const r = await runTreeTask(manifestTasks.snapshotManifest, { tree, base: trusted.manifest, out: manifest, trust: trusted.policy.hardlinkPrefixes, events }, jobs);
     bytes = r.bytes; // the sizes of the files the manifest lists: the new tree's, update included
     patched = r;
   } else {
-    patched = await runTreeTask('patchManifest', { tree, before: preParts, after: manifest, events }, jobs);
+    patched = await runTreeTask(manifestTasks.patchManifest, { tree, before: preParts, after: manifest, events }, jobs);
     for (const p of preParts) dfs.unlink(p);
   }
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });

@@ -2,6 +2,7 @@ import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
 import { exists, isDirectory, listDir, syncFilesystem } from '../fs/trees/durable.js';
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
+import { manifestTasks } from '../fs/manifests/tasks.js';
 import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import { isTempName } from '../state/layout.js';
 import { newRecord } from '../state/model.js';
@@ -102,7 +103,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
   dfs.rename(work, layout.deployment(id));
   dfs.writeFileAtomic(layout.sharedList, sharedListText(shared));
   dfs.replaceSymlink(layout.currentLink, layout.linkTarget(id));
-  const manifestSha256 = built.manifestSha256 ?? (await runTreeTask('hashFile', { file: layout.manifest(id) }));
+  const manifestSha256 = built.manifestSha256 ?? (await runTreeTask(manifestTasks.hashFile, { file: layout.manifest(id) }));
   const state: BaseState = {
     version: 1,
     current: id,

@@ -3,6 +3,8 @@ import { StagedrootError, formatIssues, type Issue } from '../errors.js';
 import type { CopyPolicy } from '../fs/trees/copy-tree.js';
 import { freeSpace, fsyncPaths, listDir, syncFilesystem, writeJson } from '../fs/trees/durable.js';
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
+import { treeTasks } from '../fs/trees/tasks.js';
+import { manifestTasks } from '../fs/manifests/tasks.js';
 import { snapshotsFrom } from '../fs/trees/storage.js';
 import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import { applyTransition } from '../store/apply-transition.js';
@@ -329,7 +331,7 @@ async function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: 
   const { layout } = ctx;
   enter(run, 'commit');
   ctx.dfs.rename(run.work, layout.deployment(id));
-  const manifestSha256 = built.manifestSha256 ?? (await runTreeTask('hashFile', { file: layout.manifest(id) }));
+  const manifestSha256 = built.manifestSha256 ?? (await runTreeTask(manifestTasks.hashFile, { file: layout.manifest(id) }));
   const rec = newRecord({ id, label, parent: run.base.id, at: ctx.now().toISOString(), entries: built.entries, bytes: built.bytes, manifestSha256, source: changes.description, kernelArguments: applyKernelArguments(run.base.kernelArguments ?? [], changes.kernelArguments) });
   rec.locked = run.opts.lock ?? false;
   if (run.checked?.info.origin) rec.origin = run.checked.info.origin;
@@ -368,7 +370,7 @@ async function recordFailure(run: Run, err: unknown): Promise<never> {
     ...(run.output === undefined ? {} : { output: run.output }),
   };
   const rec = e.isRejection && run.treeBuilt ? await keepForDiagnosis(run, failure) : null;
-  if (rec === null) await runTreeTask('removeTree', { path: work }, { faults: ctx.faults });
+  if (rec === null) await runTreeTask(treeTasks.removeTree, { path: work }, { faults: ctx.faults });
   applyTransition(ctx, state, stageFailed(state, failure, rec), 'stage-failed');
   throw e;
 }

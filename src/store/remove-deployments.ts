@@ -1,6 +1,7 @@
 import type { Context } from '../context.js';
 import { exists, listDir } from '../fs/trees/durable.js';
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
+import { treeTasks } from '../fs/trees/tasks.js';
 
 /**
  * Moves deployment directories to trash/ (one atomic rename each), each followed by the
@@ -29,6 +30,6 @@ export function removeDeployments(ctx: Context, ids: readonly string[]): void {
  */
 export async function emptyTrash(ctx: Context): Promise<void> {
   for (const n of listDir(ctx.layout.trashDir)) {
-    await runTreeTask('removeTree', { path: `${ctx.layout.trashDir}/${n}` }, { faults: ctx.faults });
+    await runTreeTask(treeTasks.removeTree, { path: `${ctx.layout.trashDir}/${n}` }, { faults: ctx.faults });
   }
 }

@@ -2,6 +2,7 @@ import type { ChangeSet } from '../changeset.js';
 import { StagedrootError } from '../errors.js';
 import { freeSpace, statPath } from '../fs/trees/durable.js';
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
+import { manifestTasks } from '../fs/manifests/tasks.js';
 
 export interface FreeSpaceOptions {
   /** Bytes that must stay free after the stage (like ostree's min-free-space-size; default 0). */
@@ -26,7 +27,7 @@ export interface SpaceEstimate {
 export async function estimateBytes(baseManifest: string, hardlinkPrefixes: readonly string[], cs: ChangeSet, o: { snapshot?: boolean } = {}): Promise<SpaceEstimate> {
   // A pass over the base manifest, on a worker thread like the tree work; none for a
   // btrfs snapshot, which shares every block of the base tree.
-  const copyBytes = o.snapshot ? 0 : await runTreeTask('sumFileSizes', { manifest: baseManifest, prefixes: [...hardlinkPrefixes] });
+  const copyBytes = o.snapshot ? 0 : await runTreeTask(manifestTasks.sumFileSizes, { manifest: baseManifest, prefixes: [...hardlinkPrefixes] });
   let changeBytes: number | null = null;
   if (Array.isArray(cs.ops)) {
     changeBytes = 0;

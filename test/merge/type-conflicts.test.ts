@@ -15,7 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { copyTree } from '../../src/fs/trees/copy-tree.js';
 import { ManifestIndex } from '../../src/fs/manifests/manifest-index.js';
 import { readManifest } from '../../src/fs/manifests/manifest.js';
-import { changedRows, forEachRow, lookupRows, type Row } from '../../src/fs/merge-rows.js';
+import { changedRows, forEachRow, lookupRows, type Row } from '../../src/merge/merge-rows.js';
 import { patchManifest } from '../../src/fs/manifests/patch-manifest.js';
 import { RootFs, type TouchEvent } from '../../src/fs/trees/root-fs.js';
 import { planMerge, rowsAlwaysPlanned, typeConflictPaths, type UpdatePaths } from '../../src/merge/plan.js';
@@ -155,7 +155,9 @@ describe(`merge type conflicts in O(update) (seed ${SEED})`, () => {
 describe('the merge rows on a worker thread (the compiled library)', () => {
   it('are the rows the same tasks give inline', async () => {
     requireDist();
-    const jobs = (await import(pathToFileURL(path.join(path.dirname(DIST_INDEX), 'fs/jobs/tree-jobs.js')).href)) as typeof import('../../src/fs/jobs/tree-jobs.js');
+    const dist = (rel: string): Promise<unknown> => import(pathToFileURL(path.join(path.dirname(DIST_INDEX), rel)).href);
+    const jobs = (await dist('fs/jobs/tree-jobs.js')) as typeof import('../../src/fs/jobs/tree-jobs.js');
+    const { rowTasks } = (await dist('merge/row-tasks.js')) as typeof import('../../src/merge/row-tasks.js');
     expect(jobs.treeWorkersAvailable()).toBe(true);
     const r = prng(SEED + 1);
     for (let i = 0; i < 10; i++) {
@@ -163,9 +165,9 @@ describe('the merge rows on a worker thread (the compiled library)', () => {
       fs.mkdirSync(dir);
       const c = makeCase(r, dir);
       const paths = typeConflictPaths(c.update, 'etc');
-      expect(await jobs.runTreeTask('lookupRows', { ...c.sources, paths })).toEqual(lookupRows({ ...c.sources, paths }));
+      expect(await jobs.runTreeTask(rowTasks.lookupRows, { ...c.sources, paths })).toEqual(lookupRows({ ...c.sources, paths }));
       const always = rowsAlwaysPlanned('etc');
-      expect(await jobs.runTreeTask('changedRows', { ...c.sources, always })).toEqual(changedRows({ ...c.sources, always }));
+      expect(await jobs.runTreeTask(rowTasks.changedRows, { ...c.sources, always })).toEqual(changedRows({ ...c.sources, always }));
       fs.rmSync(dir, { recursive: true });
     }
   });

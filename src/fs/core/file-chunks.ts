@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { StagedrootError } from '../../errors.js';
-import { ioError } from '../trees/root-fs.js';
+import { ioError } from './io-error.js';
 
 const CHUNK = 256 * 1024;
 

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ioError } from '../trees/root-fs.js';
+import { ioError } from './io-error.js';
 
 /**
  * A private temporary directory outside every sysroot, for tools that need a root of

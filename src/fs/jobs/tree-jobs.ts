@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { StagedrootError } from '../../errors.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
-import { abortedError, treeTasks, type TaskArgs, type TaskHooks, type TaskName, type TaskResult } from './tree-tasks.js';
+import { abortedError, type TaskHooks, type TreeTask } from './tree-tasks.js';
 import type { JobMessage, JobRequest } from './tree-worker.js';
 import { fromWire } from './wire-error.js';
 
@@ -27,7 +27,7 @@ export interface TreeJobOptions {
  * as the unit tests do) or STAGEDROOT_TREE_WORKERS=0, the task runs inline, with the
  * same hooks: the same code, only on the caller's thread.
  */
-export function runTreeTask<K extends TaskName>(task: K, args: TaskArgs<K>, o: TreeJobOptions = {}): Promise<TaskResult<K>> {
+export function runTreeTask<A, R>(task: TreeTask<A, R>, args: A, o: TreeJobOptions = {}): Promise<R> {
   if (o.signal?.aborted) return Promise.reject(abortedError());
   return workerUrl() === null ? runInline(task, args, o) : runInWorker(task, args, o);
 }
@@ -47,7 +47,7 @@ function workerUrl(): URL | null {
   return cachedUrl;
 }
 
-async function runInline<K extends TaskName>(task: K, args: TaskArgs<K>, o: TreeJobOptions): Promise<TaskResult<K>> {
+async function runInline<A, R>(task: TreeTask<A, R>, args: A, o: TreeJobOptions): Promise<R> {
   await Promise.resolve();
   const hooks: TaskHooks = {
     faults: o.faults ?? noFaults,
@@ -58,7 +58,7 @@ async function runInline<K extends TaskName>(task: K, args: TaskArgs<K>, o: Tree
       if (o.signal?.aborted) throw abortedError();
     },
   };
-  return (treeTasks[task] as (a: TaskArgs<K>, h: TaskHooks) => TaskResult<K>)(args, hooks);
+  return task.run(args, hooks);
 }
 
 // Idle workers are kept (unref'd: they never hold the process open) so that the tasks
@@ -102,13 +102,13 @@ function giveBack(w: Worker): void {
   else void w.terminate();
 }
 
-function runInWorker<K extends TaskName>(task: K, args: TaskArgs<K>, o: TreeJobOptions): Promise<TaskResult<K>> {
+function runInWorker<A, R>(task: TreeTask<A, R>, args: A, o: TreeJobOptions): Promise<R> {
   const w = takeWorker(workerUrl()!);
   const id = nextId++;
   const control = new SharedArrayBuffer(8);
   const ctl = new Int32Array(control);
   const faults = o.faults ?? noFaults;
-  return new Promise<TaskResult<K>>((resolve, reject) => {
+  return new Promise<R>((resolve, reject) => {
     const onAbort = (): void => void Atomics.store(ctl, 0, 1);
     const finish = (fn: () => void, reuse: boolean): void => {
       w.off('message', onMessage);
@@ -142,20 +142,20 @@ function runInWorker<K extends TaskName>(task: K, args: TaskArgs<K>, o: TreeJobO
           break;
         }
         case 'done':
-          finish(() => resolve(m.value as TaskResult<K>), true);
+          finish(() => resolve(m.value as R), true);
           break;
         case 'error':
           finish(() => reject(fromWire(m.error)), true);
           break;
       }
     };
-    const onError = (err: Error): void => finish(() => reject(new StagedrootError('IO', `The tree worker failed during ${task}: ${err.message}`, { cause: err })), false);
-    const onExit = (code: number): void => finish(() => reject(new StagedrootError('IO', `The tree worker exited (${code}) during ${task}`)), false);
+    const onError = (err: Error): void => finish(() => reject(new StagedrootError('IO', `The tree worker failed during ${task.name}: ${err.message}`, { cause: err })), false);
+    const onExit = (code: number): void => finish(() => reject(new StagedrootError('IO', `The tree worker exited (${code}) during ${task.name}`)), false);
     w.on('message', onMessage);
     w.on('error', onError);
     w.on('exit', onExit);
     o.signal?.addEventListener('abort', onAbort, { once: true });
-    const req: JobRequest = { id, task, args, control, reportFaults: faults !== noFaults };
+    const req: JobRequest = { id, module: task.module, task: task.name, args, control, reportFaults: faults !== noFaults };
     w.postMessage(req);
   });
 }

@@ -7,12 +7,14 @@
 import { parentPort } from 'node:worker_threads';
 import { StagedrootError } from '../../errors.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
-import { abortedError, treeTasks, type TaskHooks, type TaskName } from './tree-tasks.js';
+import { abortedError, taskNamed, type TaskHooks } from './tree-tasks.js';
 import { toWire } from './wire-error.js';
 
 export interface JobRequest {
   id: number;
-  task: TaskName;
+  /** The URL of the module that defines the task, and its name (see defineTreeTask). */
+  module: string;
+  task: string;
   args: unknown;
   /** Int32 cells: [0] the abort flag, [1] the fault hook's answer (0 waiting, 1 done, 2 failed). */
   control: SharedArrayBuffer;
@@ -27,10 +29,12 @@ export type JobMessage =
   | { id: number; type: 'done'; value: unknown }
   | { id: number; type: 'error'; error: ReturnType<typeof toWire> };
 
+if (parentPort === null) throw new Error('tree-worker.js runs as a worker thread');
 const port = parentPort;
-if (port === null) throw new Error('tree-worker.js runs as a worker thread');
 
-port.on('message', (m: JobRequest) => {
+port.on('message', (m: JobRequest) => void runJob(m));
+
+async function runJob(m: JobRequest): Promise<void> {
   const post = (msg: JobMessage): void => port.postMessage(msg);
   const ctl = new Int32Array(m.control);
   const faults: FaultHook = m.reportFaults
@@ -53,9 +57,9 @@ port.on('message', (m: JobRequest) => {
     },
   };
   try {
-    const run = treeTasks[m.task] as (a: unknown, h: TaskHooks) => unknown;
-    post({ id: m.id, type: 'done', value: run(m.args, hooks) });
+    const task = await taskNamed(m.module, m.task);
+    post({ id: m.id, type: 'done', value: task.run(m.args, hooks) });
   } catch (err) {
     post({ id: m.id, type: 'error', error: toWire(err) });
   }
-});
+}

@@ -2,8 +2,14 @@ import * as fs from 'node:fs';
 import { ManifestReader, ManifestWriter, readEntry, type ManifestEntry } from './manifest.js';
 import { hostPath } from '../core/names.js';
 import { comparePaths } from '../core/paths.js';
-import type { TouchEvent } from '../trees/root-fs.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
+
+/** What happened to a tree path (RootFs reports each write), for incremental manifest updates. */
+export interface TouchEvent {
+  kind: 'touch' | 'remove';
+  /** Real tree-relative path (after resolving symlinks inside the root). */
+  path: string;
+}
 
 /**
  * Rewrites a manifest after a change set was applied to its tree, in one streaming pass:

@@ -2,14 +2,13 @@ import * as fs from 'node:fs';
 import { hashFile } from '../core/hash.js';
 import { ManifestWriter, entryFromStat, isFileLineFor, readEntry, type ManifestEntry } from './manifest.js';
 import { ManifestCursor } from './manifest-cursor.js';
-import { changesOf, deltaOf, type PatchResult } from './patch-manifest.js';
-import type { TouchEvent } from '../trees/root-fs.js';
+import { changesOf, deltaOf, type PatchResult, type TouchEvent } from './patch-manifest.js';
 import { childPath } from '../core/names.js';
 import type { TaskHooks } from '../jobs/tree-tasks.js';
 import { readNames } from '../core/walk.js';
 import { readXattrs, xattrDigest, xattrsSupported } from '../core/xattr.js';
 import { comparePaths, isUnder } from '../core/paths.js';
-import { ioError } from '../trees/root-fs.js';
+import { ioError } from '../core/io-error.js';
 
 export interface SnapshotManifestArgs {
   /** The snapshot of the base tree, with the change set applied. */

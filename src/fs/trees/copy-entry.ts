@@ -2,7 +2,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { StagedrootError, errnoOf } from '../../errors.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
-import { fsyncDir, ioError } from './root-fs.js';
+import { fsyncDir } from '../core/fsync-dir.js';
+import { ioError } from '../core/io-error.js';
 import { readXattrs, writeXattrs } from '../core/xattr.js';
 
 const canChown = typeof process.getuid === 'function' && process.getuid() === 0;

@@ -5,9 +5,9 @@ import { noFaults } from '../core/faults.js';
 import { cheapPath, parseManifestLine } from '../manifests/manifest.js';
 import { hostPath } from '../core/names.js';
 import { comparePaths } from '../core/paths.js';
-import { ioError } from './root-fs.js';
+import { ioError } from '../core/io-error.js';
 import { runTreeTask, type TreeJobOptions } from '../jobs/tree-jobs.js';
-import type { CopyArgs } from '../jobs/tree-tasks.js';
+import { treeTasks, type CopyArgs } from './tasks.js';
 
 /** Where a part of a split copy starts: a manifest path and the byte offset of its line. */
 export interface SplitPoint {
@@ -61,7 +61,7 @@ function ancestors(p: string): string[] {
 export async function copyTreeSplit(args: CopyArgs, parts: number, jobs: TreeJobOptions): Promise<{ result: CopyResult; manifests: string[] }> {
   const points = args.srcManifest === undefined ? [] : splitPoints(args.srcManifest, parts);
   if (points.length === 0) {
-    return { result: await runTreeTask('copyTree', args, jobs), manifests: args.manifestOut === undefined ? [] : [args.manifestOut] };
+    return { result: await runTreeTask(treeTasks.copyTree, args, jobs), manifests: args.manifestOut === undefined ? [] : [args.manifestOut] };
   }
   const faults = jobs.faults ?? noFaults;
   const spine = [...new Set(points.flatMap((p) => ancestors(p.path)))].sort(comparePaths);
@@ -94,7 +94,7 @@ export async function copyTreeSplit(args: CopyArgs, parts: number, jobs: TreeJob
   const manifests = out === undefined ? [] : bounds.slice(1).map((_, k) => `${out}.${k}`);
   const runs = bounds.slice(1).map((_, k) =>
     runTreeTask(
-      'copyTree',
+      treeTasks.copyTree,
       { ...args, manifestOut: out === undefined ? undefined : manifests[k], total: null, part: { range: { lo: bounds[k]!, hi: bounds[k + 1]! }, spine, srcManifestStart: k === 0 ? 0 : points[k - 1]!.offset } },
       {
         ...jobs,

@@ -6,7 +6,7 @@ import { ManifestReader, ManifestWriter, entryFromStat, isFileLineFor, readLinkT
 import { bytesOfName, hasRawBytes, hostPath } from '../core/names.js';
 import { makeFifo } from '../core/path-tool.js';
 import { isUnder } from '../core/paths.js';
-import { ioError } from './root-fs.js';
+import { ioError } from '../core/io-error.js';
 import { walkEntries, type WalkRange } from '../core/walk.js';
 import { readXattrs, writeXattrs, xattrDigest, xattrsSupported, type XattrPolicy, type Xattrs } from '../core/xattr.js';
 

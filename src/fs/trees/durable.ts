@@ -2,11 +2,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { StagedrootError, errnoOf } from '../../errors.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
-import { fsyncDir, ioError } from './root-fs.js';
+import { fsyncDir } from '../core/fsync-dir.js';
+import { ioError } from '../core/io-error.js';
 import { hashFile } from '../core/hash.js';
 import { removeTreeNow } from './remove-tree.js';
 import { tempPath } from '../../state/layout.js';
 import { runTreeTask } from '../jobs/tree-jobs.js';
+import { treeTasks } from './tasks.js';
 
 export { optionUnsupported } from '../core/sync-fs.js';
 
@@ -155,7 +157,7 @@ export function freeSpace(p: string): { free: number; total: number } {
  * the caller's event loop.
  */
 export async function syncFilesystem(p: string): Promise<void> {
-  await runTreeTask('syncFilesystem', { path: p, env: { ...process.env } });
+  await runTreeTask(treeTasks.syncFilesystem, { path: p, env: { ...process.env } });
 }
 
 /**

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import { StagedrootError, errnoOf } from '../../errors.js';
 import { readLinkTarget } from '../manifests/manifest.js';
 import { childPath } from '../core/names.js';
-import { ioError } from './root-fs.js';
+import { ioError } from '../core/io-error.js';
 import { readNames } from '../core/walk.js';
 import { readXattrs, type Xattrs } from '../core/xattr.js';
 

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import type { FaultHook } from '../core/faults.js';
-import { ioError } from './root-fs.js';
+import { ioError } from '../core/io-error.js';
 import { deleteSubvolumesIn } from './storage.js';
 
 /** Removes a tree (not following symlinks; btrfs subvolumes deleted whole); missing is fine. One mutation, reported after it. */

@@ -18,13 +18,10 @@ import { readXattrs, replaceXattrs, writeXattrs, type XattrList, type XattrPolic
 import { copyFileInto } from './copy-entry.js';
 import { realPathInRoot } from './resolve-in-root.js';
 import { splitSourcePath } from '../core/paths.js';
+import { fsyncDir } from '../core/fsync-dir.js';
+import type { TouchEvent } from '../manifests/patch-manifest.js';
 
-/** What happened to a tree path, for incremental manifest updates. */
-export interface TouchEvent {
-  kind: 'touch' | 'remove';
-  /** Real tree-relative path (after resolving symlinks inside the root). */
-  path: string;
-}
+export type { TouchEvent } from '../manifests/patch-manifest.js';
 
 export interface RootFsOptions {
   faults?: FaultHook;
@@ -553,15 +550,6 @@ export class RootFs {
 
   private mutated(op: string, host: string): void {
     this.faults.afterMutation(op, host);
-  }
-}
-
-export function fsyncDir(dir: string): void {
-  const fd = fs.openSync(B(dir), fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
   }
 }
 

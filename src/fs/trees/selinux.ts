@@ -2,7 +2,8 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { StagedrootError } from '../../errors.js';
 import { bytesOfName, hostPath } from '../core/names.js';
-import type { RootFs, TouchEvent } from './root-fs.js';
+import type { RootFs } from './root-fs.js';
+import type { TouchEvent } from '../manifests/patch-manifest.js';
 import { readXattrs, writeXattrs, type XattrPolicy } from '../core/xattr.js';
 
 /**

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { StagedrootError } from '../../errors.js';
 import type { FaultHook } from '../core/faults.js';
-import { ioError } from './root-fs.js';
+import { ioError } from '../core/io-error.js';
 
 /**
  * How deployment trees are stored. `btrfs`: each tree is a btrfs subvolume, and a stage

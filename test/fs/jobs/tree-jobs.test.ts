@@ -10,13 +10,21 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runTreeTask as runInline, treeWorkersAvailable } from '../../../src/fs/jobs/tree-jobs.js';
+import { runTreeTask, treeWorkersAvailable } from '../../../src/fs/jobs/tree-jobs.js';
+import { treeTasks } from '../../../src/fs/trees/tasks.js';
+import { manifestTasks } from '../../../src/fs/manifests/tasks.js';
 import { countingHook } from '../../../src/fs/core/faults.js';
 import { buildTree, hashTree } from '../../../src/testing/index.js';
 import { DIST_INDEX, requireDist } from '../../helpers/crash.js';
 
-type RunTreeTask = typeof runInline;
-let runInWorker: RunTreeTask;
+/** The runner and the tasks of one build: the TypeScript source (inline) or dist/ (on workers). */
+interface Build {
+  run: typeof runTreeTask;
+  tree: typeof treeTasks;
+  manifest: typeof manifestTasks;
+}
+const inline: Build = { run: runTreeTask, tree: treeTasks, manifest: manifestTasks };
+let worker: Build;
 let workersInDist: boolean;
 let base: string;
 let src: string;
@@ -30,8 +38,11 @@ function wideTree(root: string, n: number): string {
 
 beforeAll(async () => {
   requireDist();
-  const mod = (await import(path.join(path.dirname(DIST_INDEX), 'fs/jobs/tree-jobs.js'))) as { runTreeTask: RunTreeTask; treeWorkersAvailable: () => boolean };
-  runInWorker = mod.runTreeTask;
+  const dist = (rel: string): Promise<unknown> => import(path.join(path.dirname(DIST_INDEX), rel));
+  const mod = (await dist('fs/jobs/tree-jobs.js')) as { runTreeTask: typeof runTreeTask; treeWorkersAvailable: () => boolean };
+  const tree = ((await dist('fs/trees/tasks.js')) as { treeTasks: typeof treeTasks }).treeTasks;
+  const manifest = ((await dist('fs/manifests/tasks.js')) as { manifestTasks: typeof manifestTasks }).manifestTasks;
+  worker = { run: mod.runTreeTask, tree, manifest };
   workersInDist = mod.treeWorkersAvailable();
   base = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-tree-jobs-'));
   src = wideTree(path.join(base, 'src'), 3000);
@@ -58,8 +69,8 @@ describe('tree tasks', () => {
     const workerHook = countingHook();
     const a = copyArgs('inline');
     const b = copyArgs('worker');
-    const ra = await runInline('copyTree', a, { faults: inlineHook });
-    const rb = await runInWorker('copyTree', b, { faults: workerHook });
+    const ra = await inline.run(inline.tree.copyTree, a, { faults: inlineHook });
+    const rb = await worker.run(worker.tree.copyTree, b, { faults: workerHook });
     expect(rb).toEqual(ra);
     expect(hashTree(b.dst)).toBe(hashTree(src));
     expect(fs.readFileSync(b.manifestOut, 'utf8')).toBe(fs.readFileSync(a.manifestOut, 'utf8'));
@@ -73,7 +84,7 @@ describe('tree tasks', () => {
     const timer = setInterval(() => (ticks += 1), 1);
     let ticksAtFirstProgress = -1;
     try {
-      await runInWorker('copyTree', copyArgs('progress'), {
+      await worker.run(worker.tree.copyTree, copyArgs('progress'), {
         onProgress: (p: { done: number }) => {
           if (ticksAtFirstProgress < 0) ticksAtFirstProgress = ticks;
           seen.push(p.done);
@@ -90,11 +101,11 @@ describe('tree tasks', () => {
   });
 
   it('stop when the AbortSignal fires: ABORTED, on a worker and inline', async () => {
-    for (const [name, run] of [['abort-worker', runInWorker], ['abort-inline', runInline]] as const) {
+    for (const [name, build] of [['abort-worker', worker], ['abort-inline', inline]] as const) {
       const ac = new AbortController();
       const args = copyArgs(name);
       let progress = 0;
-      const p = run('copyTree', args, {
+      const p = build.run(build.tree.copyTree, args, {
         signal: ac.signal,
         onProgress: () => {
           progress += 1;
@@ -109,13 +120,40 @@ describe('tree tasks', () => {
     }
   });
 
+  it('run every task of trees and manifests on a worker (found by the module that defines it) with the results of inline', async () => {
+    const a = copyArgs('tasks-a');
+    await inline.run(inline.tree.copyTree, a);
+    fs.writeFileSync(path.join(a.dst, 'etc/motd'), 'changed\n');
+    const b = copyArgs('tasks-b');
+    await inline.run(inline.tree.copyTree, b);
+    const checks: [string, (x: Build) => Promise<unknown>][] = [
+      ['hashFile', (x) => x.run(x.manifest.hashFile, { file: a.manifestOut })],
+      ['diffManifests', (x) => x.run(x.manifest.diffManifests, { a: a.manifestOut, b: b.manifestOut })],
+      ['sumFileSizes', (x) => x.run(x.manifest.sumFileSizes, { manifest: a.manifestOut, prefixes: ['usr'] })],
+      ['verifyTree', (x) => x.run(x.manifest.verifyTree, { tree: a.dst, manifest: a.manifestOut })],
+    ];
+    for (const [name, run] of checks) {
+      const [wi, ww] = [await run(inline), await run(worker)];
+      expect(ww, name).toEqual(wi);
+    }
+    expect(await worker.run(worker.manifest.verifyTree, { tree: a.dst, manifest: a.manifestOut })).toMatchObject([{ path: 'etc/motd' }]);
+    for (const build of [inline, worker]) {
+      const made = path.join(base, `made-${build === inline ? 'inline' : 'worker'}`);
+      await build.run(build.tree.makeTree, { kind: 'portable', path: made });
+      expect(fs.statSync(made).isDirectory()).toBe(true);
+      await build.run(build.tree.syncFilesystem, { path: made, env: { ...process.env } });
+      await build.run(build.tree.removeTree, { path: made });
+      expect(fs.existsSync(made)).toBe(false);
+    }
+  });
+
   it('an aborted signal before the start rejects at once', async () => {
     const ac = new AbortController();
     ac.abort();
-    await expect(runInWorker('hashFile', { file: path.join(src, 'etc/motd') }, { signal: ac.signal })).rejects.toMatchObject({ code: 'ABORTED' });
+    await expect(worker.run(worker.manifest.hashFile, { file: path.join(src, 'etc/motd') }, { signal: ac.signal })).rejects.toMatchObject({ code: 'ABORTED' });
   });
 
   it('carry typed errors back from the worker', async () => {
-    await expect(runInWorker('verifyTree', { tree: src, manifest: path.join(base, 'no-such-manifest') })).rejects.toMatchObject({ name: 'StagedrootError', code: 'STATE_CORRUPT' });
+    await expect(worker.run(worker.manifest.verifyTree, { tree: src, manifest: path.join(base, 'no-such-manifest') })).rejects.toMatchObject({ name: 'StagedrootError', code: 'STATE_CORRUPT' });
   });
 });

@@ -1,9 +1,9 @@
-import { lstatOrNull } from './trees/copy-entry.js';
-import { ManifestIndex } from './manifests/manifest-index.js';
-import { ManifestReader, readEntryCached, type ManifestEntry } from './manifests/manifest.js';
-import { hostPath } from './core/names.js';
-import { comparePaths, isUnder } from './core/paths.js';
-import { walkTree } from './core/walk.js';
+import { lstatOrNull } from '../fs/trees/copy-entry.js';
+import { ManifestIndex } from '../fs/manifests/manifest-index.js';
+import { ManifestReader, readEntryCached, type ManifestEntry } from '../fs/manifests/manifest.js';
+import { hostPath } from '../fs/core/names.js';
+import { comparePaths, isUnder } from '../fs/core/paths.js';
+import { walkTree } from '../fs/core/walk.js';
 
 /**
  * The rows of the /etc 3-way merge (see src/merge/plan.ts): for a path under a merged
