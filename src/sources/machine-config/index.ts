@@ -1,4 +1,4 @@
-import type { ChangeSet } from '../../changeset.js';
+import type { ChangeOp, ChangeSet } from '../../changeset.js';
 import { StagedrootError, type Issue } from '../../errors.js';
 import type { ConfigRecord } from '../../state/config-record.js';
 import type { KernelArgumentChange } from '../../state/kernel-args.js';
@@ -7,6 +7,8 @@ import { planIgnition, type PlanOptions } from '../ignition/plan.js';
 import type { Platform } from '../oci/platform.js';
 import type { PlanContext, Source, SourceInfo } from '../source.js';
 import { checkMachineConfig, type CheckedMachineConfig } from './check.js';
+import { ownedPaths } from '../config-owned/owned-paths.js';
+import { releaseOps } from '../config-owned/release.js';
 import { parseMachineConfigText } from './document.js';
 import { osImageSource, parseImageReference } from './os-image.js';
 
@@ -85,19 +87,34 @@ export function machineConfigSource(doc: unknown, o: MachineConfigOptions = {}):
           warnings: [...(imageCs.warnings ?? []), ...warnings],
           onTop: async (tree) => {
             const cs = prefixed(() => planIgnition(ign, tree, describe, o));
-            return { ...cs, warnings: (cs.warnings ?? []).filter((w) => !ign.warnings.includes(w)).map(prefixIssue) };
+            // Over a new image the previous config's paths are gone already; the originals are the image's.
+            const own = ownedPaths(ign.config, tree, null);
+            record.owned = own.owned;
+            return { ...cs, warnings: [...(cs.warnings ?? []).filter((w) => !ign.warnings.includes(w)).map(prefixIssue), ...own.warnings.map(originalNotKept)] };
           },
         };
       }
       if (mc.osImageURL !== undefined && !sameImage) warnings.push(imageNotApplied(mc.osImageURL, context));
       const cs = prefixed(() => planIgnition(ign, base, describe, o));
+      const own = ownedPaths(ign.config, base, prior);
+      const release = releaseOps(prior, own.owned, base);
+      record.owned = own.owned;
+      const ops = [...release.ops, ...(cs.ops as ChangeOp[])];
+      const letGo = release.released.filter((r) => r.action !== 'kept').length;
       return {
         ...cs,
-        description: `${what}: ${cs.description}; ${args}`,
+        ops,
+        count: ops.length,
+        description: `${what}: ${cs.description}; ${args}${letGo ? `; ${letGo} path${letGo === 1 ? '' : 's'} the previous config owned let go` : ''}`,
         ...(mc.name ? { label: mc.name } : {}),
         kernelArguments,
         config: record,
-        warnings: [...warnings, ...(cs.warnings ?? []).filter((w) => !ign.warnings.includes(w)).map(prefixIssue)],
+        warnings: [
+          ...warnings,
+          ...(cs.warnings ?? []).filter((w) => !ign.warnings.includes(w)).map(prefixIssue),
+          ...own.warnings.map(originalNotKept),
+          ...release.warnings.map((w): Issue => ({ code: 'OWNED_DIRECTORY_KEPT', path: w.path, message: w.message, severity: 'warning' })),
+        ],
       };
     },
   };
@@ -127,6 +144,10 @@ function imageNotApplied(url: string, context: PlanContext | undefined): Issue {
     message: `${url} was not applied: no image store was given (--image-store), and ${why}; the config is applied over the booted tree`,
     severity: 'warning',
   };
+}
+
+function originalNotKept(message: string): Issue {
+  return { code: 'ORIGINAL_NOT_KEPT', path: message.slice(1, message.indexOf(' ')), message, severity: 'warning' };
 }
 
 /** Runs an Ignition step, its errors' and issues' field paths under spec.config. */
