@@ -45,3 +45,6 @@ export { classifySystemdOutput, type NoiseRule } from './validate/systemd-output
 export { runHealthChecks, DEFAULT_HEALTH_TIMEOUT_MS, type HealthCheck, type HealthOptions, type HealthReport, type CheckResult, type HealthKind } from './boot/health.js';
 export { assessHealth, type AssessResult } from './assess-health.js';
 export { mcdAnnotations, MCD_ANNOTATION, type McdAnnotations, type McdState, type McdOptions } from './agent/mcd-annotations.js';
+export { adoptRoot, ADOPT_SHARED, type AdoptOptions, type AdoptResult } from './install/adopt.js';
+export { findSysroot, type FoundSysroot, type SysrootPlaces } from './boot/find-sysroot.js';
+export { PACKAGE_DBS } from './install/package-db.js';

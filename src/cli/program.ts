@@ -19,6 +19,7 @@ import { unlockCommand } from './commands/unlock.js';
 import { healthCommand } from './commands/health.js';
 import { installCommand } from './commands/install.js';
 import { trustCommands } from './commands/trust.js';
+import { adoptCommand } from './commands/adopt.js';
 
 const VERSION = '0.1.0';
 
@@ -29,7 +30,7 @@ export function buildProgram(env: CliEnv): Command {
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (s) => env.io.out(s), writeErr: (s) => env.io.err(s) })
     .exitOverride();
-  for (const register of [initCommand, statusCommand, stageCommand, finalizeCommand, bootCommand, markCommands, rollbackCommand, discardCommand, pruneCommand, diffCommand, verifyCommand, pinCommands, unlockCommand, healthCommand, trustCommands, installCommand]) {
+  for (const register of [initCommand, statusCommand, stageCommand, finalizeCommand, bootCommand, markCommands, rollbackCommand, discardCommand, pruneCommand, diffCommand, verifyCommand, pinCommands, unlockCommand, healthCommand, trustCommands, adoptCommand, installCommand]) {
     register(program, env);
   }
   for (const c of program.commands) c.exitOverride().configureOutput({ writeOut: (s) => env.io.out(s), writeErr: (s) => env.io.err(s) });

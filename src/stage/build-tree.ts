@@ -1,7 +1,7 @@
 import type { ChangeOp, ChangeSet, SharedContent } from '../changeset.js';
 import type { Context } from '../context.js';
 import type { Issue } from '../errors.js';
-import type { CopyPolicy, CopyProgress } from '../fs/trees/copy-tree.js';
+import type { CopyExclude, CopyPolicy, CopyProgress } from '../fs/trees/copy-tree.js';
 import { writeJson } from '../fs/trees/durable.js';
 import { ManifestWriter } from '../fs/manifests/manifest.js';
 import { displayPath } from '../fs/core/names.js';
@@ -21,7 +21,7 @@ export interface BuildTreeOptions {
   /** The private work dir: the tree goes to `work/tree`, its manifest and delta beside it. */
   work: string;
   /** The tree to start from (omitted: an empty tree), with its manifest when it has one. */
-  from?: { tree: string; manifest?: string; entries?: number | null; policy: CopyPolicy };
+  from?: { tree: string; manifest?: string; entries?: number | null; policy: CopyPolicy; exclude?: CopyExclude };
   changes?: ChangeSet;
   onCopy?: (p: CopyProgress) => void;
   onApply?: (p: ApplyProgress) => void;
@@ -85,10 +85,11 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   let preParts = [pre];
   const sockets: string[] = [];
   const devices: string[] = [];
+  const mounted: string[] = [];
   const jobs = {
     faults: ctx.faults,
     signal: o.signal,
-    onSkip: (rel: string, why: string) => (why === 'socket' ? sockets : devices).push(rel),
+    onSkip: (rel: string, why: string) => (why === 'socket' ? sockets : why === 'mount point' ? mounted : devices).push(rel),
     onWarn: ctx.warn,
   };
   // A base with a manifest (a deployment) is trusted under the hardlink prefixes, as a
@@ -107,7 +108,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     if (o.from) {
       // On worker threads (split in parts on a big tree): the caller's event loop keeps running.
       // Trusting the base manifest, the copy writes none (see below); otherwise it writes the pre-manifest.
-      const base = { src: o.from.tree, dst: tree, policy: o.from.policy, srcManifest: o.from.manifest, total: o.from.entries ?? null, xattrPolicy: ctx.xattrPolicy };
+      const base = { src: o.from.tree, dst: tree, policy: o.from.policy, srcManifest: o.from.manifest, total: o.from.entries ?? null, xattrPolicy: ctx.xattrPolicy, ...(o.from.exclude ? { exclude: o.from.exclude } : {}) };
       const args = trusted !== null ? { ...base, trust: true } : { ...base, manifestOut: pre };
       const parts = copyParts(o.from.entries ?? null, ctx.faults);
       const copied = parts > 1 ? await copyTreeSplit(args, parts, { ...jobs, onProgress: o.onCopy }) : { result: await runTreeTask(treeTasks.copyTree, args, { ...jobs, onProgress: o.onCopy }), manifests: trusted !== null ? [] : [pre] };
@@ -120,6 +121,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   // Sockets are runtime objects (their listener is gone); device nodes come from
   // devtmpfs at boot: neither is kept, and the user is told which.
   if (sockets.length > 0) ctx.warn(`skipped ${sockets.length} socket${sockets.length === 1 ? '' : 's'} (runtime objects, not kept): ${sockets.map(displayPath).join(', ')}`);
+  if (mounted.length > 0) ctx.warn(`skipped ${mounted.length} mount point${mounted.length === 1 ? '' : 's'} that ${mounted.length === 1 ? 'is not a directory' : 'are not directories'} (another filesystem is never copied): ${mounted.map(displayPath).join(', ')}`);
   if (devices.length > 0) ctx.warn(`skipped ${devices.length} device node${devices.length === 1 ? '' : 's'} (devices come from devtmpfs at boot, not from a tree): ${devices.map(displayPath).join(', ')}`);
   o.onTreeBuilt?.();
   const events: TouchEvent[] = [];

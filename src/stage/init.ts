@@ -18,6 +18,8 @@ import { moveOutShared } from '../machine-state/mount-points.js';
 import type { DurableFs } from '../fs/trees/durable.js';
 import { addTrustedKey, readPublicKeyFile } from '../trust/keys.js';
 import { checkSource } from './check-source.js';
+import type { CopyExclude, CopyPolicy, CopyProgress } from '../fs/trees/copy-tree.js';
+import type { RootFs } from '../fs/trees/root-fs.js';
 
 export interface InitOptions {
   /** A directory to copy as the first tree. */
@@ -40,6 +42,15 @@ export interface InitOptions {
   bootDir?: string;
   /** The first deployment's kernel arguments (later ones inherit and change them). */
   kernelArguments?: string[];
+  /** How `fromDirectory` is copied (default: reflinked or copied, nothing linked) and what of it is left out. */
+  fromPolicy?: CopyPolicy;
+  fromExclude?: CopyExclude;
+  /** What the first deployment's record says it came from (default: the directory or source). */
+  sourceDescription?: string;
+  /** Progress of the copy of `fromDirectory`. */
+  onCopy?: (p: CopyProgress) => void;
+  /** Called with the first tree before its shared directories move out (through the safe-fs layer: the manifest follows). */
+  prepareTree?: (root: RootFs) => void;
 }
 
 /** Creates `host` and its missing parents below `root`, each made durable. */
@@ -91,13 +102,17 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
   const cs = o.source ? await o.source.plan(new ReadOnlyTree(planRoot)) : undefined;
   const built = await buildTree(ctx, {
     work,
-    from: o.fromDirectory === undefined ? undefined : { tree: o.fromDirectory, policy: { hardlinkPrefixes: [], mode: 'reflink' } },
+    from: o.fromDirectory === undefined ? undefined : { tree: o.fromDirectory, policy: o.fromPolicy ?? { hardlinkPrefixes: [], mode: 'reflink' }, ...(o.fromExclude ? { exclude: o.fromExclude } : {}) },
     changes: cs,
-    settle: (root) => moveOutShared(root, shared, (rel) => layout.shared(rel), (host) => mkdirs(dfs, layout.root, host)),
+    onCopy: o.onCopy,
+    settle: (root) => {
+      o.prepareTree?.(root);
+      moveOutShared(root, shared, (rel) => layout.shared(rel), (host) => mkdirs(dfs, layout.root, host));
+    },
   });
   if (o.fromDirectory === undefined) dfs.removeTree(planRoot);
   for (const w of built.warnings) ctx.warn(`${w.code} at ${w.path || '(root)'}: ${w.message}`);
-  const description = cs?.description ?? (o.fromDirectory ? `directory ${o.fromDirectory}` : 'empty tree');
+  const description = o.sourceDescription ?? cs?.description ?? (o.fromDirectory ? `directory ${o.fromDirectory}` : 'empty tree');
   const label = o.label ?? cs?.label ?? 'initial';
   await syncFilesystem(work);
   dfs.rename(work, layout.deployment(id));

@@ -15,6 +15,8 @@ export type CopyMode = 'reflink' | 'copy';
 export interface CopyPolicy {
   /** Tree prefixes whose regular files are hardlinked (immutable content), e.g. ["usr"]. */
   hardlinkPrefixes: string[];
+  /** Prefixes inside those that are copied all the same (mutable databases in a linked tree). */
+  copyPrefixes?: string[];
   /** How the rest is copied: reflink where the filesystem supports it (else copy), or plain copy. */
   mode: CopyMode;
 }
@@ -26,10 +28,25 @@ export interface CopyProgress {
   bytes: number;
 }
 
+/**
+ * What a copy of a running root leaves out (adoption): other filesystems are never
+ * entered. Their mount points (and the directories `hollow` names) are made as empty
+ * directories with their attributes; `omit` is not made at all (the sysroot itself).
+ */
+export interface CopyExclude {
+  /** Only this filesystem (st_dev) is copied: a directory on another is left empty, anything else on another is skipped. */
+  device?: number;
+  /** Directories made empty (mount points, /proc, /tmp, …). */
+  hollow: string[];
+  /** Entries left out entirely. */
+  omit: string[];
+}
+
 export interface CopyTreeOptions {
   src: string;
   dst: string;
   policy: CopyPolicy;
+  exclude?: CopyExclude;
   /** The source tree's manifest: hashes of unchanged files are reused from it (and a split copy is cut by it). */
   srcManifest?: string;
   /** Where to write the new tree's manifest; omitted with `trust`: none is written. */
@@ -127,7 +144,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
    * (with the digest of the attributes it set), null for a hardlink.
    */
   const linkOrCopy = (rel: string, src: string | Buffer, dst: string | Buffer, st: fs.Stats): { mt: number; x: string | undefined } | null => {
-    const hardlink = o.policy.hardlinkPrefixes.some((p) => isUnder(rel, p));
+    const hardlink = o.policy.hardlinkPrefixes.some((p) => isUnder(rel, p)) && !(o.policy.copyPrefixes ?? []).some((p) => isUnder(rel, p));
     if (hardlink) {
       try {
         fs.linkSync(src, dst);
@@ -188,6 +205,19 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
     }
   };
   const dirs: fs.Stats[] = []; // the source directories entered and not yet left
+  const omit = new Set(o.exclude?.omit ?? []);
+  const hollow = new Set(o.exclude?.hollow ?? []);
+  const device = o.exclude?.device;
+  /** An empty directory for a mount point: made with its attributes at once (no children to wait for). */
+  const hollowDir = (rel: string, dst: string | Buffer, st: fs.Stats): void => {
+    fs.mkdirSync(dst, { mode: 0o700 });
+    faults.afterMutation('mkdir', String(dst));
+    if (canChown) fs.chownSync(dst, st.uid, st.gid);
+    fs.chmodSync(dst, st.mode & 0o7777);
+    fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
+    out?.write(entryFromStat(rel, st, {}));
+    counted();
+  };
 
   try {
     walkEntries(o.src, {
@@ -204,11 +234,24 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
           counted();
           return false;
         }
+        if (omit.has(rel)) return false;
         let st: fs.Stats;
         try {
           st = fs.lstatSync(host);
         } catch (err) {
           throw ioError(err, rel, String(host), 'sysroot');
+        }
+        if (hollow.has(rel) || (device !== undefined && st.dev !== device)) {
+          if (!st.isDirectory()) {
+            o.onSkip?.(rel, 'mount point');
+            return false;
+          }
+          try {
+            hollowDir(rel, dst, st);
+          } catch (err) {
+            throw ioError(err, rel, String(dst), 'sysroot');
+          }
+          return false;
         }
         let extra: { h?: string; l?: string; x?: string } = {};
         let copy: { mt: number; x: string | undefined } | null = null;
