@@ -1,11 +1,16 @@
 #!/bin/sh
-# Builds the Debian userspace the real-boot test installs stagedroot into, once: a
-# debootstrap minbase bookworm with systemd, kept under the cache directory and rebuilt
-# only when missing. The mirror is the one apt on this machine uses.
+# Builds, once, the slow part of the real-boot test's machine: a debootstrap bookworm
+# userspace as a Debian install has it (systemd, udev, Debian's cloud kernel with an
+# initramfs-tools initramfs, busybox for it), plus the packages the machines install
+# later from local files, fetched now so that no guest needs the network:
+#   debs/grub-pc/       grub-pc and what it needs (the SeaBIOS machine's bootloader)
+#   debs/systemd-boot/  systemd-boot and what it needs (the OVMF machine's)
+#   debs/kernel2/       linux-image-amd64: a second kernel, another flavour (uname -r)
+# OUT is rebuilt when missing; the caller names it after a hash of this recipe, so a
+# changed recipe builds a new one. The mirror is the one apt on this machine uses.
 set -eu
 
-cache=${1:?usage: build-userspace.sh CACHE_DIR}
-out="$cache/userspace"
+out=${1:?usage: build-userspace.sh OUT_DIR}
 [ -f "$out/.complete" ] && exit 0
 
 mirror() {
@@ -19,15 +24,37 @@ mirror() {
 
 url=$(mirror)
 [ -n "$url" ] || { echo "build-userspace: no Debian mirror in apt's sources" >&2; exit 1; }
-rm -rf "$out.tmp"
-mkdir -p "$cache"
-echo "build-userspace: debootstrap bookworm from $url into $out" >&2
-debootstrap --variant=minbase --include=systemd-sysv,udev,kmod bookworm "$out.tmp" "$url" >"$cache/debootstrap.log" 2>&1 || {
-	tail -n 30 "$cache/debootstrap.log" >&2
+tmp=$out.tmp
+rm -rf "$tmp"
+mkdir -p "$tmp"
+log=$tmp.log
+echo "build-userspace: debootstrap bookworm from $url into $out (log: $log)" >&2
+fail() {
+	tail -n 40 "$log" >&2
+	echo "build-userspace: $*" >&2
 	exit 1
 }
-# apt's caches are not needed in the image.
-rm -rf "$out.tmp/var/cache/apt/archives/"*.deb "$out.tmp/var/lib/apt/lists/"*
-touch "$out.tmp/.complete"
+debootstrap --variant=minbase \
+	--include=systemd-sysv,udev,kmod,e2fsprogs,busybox,initramfs-tools,linux-image-cloud-amd64 \
+	bookworm "$tmp/root" "$url" >"$log" 2>&1 || fail "debootstrap failed"
+
+# Download (not install) each later package set with the userspace's own apt, so that
+# the set is exactly what this userspace lacks.
+for set in grub-pc systemd-boot kernel2; do
+	case $set in
+	kernel2) pkgs=linux-image-amd64 ;;
+	*) pkgs=$set ;;
+	esac
+	mkdir -p "$tmp/root/tmp/debs/partial"
+	DEBIAN_FRONTEND=noninteractive chroot "$tmp/root" apt-get install -y --download-only \
+		-o Dir::Cache::Archives=/tmp/debs $pkgs >>"$log" 2>&1 || fail "cannot download $pkgs"
+	mkdir -p "$tmp/debs/$set"
+	mv "$tmp/root/tmp/debs/"*.deb "$tmp/debs/$set/"
+	rm -rf "$tmp/root/tmp/debs"
+done
+# apt's package cache is not part of an installed machine.
+rm -rf "$tmp/root/var/cache/apt/archives/"*.deb
+touch "$tmp/.complete"
 rm -rf "$out"
-mv "$out.tmp" "$out"
+mv "$tmp" "$out"
+mv "$log" "$out/build.log"

@@ -1,63 +1,8 @@
-// The three real-boot scenarios. Each boot runs one step script in the guest (after
-// multi-user.target and the health service), which reports "@key value" lines and then
-// reboots (the shutdown runs stagedroot-finalize.service) or powers off.
+// The real-boot scenarios after the adoption: each continues on the machine the one
+// before left. Scenarios 1-3 are the update, health and power-cut checks.
 import * as fs from 'node:fs';
-import { boot, consoleTime } from './vm.mjs';
-
-const HELPERS = `
-r() { printf '@%s %s\\n' "$1" "$2"; }
-st() { stagedroot status --json | base64 -w0; }
-r uptime "$(cut -d' ' -f1 /proc/uptime)"
-r root "$(findmnt -no SOURCE /)"
-r record "$(tr '\\n' ' ' </run/stagedroot/booted 2>&1)"
-`;
-
-const spec = (o) => `cat >/run/spec.json <<'SPEC'\n${JSON.stringify(o)}\nSPEC\n`;
-const STAGE = 'stagedroot stage /run/spec.json >/run/stage.log 2>&1; r stage-exit $?; cat /run/stage.log >/dev/console\n';
-const REBOOT = 'r status "$(st)"\nsystemctl --no-block reboot\n';
-const POWEROFF = 'r status "$(st)"\nsystemctl --no-block poweroff\n';
-
-/** Collects what went wrong in one scenario; `boot` keeps each boot's log and timings. */
-class Scenario {
-  constructor(name, env) {
-    this.name = name;
-    this.env = env;
-    this.failures = [];
-    this.boots = [];
-  }
-  async boot(label, step, o = {}) {
-    const n = this.env.nextBoot();
-    const logBase = `${this.env.out}/boot-${String(n).padStart(2, '0')}-${label}`;
-    let r = await boot({ ...this.env.machine, logBase, step: HELPERS + step, ...o });
-    // A boot whose kernel died before the initramfs step ran touched nothing on the disk
-    // (TCG on a loaded host): it is run again, its log kept beside.
-    for (let retry = 1; retry <= 2 && !fs.readFileSync(r.consoleLog, 'utf8').includes('stagedroot: '); retry++) {
-      fs.renameSync(r.consoleLog, `${logBase}.console.before-retry-${retry}.log`);
-      this.env.log(`  boot ${n} ${label}: the kernel died before the initramfs step (${r.ended}); booting again`);
-      r = await boot({ ...this.env.machine, logBase, step: HELPERS + step, ...o });
-    }
-    const initramfs = consoleTime(r.consoleLog, /stagedroot: booting deployment/);
-    this.boots.push({ label, seconds: r.seconds, initramfs, stepAt: r.results.has('uptime') ? Number(r.results.get('uptime')) : null, ended: r.ended });
-    this.env.log(`  boot ${n} ${label}: ${r.ended} after ${r.seconds.toFixed(1)}s${r.results.has('uptime') ? `, step at ${r.results.get('uptime')}s of uptime` : ''} (${r.consoleLog})`);
-    const status = r.results.has('status') ? JSON.parse(Buffer.from(r.results.get('status'), 'base64').toString()) : null;
-    return { ...r, status };
-  }
-  check(cond, what) {
-    if (!cond) this.failures.push(what);
-    return cond;
-  }
-  eq(actual, expected, what) {
-    return this.check(actual === expected, `${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
-  }
-  rootIs(r, id, when) {
-    return this.check((r.results.get('root') ?? '').includes(`/deploy/${id}/tree`), `${when}: / should be deployment ${id}, findmnt says ${JSON.stringify(r.results.get('root') ?? null)}`);
-  }
-  clean(r, when) {
-    if (r.ended !== 'exited') this.failures.push(`${when}: the boot ended with ${r.ended} (see ${r.consoleLog})`);
-  }
-}
-
-const dep = (status, id) => status?.deployments.find((d) => d.id === id) ?? null;
+import { adoptThroughGrub } from './adopt.mjs';
+import { POWEROFF, REBOOT, STAGE, SYSROOT, Scenario, decode, dep, spec } from './scenario.mjs';
 
 /** 1. Stage from inside, write /var and /etc after the stage, reboot: the new root, both writes kept. */
 export async function updateKeepsLocalWrites(env) {
@@ -136,21 +81,21 @@ export async function powerCutDuringStage(env) {
   const a = await s.boot('s3-power-cut', `${spec({ label: 's3-cut', files: [{ path: '/etc/s3', contents: 'x\n' }] })}
 r before "$(st)"
 stagedroot stage /run/spec.json >/dev/null 2>&1 &
-while [ -z "$(ls -A /sysroot/work 2>/dev/null)" ]; do sleep 0.05; done
+while [ -z "$(ls -A ${SYSROOT}/work 2>/dev/null)" ]; do sleep 0.05; done
 sleep 1
-r cut "$(ls /sysroot/work | tr '\\n' ' ')"
+r cut "$(ls ${SYSROOT}/work | tr '\\n' ' ')"
 sleep 600
 `, { killOn: 'cut' });
   s.eq(a.ended, 'power-cut', 'the stage boot');
-  const before = a.results.has('before') ? JSON.parse(Buffer.from(a.results.get('before'), 'base64').toString()) : null;
+  const before = decode(a.results.get('before'));
   const old = before?.booted ?? null;
-  const b = await s.boot('s3-after-cut', `r leftovers "$(ls -A /sysroot/work /sysroot/trash 2>/dev/null | grep -v '^/\\|^$' | tr '\\n' ' ')"
+  const b = await s.boot('s3-after-cut', `r leftovers "$(ls -A ${SYSROOT}/work ${SYSROOT}/trash 2>/dev/null | grep -v '^/\\|^$' | tr '\\n' ' ')"
 r boot-log "$(journalctl -b -u stagedroot-boot.service --no-pager -o cat 2>&1 | tr '\\n' ' ')"
 r before "$(st)"
 ${spec({ label: 's3-after', files: [{ path: '/etc/s3', contents: 'y\n' }] })}${STAGE}${POWEROFF}`);
   s.clean(b, 'boot after the power cut');
   s.rootIs(b, old, 'after the power cut');
-  const after = b.results.has('before') ? JSON.parse(Buffer.from(b.results.get('before'), 'base64').toString()) : null;
+  const after = decode(b.results.get('before'));
   s.eq(after?.staged, null, 'staged after the power cut (the stage must not have finished)');
   s.eq(after?.current, old, 'current after the power cut');
   s.eq((b.results.get('leftovers') ?? 'missing').trim(), '', 'leftovers in work/ and trash/');
@@ -160,4 +105,4 @@ ${spec({ label: 's3-after', files: [{ path: '/etc/s3', contents: 'y\n' }] })}${S
   return s;
 }
 
-export const SCENARIOS = [updateKeepsLocalWrites, badUpdatesFallBack, powerCutDuringStage];
+export const SCENARIOS = [adoptThroughGrub, updateKeepsLocalWrites, badUpdatesFallBack, powerCutDuringStage];

@@ -1,6 +1,9 @@
-// One boot of the test machine: a fresh qemu run (TCG; -no-reboot turns the guest's
-// reboot, a kernel panic included, into an exit). The console goes to LOG.console.log;
-// what the boot's step script reports goes to a second serial port, LOG.results.log.
+// One boot of a test machine from its disk, through its firmware and bootloader: a fresh
+// qemu run (TCG; -no-reboot turns the guest's reboot, a kernel panic included, into an
+// exit). SeaBIOS for the bios machine, OVMF with the machine's own NVRAM for the uefi
+// one. The console goes to LOG.console.log; what the boot's step script reports goes to
+// a second serial port, LOG.results.log. Disks: vda the machine, vdb the step script,
+// vdc the package disk (when given).
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 
@@ -8,7 +11,7 @@ const BOOT_TIMEOUT_MS = Number(process.env.STAGEDROOT_BOOT_TIMEOUT ?? 300) * 100
 
 /** The step script on /dev/vdb, padded to whole sectors (the guest strips the NULs). */
 function stepDisk(file, script) {
-  const body = Buffer.from(`set -u\nexport PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin\nexport STAGEDROOT_SYSROOT=/sysroot\n${script}\n`);
+  const body = Buffer.from(`set -u\nexport PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n${script}\n`);
   const size = Math.ceil((body.length + 1) / 4096) * 4096;
   const buf = Buffer.alloc(size);
   body.copy(buf);
@@ -20,7 +23,7 @@ function stepDisk(file, script) {
  * power cut). Resolves with the reported results (key -> value, in order), how the run
  * ended and how long it took.
  */
-export function boot({ img, initrd, kernel, logBase, step, killOn = null, cmdline = '' }) {
+export function boot({ firmware, img, vars, packages = null, logBase, step, killOn = null }) {
   const stepFile = `${logBase}.step.sh`;
   stepDisk(stepFile, step);
   const consoleLog = `${logBase}.console.log`;
@@ -30,11 +33,12 @@ export function boot({ img, initrd, kernel, logBase, step, killOn = null, cmdlin
     '-accel', 'tcg', '-m', '1024', '-smp', '1', '-no-reboot', '-nodefaults',
     '-display', 'none', '-monitor', 'none',
     '-serial', `file:${consoleLog}`, '-serial', `file:${resultsLog}`,
-    '-kernel', kernel.vmlinuz, '-initrd', initrd,
-    // no_timer_check: TCG on a loaded host can fail the kernel's IO-APIC timer check.
-    '-append', `console=ttyS0 root=/dev/vda rw stagedroot=/ panic=-1 no_timer_check ${cmdline}`.trim(),
+    ...(firmware === 'uefi'
+      ? ['-drive', 'if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd', '-drive', `if=pflash,format=raw,file=${vars}`]
+      : []),
     '-drive', `file=${img},format=raw,if=virtio`,
     '-drive', `file=${stepFile},format=raw,if=virtio,readonly=on`,
+    ...(packages ? ['-drive', `file=${packages},format=raw,if=virtio,readonly=on`] : []),
   ];
   const started = Date.now();
   return new Promise((resolve) => {

@@ -1,0 +1,87 @@
+// What every real-boot scenario uses: one boot with a step script run in the guest
+// (after multi-user.target and the health service; it reports "@key value" lines and
+// then reboots, which runs stagedroot-finalize.service, or powers off), and the checks
+// that collect what went wrong.
+import * as fs from 'node:fs';
+import { boot, consoleTime } from './vm.mjs';
+
+/** The sysroot's path as the booted system sees it: `/stagedroot` on the physical root, mounted at /sysroot. */
+export const SYSROOT = '/sysroot/stagedroot';
+
+// unit_ms: how long a unit took to start, measured as `systemd-analyze blame` does
+// (activating → active), read while the boot is still running (blame itself waits for
+// the boot to finish, and this step is part of it).
+const HELPERS = `
+r() { printf '@%s %s\\n' "$1" "$2"; }
+st() { stagedroot status --json | base64 -w0; }
+unit_ms() {
+	s=$(systemctl show -P InactiveExitTimestampMonotonic "$1"); e=$(systemctl show -P ActiveEnterTimestampMonotonic "$1")
+	if [ "\${e:-0}" -gt 0 ] && [ "\${s:-0}" -gt 0 ]; then echo "$(( (e - s) / 1000 ))ms"; else echo "$(systemctl is-active "$1")"; fi
+}
+r uptime "$(cut -d' ' -f1 /proc/uptime)"
+r kernel "$(uname -r)"
+r cmdline "$(cat /proc/cmdline)"
+r root "$(findmnt -no SOURCE /)"
+r record "$(tr '\\n' ' ' </run/stagedroot/booted 2>&1)"
+r unit-times "boot $(unit_ms stagedroot-boot.service), health $(unit_ms stagedroot-health.service)"
+`;
+
+export const spec = (o) => `cat >/run/spec.json <<'SPEC'\n${JSON.stringify(o)}\nSPEC\n`;
+export const STAGE = 'stagedroot stage /run/spec.json >/run/stage.log 2>&1; r stage-exit $?; cat /run/stage.log >/dev/console\n';
+export const REBOOT = 'r status "$(st)"\nsystemctl --no-block reboot\n';
+export const POWEROFF = 'r status "$(st)"\nsystemctl --no-block poweroff\n';
+
+export const dep = (status, id) => status?.deployments.find((d) => d.id === id) ?? null;
+export const decode = (b64) => {
+  try {
+    return b64 ? JSON.parse(Buffer.from(b64, 'base64').toString()) : null;
+  } catch {
+    return null;
+  }
+};
+
+/** Collects what went wrong in one scenario; `boot` keeps each boot's log and timings. */
+export class Scenario {
+  constructor(name, env, machine = env.machine) {
+    this.name = name;
+    this.env = env;
+    this.machine = machine;
+    this.failures = [];
+    this.boots = [];
+  }
+  async boot(label, step, o = {}) {
+    const n = this.env.nextBoot();
+    const logBase = `${this.env.out}/boot-${String(n).padStart(2, '0')}-${label}`;
+    let r = await boot({ ...this.machine, logBase, step: HELPERS + step, ...o });
+    // A boot whose kernel died before it ran the initramfs (TCG on a loaded host) touched
+    // nothing on the disk: it is run again, its log kept beside.
+    for (let retry = 1; retry <= 2 && !fs.readFileSync(r.consoleLog, 'utf8').includes('Run /init as init process'); retry++) {
+      fs.renameSync(r.consoleLog, `${logBase}.console.before-retry-${retry}.log`);
+      this.env.log(`  boot ${n} ${label}: the kernel died before it ran the initramfs (${r.ended}); booting again`);
+      r = await boot({ ...this.machine, logBase, step: HELPERS + step, ...o });
+    }
+    const initramfs = consoleTime(r.consoleLog, /stagedroot: booting deployment/);
+    const unitTimes = r.results.get('unit-times') ?? null;
+    this.boots.push({ label, seconds: r.seconds, initramfs, stepAt: r.results.has('uptime') ? Number(r.results.get('uptime')) : null, unitTimes, ended: r.ended });
+    const at = r.results.has('uptime') ? `, step at ${r.results.get('uptime')}s of uptime, ${r.results.get('kernel')}, units: ${unitTimes}` : '';
+    this.env.log(`  boot ${n} ${label}: ${r.ended} after ${r.seconds.toFixed(1)}s${at} (${r.consoleLog})`);
+    return { ...r, status: decode(r.results.get('status')) };
+  }
+  check(cond, what) {
+    if (!cond) this.failures.push(what);
+    return cond;
+  }
+  eq(actual, expected, what) {
+    return this.check(actual === expected, `${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
+  }
+  rootIs(r, id, when) {
+    return this.check((r.results.get('root') ?? '').includes(`/deploy/${id}/tree`), `${when}: / should be deployment ${id}, findmnt says ${JSON.stringify(r.results.get('root') ?? null)}`);
+  }
+  clean(r, when) {
+    if (r.ended !== 'exited') this.failures.push(`${when}: the boot ended with ${r.ended} (see ${r.consoleLog})`);
+  }
+  /** A check of what one piece of stagedroot brings: a failure names the piece. */
+  needs(cond, piece, what) {
+    return this.check(cond, `${what} (the piece: ${piece})`);
+  }
+}
