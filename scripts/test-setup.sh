@@ -46,6 +46,10 @@ cmd qemu-system-x86_64 qemu-system-x86
 cmd cpio cpio
 cmd debootstrap debootstrap
 cmd mkfs.ext4 e2fsprogs
+# The real-boot test's partitioned disks: sfdisk (fdisk), partx and blkid (util-linux).
+cmd sfdisk fdisk
+cmd partx util-linux
+cmd blkid util-linux
 glob '/boot/vmlinuz-*-cloud-amd64' linux-image-cloud-amd64
 # UEFI boots of the real-boot test: OVMF firmware, an EFI system partition (mkfs.vfat,
 # mtools' mcopy).

@@ -11,10 +11,11 @@ const HERE = path.dirname(new URL(import.meta.url).pathname);
 const CLI = path.resolve(HERE, '../../dist/cli/main.js');
 
 /**
- * What the admin types on the running machine, in order (the test reports it). The
- * package is already installed (`npm install -g`), as docs/install.md's first step says.
+ * What the admin types on the running machine to adopt it, in order (the test reports
+ * it); image.mjs's INSTALL_COMMANDS came before. Empty until `stagedroot adopt` is on
+ * main: temporaryOfflineAdoption stands in for it.
  */
-export const ADOPTION_COMMANDS = ['stagedroot install --sysroot /sysroot/stagedroot', 'update-initramfs -u'];
+export const ADOPTION_COMMANDS = [];
 
 function run(cmd, args) {
   return execFileSync(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 }).toString();
@@ -31,6 +32,7 @@ export function temporaryOfflineAdoption(machine, work) {
   withDisk(machine.img, (a, dev) => {
     const root = path.join(work, 'adopt.mnt');
     a.mount([`${dev}p2`], root);
+    if (machine.firmware === 'uefi') a.mount([`${dev}p1`], path.join(root, 'boot/efi'));
     a.api(root, dev);
     const copy = path.join(work, 'adopt.copy');
     fs.rmSync(copy, { recursive: true, force: true });
@@ -41,30 +43,39 @@ export function temporaryOfflineAdoption(machine, work) {
     fs.mkdirSync(path.join(copy, 'sysroot'), { recursive: true });
     run('node', [CLI, 'init', '--sysroot', path.join(root, 'stagedroot'), '--from', copy, '--label', 'adopted']);
     fs.rmSync(copy, { recursive: true, force: true });
-    const line = '\n# stagedroot (temporary test adoption)\nGRUB_CMDLINE_LINUX="stagedroot=/stagedroot"\n';
-    fs.appendFileSync(path.join(root, 'etc/default/grub'), line);
-    fs.appendFileSync(path.join(root, 'stagedroot/deploy/0001/tree/etc/default/grub'), line);
-    run('chroot', [root, 'update-grub']);
+    const tree = path.join(root, 'stagedroot/deploy/0001/tree');
+    if (machine.firmware === 'bios') {
+      const line = '\n# stagedroot (temporary test adoption)\nGRUB_CMDLINE_LINUX="stagedroot=/stagedroot"\n';
+      fs.appendFileSync(path.join(root, 'etc/default/grub'), line);
+      fs.appendFileSync(path.join(tree, 'etc/default/grub'), line);
+      run('chroot', [root, 'update-grub']);
+    } else {
+      const cmdline = `${fs.readFileSync(path.join(root, 'etc/kernel/cmdline'), 'utf8').trim()} stagedroot=/stagedroot\n`;
+      fs.writeFileSync(path.join(root, 'etc/kernel/cmdline'), cmdline);
+      fs.writeFileSync(path.join(tree, 'etc/kernel/cmdline'), cmdline);
+      run('chroot', [root, 'kernel-install', 'add', machine.kernel, `/boot/vmlinuz-${machine.kernel}`, `/boot/initrd.img-${machine.kernel}`]);
+    }
   });
+}
+
+/** The step that runs ADOPTION_COMMANDS in the guest, reporting each one's exit code and uptime span. */
+export function adoptionStep() {
+  return ADOPTION_COMMANDS.map((c, i) => `t0=$(cut -d' ' -f1 /proc/uptime); echo "+ ${c}" >/dev/console; ${c} >/run/adopt-${i}.log 2>&1; r adopt-${i} $?; r adopt-${i}-uptime "$t0 to $(cut -d' ' -f1 /proc/uptime)"; cat /run/adopt-${i}.log >/dev/console\n`).join('');
 }
 
 export async function adoptThroughGrub(env) {
   const s = new Scenario('(a) plain Debian boots through GRUB; adopted as docs/install.md says; the next boot is the deployment', env);
-  const a = await s.boot('a-plain-debian', `r lsinitramfs-before "$(lsinitramfs /boot/initrd.img-$(uname -r) | grep -c stagedroot)"
-${ADOPTION_COMMANDS.map((c, i) => `echo "+ ${c}" >/dev/console; ${c} >/run/adopt-${i}.log 2>&1; r adopt-${i} $?; cat /run/adopt-${i}.log >/dev/console`).join('\n')}
-r lsinitramfs-after "$(lsinitramfs /boot/initrd.img-$(uname -r) | grep stagedroot | tr '\\n' ' ')"
-systemctl --no-block poweroff
-`);
+  const a = await s.boot('a-plain-debian', `${adoptionStep()}systemctl --no-block poweroff\n`);
   s.clean(a, 'plain Debian boot');
   s.check(/BOOT_IMAGE=\/boot\/vmlinuz-/.test(a.results.get('cmdline') ?? ''), `GRUB should have booted the kernel (BOOT_IMAGE= on the command line): ${a.results.get('cmdline')}`);
   s.check(/^\/dev\/vda2$/.test(a.results.get('root') ?? ''), `plain Debian's / should be the root partition: ${a.results.get('root')}`);
   s.check(/No such file/.test(a.results.get('record') ?? ''), `plain Debian has no /run/stagedroot/booted: ${a.results.get('record')}`);
-  s.eq(a.results.get('lsinitramfs-before'), '0', 'stagedroot files in the plain initramfs');
   ADOPTION_COMMANDS.forEach((c, i) => s.eq(a.results.get(`adopt-${i}`), '0', `exit code of \`${c}\``));
-  s.check((a.results.get('lsinitramfs-after') ?? '').includes('stagedroot-prepare-root'), `update-initramfs should put stagedroot-prepare-root in the initramfs: ${a.results.get('lsinitramfs-after')}`);
 
-  temporaryOfflineAdoption(s.machine, env.out);
-  env.log('  (a) TEMPORARY: adopted offline with `stagedroot init` from a copy; `stagedroot adopt` (adopt) replaces it');
+  if (ADOPTION_COMMANDS.length === 0) {
+    temporaryOfflineAdoption(s.machine, env.out);
+    s.notes.push('TEMPORARY: adopted offline with `stagedroot init` from a copy and update-grub (`stagedroot adopt` is not on main yet)');
+  }
 
   const b = await s.boot('a-adopted', `r usr "$(touch /usr/a-probe 2>/dev/null && echo writable || echo read-only)"
 r var "$(findmnt -no SOURCE /var)"

@@ -147,6 +147,12 @@ GRUB_SERIAL_COMMAND="serial --unit=0 --speed=115200"
 `;
 const KERNEL_CMDLINE = 'root=LABEL=root rw console=ttyS0,115200 panic=-1 no_timer_check';
 
+/**
+ * What the admin types once stagedroot is installed with npm (docs/install.md), before
+ * the adoption: the units and the initramfs hook, then Debian's initramfs rebuilt with it.
+ */
+export const INSTALL_COMMANDS = ['stagedroot install --sysroot /sysroot/stagedroot', 'update-initramfs -u'];
+
 const STEP_UNIT = `[Unit]
 Description=stagedroot real-boot test: this boot's step (the script on /dev/vdb)
 After=multi-user.target stagedroot-health.service stagedroot-boot.service
@@ -209,6 +215,11 @@ export function buildMachine({ firmware, us, work, tarball, log }) {
     fs.copyFileSync(process.execPath, path.join(root, 'usr/local/bin/node'));
     fs.chmodSync(path.join(root, 'usr/local/bin/node'), 0o755);
     run('npm', ['install', '-g', '--prefix', path.join(root, 'usr/local'), '--no-audit', '--no-fund', '--omit=dev', tarball]);
+    // Its admin's first commands, run inside the machine (in a TCG guest the initramfs
+    // build alone takes minutes).
+    for (const c of INSTALL_COMMANDS) inMachine(root, 'sh', ['-c', c]);
+    const listed = inMachine(root, 'lsinitramfs', [`/boot/initrd.img-${version}`]);
+    if (!listed.includes('usr/lib/stagedroot/stagedroot-prepare-root')) throw new Error(`update-initramfs put no stagedroot-prepare-root in /boot/initrd.img-${version}`);
     // The test's own instrumentation: this boot's step, and a required health check.
     fs.writeFileSync(path.join(root, 'etc/systemd/system/stagedroot-test-step.service'), STEP_UNIT);
     fs.mkdirSync(path.join(root, 'etc/systemd/system/multi-user.target.wants'), { recursive: true });

@@ -54,6 +54,7 @@ for (const [i, scenario] of SCENARIOS.entries()) {
   if (ok) passed++;
   else failed++;
   console.log(`${ok ? 'ok' : 'FAIL'} ${i + 1} - ${s.name} (${s.boots.length} boots, ${secs}s)`);
+  for (const n of s.notes ?? []) console.log(`    note: ${n}`);
   for (const b of s.boots) if (b.unitTimes) console.log(`    ${b.label}: stagedroot-boot.service / stagedroot-health.service: ${b.unitTimes}`);
   for (const f of s.failures) console.log(`    ${f}`);
   fs.writeFileSync(path.join(out, `scenario-${i + 1}.json`), JSON.stringify({ name: s.name, failures: s.failures, boots: s.boots }, null, 2));

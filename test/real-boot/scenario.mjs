@@ -22,7 +22,7 @@ r uptime "$(cut -d' ' -f1 /proc/uptime)"
 r kernel "$(uname -r)"
 r cmdline "$(cat /proc/cmdline)"
 r root "$(findmnt -no SOURCE /)"
-r record "$(tr '\\n' ' ' </run/stagedroot/booted 2>&1)"
+r record "$(tr '\\n' ' ' 2>&1 </run/stagedroot/booted)"
 r unit-times "boot $(unit_ms stagedroot-boot.service), health $(unit_ms stagedroot-health.service)"
 `;
 
@@ -48,6 +48,8 @@ export class Scenario {
     this.machine = machine;
     this.failures = [];
     this.boots = [];
+    /** Said under the scenario's line whether it passes or not. */
+    this.notes = [];
   }
   async boot(label, step, o = {}) {
     const n = this.env.nextBoot();

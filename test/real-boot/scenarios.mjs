@@ -2,6 +2,8 @@
 // before left. Scenarios 1-3 are the update, health and power-cut checks.
 import * as fs from 'node:fs';
 import { adoptThroughGrub } from './adopt.mjs';
+import { kernelUpdateThroughGrub } from './kernel.mjs';
+import { uefiSystemdBoot } from './uefi.mjs';
 import { POWEROFF, REBOOT, STAGE, SYSROOT, Scenario, decode, dep, spec } from './scenario.mjs';
 
 /** 1. Stage from inside, write /var and /etc after the stage, reboot: the new root, both writes kept. */
@@ -36,7 +38,7 @@ ${POWEROFF}`);
 
 /** 2. A failing health check marks it bad and the next boot is the last good one; one that dies before the boot hook falls back from the initramfs. */
 export async function badUpdatesFallBack(env) {
-  const s = new Scenario('a failing health check rolls back; a deployment that dies before the boot hook falls back after its tries', env);
+  const s = new Scenario('a failing health check rolls back; (c) a deployment that dies before the boot hook falls back after its tries, through GRUB', env);
   const a = await s.boot('s2-stage-bad-health', `${spec({ label: 's2-bad-health', files: [{ path: '/etc/stagedroot/health/required.d/50-fails', contents: '#!/bin/sh\necho "this check fails on purpose"\nexit 1\n', mode: '0755' }] })}${STAGE}${REBOOT}`);
   s.clean(a, 'stage boot');
   s.eq(a.results.get('stage-exit'), '0', 'stage exit code');
@@ -57,12 +59,13 @@ export async function badUpdatesFallBack(env) {
   let failedBoots = 0;
   let d;
   for (let i = 0; i <= tries; i++) {
-    d = await s.boot(`s2-dies-${i + 1}`, POWEROFF);
+    d = await s.boot(`s2-dies-${i + 1}`, `r menu-default "$(grep -o -- '--id stagedroot-[0-9]*' /sysroot/boot/grub/${GRUB_MENU} | head -n 1)"\n${POWEROFF}`);
     if (d.results.has('root')) break;
     failedBoots++;
     const text = fs.readFileSync(d.consoleLog, 'utf8');
     s.check(text.includes(`booting deployment ${dies}`), `failed boot ${i + 1}: prepare-root did not boot deployment ${dies}`);
     s.check(text.includes('this init dies before the boot hook'), `failed boot ${i + 1}: the broken init did not run`);
+    s.needs(text.includes(`stagedroot.deployment=${dies}`), 'bootlib: GRUB menu of the deployments', `failed boot ${i + 1}: GRUB should boot deployment ${dies}'s entry (stagedroot.deployment=${dies})`);
   }
   s.eq(failedBoots, tries, 'boots of the deployment that dies before the boot hook');
   s.clean(d, 'fallback boot');
@@ -72,6 +75,10 @@ export async function badUpdatesFallBack(env) {
   s.eq(d.status?.lastFailure?.id, dies, 'lastFailure.id');
   s.eq(d.status?.lastFailure?.phase, 'boot', 'lastFailure.phase');
   s.check(/did not reach the boot hook in \d+ tries/.test(d.status?.lastFailure?.reason ?? ''), `lastFailure.reason should say it did not reach the boot hook: ${d.status?.lastFailure?.reason}`);
+  // (c) through the bootloader: GRUB still booted the broken deployment's entry (it was
+  // the default); the initramfs fell back; the boot hook then made the good one GRUB's default.
+  s.needs((d.results.get('cmdline') ?? '').includes(`stagedroot.deployment=${dies}`), 'bootlib: GRUB menu of the deployments', `the fallback boot should come from deployment ${dies}'s entry: ${d.results.get('cmdline')}`);
+  s.needs(d.results.get('menu-default') === `--id stagedroot-${good}`, 'bootlib: GRUB menu of the deployments', `GRUB's default entry after the fallback should be deployment ${good}'s: ${d.results.get('menu-default')}`);
   return s;
 }
 
@@ -105,4 +112,7 @@ ${spec({ label: 's3-after', files: [{ path: '/etc/s3', contents: 'y\n' }] })}${S
   return s;
 }
 
-export const SCENARIOS = [adoptThroughGrub, updateKeepsLocalWrites, badUpdatesFallBack, powerCutDuringStage];
+/** stagedroot.cfg: bootlib's GRUB menu of the deployments, beside grub.cfg on the physical root. */
+const GRUB_MENU = 'stagedroot.cfg';
+
+export const SCENARIOS = [adoptThroughGrub, updateKeepsLocalWrites, kernelUpdateThroughGrub, badUpdatesFallBack, powerCutDuringStage, uefiSystemdBoot];

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 
-const BOOT_TIMEOUT_MS = Number(process.env.STAGEDROOT_BOOT_TIMEOUT ?? 300) * 1000;
+const BOOT_TIMEOUT_MS = Number(process.env.STAGEDROOT_BOOT_TIMEOUT ?? 900) * 1000;
 
 /** The step script on /dev/vdb, padded to whole sectors (the guest strips the NULs). */
 function stepDisk(file, script) {
