@@ -4,7 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { withDisk } from './image.mjs';
+import { inMachine, withDisk, withEsp } from './image.mjs';
 import { POWEROFF, SYSROOT, Scenario, dep } from './scenario.mjs';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
@@ -32,7 +32,6 @@ export function temporaryOfflineAdoption(machine, work) {
   withDisk(machine.img, (a, dev) => {
     const root = path.join(work, 'adopt.mnt');
     a.mount([`${dev}p2`], root);
-    if (machine.firmware === 'uefi') a.mount([`${dev}p1`], path.join(root, 'boot/efi'));
     a.api(root, dev);
     const copy = path.join(work, 'adopt.copy');
     fs.rmSync(copy, { recursive: true, force: true });
@@ -53,7 +52,7 @@ export function temporaryOfflineAdoption(machine, work) {
       const cmdline = `${fs.readFileSync(path.join(root, 'etc/kernel/cmdline'), 'utf8').trim()} stagedroot=/stagedroot\n`;
       fs.writeFileSync(path.join(root, 'etc/kernel/cmdline'), cmdline);
       fs.writeFileSync(path.join(tree, 'etc/kernel/cmdline'), cmdline);
-      run('chroot', [root, 'kernel-install', 'add', machine.kernel, `/boot/vmlinuz-${machine.kernel}`, `/boot/initrd.img-${machine.kernel}`]);
+      withEsp(`${dev}p1`, root, () => inMachine(root, 'kernel-install', ['add', machine.kernel, `/boot/vmlinuz-${machine.kernel}`, `/boot/initrd.img-${machine.kernel}`]));
     }
   });
 }

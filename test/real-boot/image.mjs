@@ -22,9 +22,29 @@ function run(cmd, args, o = {}) {
   return (execFileSync(cmd, args, { stdio: [o.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], maxBuffer: 64 << 20, ...o }) ?? '').toString();
 }
 
-/** Runs a command inside the mounted machine (chroot), as its admin would. */
-function inMachine(root, cmd, args, o = {}) {
-  return run('chroot', [root, cmd, ...args], { env: { PATH: GUEST_PATH, LANG: 'C.UTF-8', DEBIAN_FRONTEND: 'noninteractive', HOME: '/root' }, ...o });
+/**
+ * Runs a command inside the mounted machine (chroot), as its admin would. The ESP is a
+ * plain directory there while the machine is built (this host's kernel may lack vfat):
+ * SYSTEMD_RELAX_ESP_CHECKS lets bootctl and kernel-install write into it, and
+ * withEsp copies it onto the FAT partition with mtools.
+ */
+export function inMachine(root, cmd, args, o = {}) {
+  return run('chroot', [root, cmd, ...args], { env: { PATH: GUEST_PATH, LANG: 'C.UTF-8', DEBIAN_FRONTEND: 'noninteractive', HOME: '/root', SYSTEMD_RELAX_ESP_CHECKS: '1' }, ...o });
+}
+
+/**
+ * Runs `fn()` with the ESP's files in `<root>/boot/efi` (a directory), then writes them
+ * back onto the FAT partition `part` with mcopy and empties the directory (the mount
+ * point on the root filesystem).
+ */
+export function withEsp(part, root, fn) {
+  const dir = path.join(root, 'boot/efi');
+  fs.mkdirSync(dir, { recursive: true });
+  if (run('mdir', ['-b', '-i', part, '::/']).trim() !== '') run('sh', ['-c', 'mcopy -s -n -i "$1" "::/*" "$2/"', 'sh', part, dir]);
+  const r = fn();
+  run('sh', ['-c', 'mcopy -s -o -i "$1" "$2"/* ::/', 'sh', part, dir]);
+  for (const f of fs.readdirSync(dir)) fs.rmSync(path.join(dir, f), { recursive: true });
+  return r;
 }
 
 /** The cached userspace (debootstrap + later package sets): `<cache>/userspace-<hash of its recipe>`. */
@@ -193,7 +213,6 @@ export function buildMachine({ firmware, us, work, tarball, log }) {
     fs.writeFileSync(path.join(root, 'etc/fstab'), `LABEL=root / ext4 defaults 0 1\n${firmware === 'uefi' ? 'LABEL=ESP /boot/efi vfat umask=0077 0 1\n' : ''}`);
     fs.rmSync(path.join(root, 'etc/machine-id'), { force: true });
     run('systemd-machine-id-setup', ['--root', root]);
-    if (firmware === 'uefi') a.mount([`${dev}p1`], path.join(root, 'boot/efi'));
     a.api(root, dev);
     const debs = `/tmp/debs-${firmware}`;
     fs.cpSync(path.join(us, 'debs', firmware === 'bios' ? 'grub-pc' : 'systemd-boot'), path.join(root, debs), { recursive: true });
@@ -205,10 +224,12 @@ export function buildMachine({ firmware, us, work, tarball, log }) {
     } else {
       fs.mkdirSync(path.join(root, 'etc/kernel'), { recursive: true });
       fs.writeFileSync(path.join(root, 'etc/kernel/cmdline'), `${KERNEL_CMDLINE}\n`);
-      inMachine(root, 'sh', ['-c', `dpkg -i ${debs}/*.deb`]);
-      inMachine(root, 'bootctl', ['install', '--no-variables']);
-      inMachine(root, 'kernel-install', ['add', version, `/boot/vmlinuz-${version}`, `/boot/initrd.img-${version}`]);
-      fs.writeFileSync(path.join(root, 'boot/efi/loader/loader.conf'), 'timeout 0\nconsole-mode keep\n');
+      withEsp(`${dev}p1`, root, () => {
+        inMachine(root, 'sh', ['-c', `dpkg -i ${debs}/*.deb`]);
+        inMachine(root, 'bootctl', ['install', '--no-variables']);
+        inMachine(root, 'kernel-install', ['add', version, `/boot/vmlinuz-${version}`, `/boot/initrd.img-${version}`]);
+        fs.writeFileSync(path.join(root, 'boot/efi/loader/loader.conf'), 'timeout 0\nconsole-mode keep\n');
+      });
     }
     fs.rmSync(path.join(root, debs), { recursive: true });
     // Node.js in /usr/local as its release tarball installs it, then the package.

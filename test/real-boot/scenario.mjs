@@ -31,7 +31,7 @@ export const STAGE = 'stagedroot stage /run/spec.json >/run/stage.log 2>&1; r st
 export const REBOOT = 'r status "$(st)"\nsystemctl --no-block reboot\n';
 export const POWEROFF = 'r status "$(st)"\nsystemctl --no-block poweroff\n';
 
-export const dep = (status, id) => status?.deployments.find((d) => d.id === id) ?? null;
+export const dep = (status, id) => status?.deployments?.find((d) => d.id === id) ?? null;
 export const decode = (b64) => {
   try {
     return b64 ? JSON.parse(Buffer.from(b64, 'base64').toString()) : null;
