@@ -24,7 +24,7 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /run
 mount -t tmpfs tmpfs /tmp
-tr -d '\\000' </dev/vdd >/run/step.sh
+tr -d '\\000' </dev/vdb >/run/step.sh
 sh /run/step.sh >/dev/ttyS1 2>&1
 echo "@exit $?" >/dev/ttyS1
 sync
@@ -111,8 +111,8 @@ function stepDisk(file, script) {
 }
 
 /**
- * Boots the guest once with `disks` as /dev/vdb, /dev/vdc (raw images, written) and the
- * step script as /dev/vdd. The root disk is a snapshot: the guest's own writes to it are
+ * Boots the guest once with the step script as /dev/vdb and `disks` (raw images, written)
+ * as /dev/vdc, /dev/vdd, ... The root disk is a snapshot: the guest's own writes to it are
  * dropped. Resolves with the reported results, how the run ended and how long it took.
  */
 export function boot({ guest, logBase, step, disks }) {
@@ -128,9 +128,9 @@ export function boot({ guest, logBase, step, disks }) {
     '-kernel', guest.kernel.vmlinuz, '-initrd', guest.initrd,
     '-append', 'console=ttyS0 root=/dev/vda rw panic=-1 no_timer_check',
     '-drive', `file=${guest.img},format=raw,if=virtio,snapshot=on`,
+    '-drive', `file=${stepFile},format=raw,if=virtio,readonly=on`,
     // cache=unsafe: the host skips the guest's flushes (the log records them all the same).
     ...disks.flatMap((d) => ['-drive', `file=${d},format=raw,if=virtio,cache=unsafe`]),
-    '-drive', `file=${stepFile},format=raw,if=virtio,readonly=on`,
   ];
   const started = Date.now();
   return new Promise((resolve) => {

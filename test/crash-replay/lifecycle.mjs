@@ -130,9 +130,10 @@ export const STEPS = [
 ];
 
 /**
- * The guest's driver (node): runs STEPS with the installed package's CLI program (runCli,
- * what `stagedroot` runs), in one process: under TCG on a shared host, a node start per
- * operation costs more than the operations. Marks go through dmsetup.
+ * The guest's driver (node): runs STEPS on each logged filesystem in turn with the
+ * installed package's CLI program (runCli, what `stagedroot` runs), in one process: under
+ * TCG on a shared host, a node start per operation costs more than the operations. Marks
+ * go through dmsetup. Reports "@FS.KEY VALUE" lines.
  */
 const DRIVER = String.raw`
 import * as fs from 'node:fs';
@@ -140,60 +141,73 @@ import { execFileSync } from 'node:child_process';
 const pkg = '/usr/local/lib/node_modules/stagedroot/dist/cli';
 const { runCli } = await import(pkg + '/program.js');
 const { processIo } = await import(pkg + '/io.js');
-const io = { ...processIo, out: (t) => process.stderr.write(t) };
 const steps = JSON.parse(fs.readFileSync('/run/steps.json', 'utf8'));
-const S = process.env.STAGEDROOT_SYSROOT;
-const V = S + '/' + process.env.REPLAY_VAR_DIR;
-const r = (k, v) => process.stdout.write('@' + k + ' ' + v + '\n');
 const fsync = (p) => { const fd = fs.openSync(p, 'r'); fs.fsyncSync(fd); fs.closeSync(fd); };
-let marks = 0;
-for (const s of steps) {
-  const t = Date.now();
-  if (s.mark) {
-    fs.writeFileSync(V + '/' + s.mark, s.mark + '\n');
-    fsync(V + '/' + s.mark);
-    fsync(V);
-    execFileSync('dmsetup', ['message', 'log', '0', 'mark', s.mark]);
-    marks++;
-    r('mark', s.mark);
-  } else if (s.edit) {
-    const id = fs.readlinkSync(S + '/current').replace(/^deploy\//, '').replace(/\/tree$/, '');
-    fs.writeFileSync(S + '/current/' + s.file, s.content);
-    r('edited-' + s.edit, id);
-  } else if (s.file) {
-    fs.writeFileSync(s.file, s.content);
-  } else {
-    process.stderr.write('== stagedroot ' + s.cli.join(' ') + '\n');
-    const code = await runCli(s.cli, io);
-    r('op-' + s.name, code + ' ' + (s.exit ?? 0) + ' ' + ((Date.now() - t) / 1000).toFixed(1) + 's');
+for (const { fsType, sysroot: S, varDir, dm } of JSON.parse(fs.readFileSync('/run/lifecycles.json', 'utf8'))) {
+  const io = { ...processIo, out: (t) => process.stderr.write(t), env: { ...process.env, STAGEDROOT_SYSROOT: S } };
+  const V = S + '/' + varDir;
+  const r = (k, v) => process.stdout.write('@' + fsType + '.' + k + ' ' + v + '\n');
+  let marks = 0;
+  for (const s of steps) {
+    const t = Date.now();
+    if (s.mark) {
+      fs.writeFileSync(V + '/' + s.mark, s.mark + '\n');
+      fsync(V + '/' + s.mark);
+      fsync(V);
+      execFileSync('dmsetup', ['message', dm, '0', 'mark', s.mark]);
+      marks++;
+      r('mark', s.mark);
+    } else if (s.edit) {
+      const id = fs.readlinkSync(S + '/current').replace(/^deploy\//, '').replace(/\/tree$/, '');
+      fs.writeFileSync(S + '/current/' + s.file, s.content);
+      r('edited-' + s.edit, id);
+    } else if (s.file) {
+      fs.writeFileSync(s.file, s.content);
+    } else {
+      process.stderr.write('== ' + fsType + ': stagedroot ' + s.cli.join(' ') + '\n');
+      const code = await runCli(s.cli, io);
+      r('op-' + s.name, code + ' ' + (s.exit ?? 0) + ' ' + ((Date.now() - t) / 1000).toFixed(1) + 's');
+    }
   }
+  r('marks', marks);
 }
-r('marks', marks);
 `;
 
-/** The guest's script for one filesystem: the logged device, the lifecycle, the log closed. */
-export function guestScript(fsType) {
-  const f = FILESYSTEMS[fsType];
+/** The guest's disk for filesystem number `i`'s data (its log is the next one): /dev/vdc, vde, ... */
+const disk = (n) => `/dev/vd${String.fromCharCode('c'.charCodeAt(0) + n)}`;
+
+/**
+ * The guest's script: each filesystem's scratch disk under a log-writes target (its log
+ * on the next disk) and mounted, the lifecycle run on each in turn, the logs closed.
+ */
+export function guestScript(fsTypes) {
+  const lifecycles = fsTypes.map((fsType) => ({ fsType, sysroot: `/mnt/${fsType}/${SYSROOT_DIR}`, varDir: VAR_DIR, dm: `log-${fsType}` }));
+  const setup = fsTypes.map((fsType, i) => {
+    const f = FILESYSTEMS[fsType];
+    return `${f.modules ? `modprobe ${f.modules} || fail "modprobe ${f.modules}"\n` : ''}n=$(blockdev --getsz ${disk(2 * i)})
+dmsetup create log-${fsType} --noudevsync --table "0 $n log-writes ${disk(2 * i)} ${disk(2 * i + 1)}" || fail "dmsetup create log-${fsType}"
+[ -b /dev/mapper/log-${fsType} ] || dmsetup mknodes log-${fsType}
+mkdir -p /mnt/${fsType}
+mount -t ${fsType} /dev/mapper/log-${fsType} /mnt/${fsType} || fail "mount ${fsType}"`;
+  });
+  const teardown = fsTypes.map((fsType) => `umount /mnt/${fsType} || fail "umount ${fsType}"
+dmsetup remove log-${fsType} || fail "dmsetup remove log-${fsType}"`);
   return `set -u
 r() { printf '@%s %s\\n' "$1" "$2"; }
 fail() { r error "$*"; exit 1; }
 modprobe dm-log-writes || fail "modprobe dm-log-writes"
-${f.modules ? `modprobe ${f.modules} || fail "modprobe ${f.modules}"` : ''}
-n=$(blockdev --getsz /dev/vdb)
-dmsetup create log --noudevsync --table "0 $n log-writes /dev/vdb /dev/vdc" || fail "dmsetup create"
-[ -b /dev/mapper/log ] || dmsetup mknodes log
-mkdir -p /mnt/replay
-mount -t ${fsType} /dev/mapper/log /mnt/replay || fail "mount"
-export STAGEDROOT_SYSROOT=/mnt/replay/${SYSROOT_DIR} REPLAY_VAR_DIR=${VAR_DIR}
+${setup.join('\n')}
 cat >/run/steps.json <<'STEPS'
 ${JSON.stringify(STEPS)}
 STEPS
+cat >/run/lifecycles.json <<'LIFECYCLES'
+${JSON.stringify(lifecycles)}
+LIFECYCLES
 cat >/run/lifecycle.mjs <<'DRIVER'
 ${DRIVER}
 DRIVER
 node /run/lifecycle.mjs 2>/dev/console || fail "the lifecycle driver exited $?"
-umount /mnt/replay || fail "umount"
-dmsetup remove log || fail "dmsetup remove"
+${teardown.join('\n')}
 r done ok
 `;
 }

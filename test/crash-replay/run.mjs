@@ -11,7 +11,7 @@
 // per flush point (default 2). STAGEDROOT_REPLAY_SEED: the sample's and subsets' seed.
 // STAGEDROOT_REPLAY_FS: one filesystem only. Needs root, qemu-system-x86, busybox-static,
 // cpio, debootstrap, e2fsprogs, xfsprogs and linux-image-cloud-amd64.
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { boot, buildGuest } from './guest.mjs';
@@ -48,63 +48,94 @@ try {
   process.exit(1);
 }
 
-/** Runs the lifecycle in the guest on a logged copy of the base; returns the failures. */
-async function record(fsType, dir) {
-  const base = path.join(dir, 'base.img');
-  buildBase(fsType, base, dir);
-  const disk = path.join(dir, 'disk.img');
-  fs.copyFileSync(base, disk);
-  const logImg = path.join(dir, 'log.img');
-  fs.writeFileSync(logImg, '');
-  fs.truncateSync(logImg, LOG_SIZE);
-  const r = await boot({ guest, logBase: path.join(dir, 'guest'), step: guestScript(fsType), disks: [disk, logImg] });
-  log(`${fsType}: guest ${r.ended} after ${r.seconds.toFixed(0)}s (${r.consoleLog})`);
-  const failures = [];
-  if (r.results.get('done') !== 'ok') failures.push(`the guest did not finish the lifecycle (${r.ended}; error: ${r.results.get('error') ?? 'none reported'}; see ${r.resultsLog} and ${r.consoleLog})`);
-  // "@op-NAME CODE EXPECTED TIME" per CLI operation.
-  const ops = [...r.results].filter(([k]) => k.startsWith('op-'));
-  for (const [k, v] of ops) {
-    const [code, want] = v.split(' ');
-    if (code !== want) failures.push(`${k} exited ${code}, expected ${want}`);
+/**
+ * Runs the lifecycle in one guest boot on a logged copy of each filesystem's base; returns
+ * each filesystem's failures (what the guest reported) and writes its meta.json.
+ */
+async function record(fsTypes) {
+  const disks = [];
+  for (const fsType of fsTypes) {
+    const dir = path.join(out, fsType);
+    fs.mkdirSync(dir, { recursive: true });
+    const base = path.join(dir, 'base.img');
+    buildBase(fsType, base, dir);
+    const disk = path.join(dir, 'disk.img');
+    fs.copyFileSync(base, disk);
+    const logImg = path.join(dir, 'log.img');
+    fs.writeFileSync(logImg, '');
+    fs.truncateSync(logImg, LOG_SIZE);
+    disks.push(disk, logImg);
   }
-  log(`${fsType}: ${ops.map(([k, v]) => `${k.slice(3)} ${v.split(' ')[2]}`).join(', ')}`);
-  const edited = [...r.results].filter(([k]) => k.startsWith('edited-')).map(([, v]) => v);
-  fs.writeFileSync(path.join(dir, 'meta.json'), JSON.stringify({ sysrootDir: SYSROOT_DIR, varDir: VAR_DIR, localEditPaths: LOCAL_EDIT_PATHS, marks: STEPS.filter((s) => s.mark).map((s) => s.mark), edited }));
-  const marks = STEPS.filter((s) => s.mark).length;
-  if (r.results.get('marks') !== String(marks)) failures.push(`the guest made ${r.results.get('marks') ?? 'no'} marks, expected ${marks}`);
-  fs.rmSync(disk, { force: true });
-  return { failures, ops: Object.fromEntries(ops) };
+  const r = await boot({ guest, logBase: path.join(out, 'guest'), step: guestScript(fsTypes), disks });
+  log(`guest ${r.ended} after ${r.seconds.toFixed(0)}s (${r.consoleLog})`);
+  const failures = new Map();
+  const marks = STEPS.filter((s) => s.mark).map((s) => s.mark);
+  for (const fsType of fsTypes) {
+    const dir = path.join(out, fsType);
+    const f = [];
+    const got = new Map([...r.results].filter(([k]) => k.startsWith(`${fsType}.`)).map(([k, v]) => [k.slice(fsType.length + 1), v]));
+    if (r.results.get('done') !== 'ok') f.push(`the guest did not finish (${r.ended}; error: ${r.results.get('error') ?? 'none reported'}; see ${r.resultsLog} and ${r.consoleLog})`);
+    // "@FS.op-NAME CODE EXPECTED TIME" per CLI operation.
+    const ops = [...got].filter(([k]) => k.startsWith('op-'));
+    for (const [k, v] of ops) {
+      const [code, want] = v.split(' ');
+      if (code !== want) f.push(`${k} exited ${code}, expected ${want}`);
+    }
+    if (got.get('marks') !== String(marks.length)) f.push(`the guest made ${got.get('marks') ?? 'no'} marks, expected ${marks.length}`);
+    log(`${fsType}: ${ops.map(([k, v]) => `${k.slice(3)} ${v.split(' ')[2]}`).join(', ')}`);
+    const edited = [...got].filter(([k]) => k.startsWith('edited-')).map(([, v]) => v);
+    fs.writeFileSync(path.join(dir, 'meta.json'), JSON.stringify({ sysrootDir: SYSROOT_DIR, varDir: VAR_DIR, localEditPaths: LOCAL_EDIT_PATHS, marks, edited }));
+    fs.rmSync(path.join(dir, 'disk.img'), { force: true });
+    failures.set(fsType, f);
+  }
+  return failures;
 }
 
-let passed = 0;
-let failed = 0;
-// XFS joins once its run is proven end to end.
-for (const fsType of ['ext4']) {
-  if (only !== null && only !== fsType) continue;
-  const t = Date.now();
+const fsTypes = Object.keys(FILESYSTEMS).filter((f) => only === null || only === f);
+let recorded;
+try {
+  recorded = await record(fsTypes);
+} catch (err) {
+  const why = `recording threw: ${err.stderr?.toString() || err.stack}`;
+  recorded = new Map(fsTypes.map((f) => [f, [why]]));
+}
+
+/** Replays one filesystem's log and checks its states (replay.check.ts under vitest); resolves with its summary. */
+function replay(fsType) {
   const dir = path.join(out, fsType);
-  fs.mkdirSync(dir, { recursive: true });
-  let failures;
-  try {
-    ({ failures } = await record(fsType, dir));
-  } catch (err) {
-    failures = [`recording threw: ${err.stderr?.toString() || err.stack}`];
-  }
-  let summary = null;
-  if (failures.length === 0) {
-    const summaryFile = path.join(dir, 'summary.json');
-    const v = spawnSync('npx', ['vitest', 'run', '--config', path.join(HERE, 'vitest.config.ts')], {
+  const summaryFile = path.join(dir, 'summary.json');
+  const t = Date.now();
+  return new Promise((resolve) => {
+    // Each filesystem's checks run beside the other's (two cores); their output is kept apart.
+    const outFile = path.join(dir, 'replay.log');
+    const fd = fs.openSync(outFile, 'w');
+    const v = spawn('npx', ['vitest', 'run', '--config', path.join(HERE, 'vitest.config.ts')], {
       cwd: REPO,
-      stdio: ['ignore', 'inherit', 'inherit'],
+      stdio: ['ignore', fd, fd],
       env: { ...process.env, STAGEDROOT_REPLAY_DIR: dir, STAGEDROOT_REPLAY_FSTYPE: fsType, STAGEDROOT_REPLAY_SUMMARY: summaryFile },
     });
-    if (fs.existsSync(summaryFile)) summary = JSON.parse(fs.readFileSync(summaryFile, 'utf8'));
-    if (summary === null) failures.push(`the replay wrote no summary (vitest exit ${v.status})`);
-    else for (const x of summary.violations) failures.push(`violation at ${x.state}: ${x.message}`);
-    if (summary !== null && summary.violations.length === 0 && v.status !== 0) failures.push(`the replay's vitest run failed (exit ${v.status})`);
+    v.on('exit', (code) => {
+      fs.closeSync(fd);
+      const summary = fs.existsSync(summaryFile) ? JSON.parse(fs.readFileSync(summaryFile, 'utf8')) : null;
+      resolve({ summary, code, outFile, seconds: (Date.now() - t) / 1000 });
+    });
+  });
+}
+
+const replays = await Promise.all(fsTypes.map((f) => (recorded.get(f).length === 0 ? replay(f) : null)));
+let passed = 0;
+let failed = 0;
+for (const [i, fsType] of fsTypes.entries()) {
+  const dir = path.join(out, fsType);
+  const failures = recorded.get(fsType);
+  const rep = replays[i];
+  const summary = rep?.summary ?? null;
+  if (rep !== null) {
+    if (summary === null) failures.push(`the replay wrote no summary (vitest exit ${rep.code}; see ${rep.outFile})`);
+    else for (const x of summary.violations) failures.push(`violation at ${x.state}: ${x.message}${x.image ? ` (state image: ${x.image})` : ''}`);
+    if (summary !== null && summary.violations.length === 0 && rep.code !== 0) failures.push(`the replay's vitest run failed (exit ${rep.code}; see ${rep.outFile})`);
   }
-  const secs = ((Date.now() - t) / 1000).toFixed(0);
-  if (summary !== null) console.log(`${fsType}: ${summary.flushPoints} flush points, ${summary.states} states, ${summary.violations.length} violations (${summary.checkedPoints} of the points checked, ${summary.entries} log entries, ${secs}s)`);
+  if (summary !== null) console.log(`${fsType}: ${summary.flushPoints} flush points, ${summary.states} states, ${summary.violations.length} violations (${summary.checkedPoints} of the points checked, ${summary.entries} log entries; replay ${rep.seconds.toFixed(0)}s)`);
   const ok = failures.length === 0;
   if (ok) passed++;
   else failed++;
