@@ -20,6 +20,7 @@ import { healthCommand } from './commands/health.js';
 import { installCommand } from './commands/install.js';
 import { trustCommands } from './commands/trust.js';
 import { adoptCommand } from './commands/adopt.js';
+import { rebootCommand } from './commands/reboot.js';
 
 const VERSION = '0.1.0';
 
@@ -30,7 +31,7 @@ export function buildProgram(env: CliEnv): Command {
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (s) => env.io.out(s), writeErr: (s) => env.io.err(s) })
     .exitOverride();
-  for (const register of [initCommand, statusCommand, stageCommand, finalizeCommand, bootCommand, markCommands, rollbackCommand, discardCommand, pruneCommand, diffCommand, verifyCommand, pinCommands, unlockCommand, healthCommand, trustCommands, adoptCommand, installCommand]) {
+  for (const register of [initCommand, statusCommand, stageCommand, finalizeCommand, bootCommand, markCommands, rollbackCommand, discardCommand, pruneCommand, diffCommand, verifyCommand, pinCommands, unlockCommand, healthCommand, trustCommands, adoptCommand, installCommand, rebootCommand]) {
     register(program, env);
   }
   for (const c of program.commands) c.exitOverride().configureOutput({ writeOut: (s) => env.io.out(s), writeErr: (s) => env.io.err(s) });

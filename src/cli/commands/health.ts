@@ -1,7 +1,9 @@
 import type { Command } from 'commander';
 import { assessHealth } from '../../assess-health.js';
+import { fleetLockOf, releaseSlot } from '../../agent/fleet-reboot.js';
+import { FleetLockError } from '../../fleetlock/client.js';
 import type { CheckResult } from '../../boot/health.js';
-import { action, common, nonNegativeInt, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
+import { action, common, nonNegativeInt, openSysroot, sysrootDir, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson } from '../io.js';
 
 /** Where checks live when no option names any (a missing directory there means "no checks"). */
@@ -43,8 +45,21 @@ export function healthCommand(program: Command, env: CliEnv): void {
           ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }),
           onResult: show,
         });
+        // The boot is good: release this node's FleetLock reboot slot (Zincati's steady state), if coordinated.
+        const lock = r.action === 'marked-good' ? fleetLockOf(sysrootDir(env, o)) : null;
+        let fleetLock: { released: true } | { released: false; error: { kind: string; value: string; statusCode: number | null } } | undefined;
+        if (lock !== null) {
+          try {
+            await releaseSlot(lock);
+            fleetLock = { released: true };
+          } catch (err) {
+            if (!(err instanceof FleetLockError)) throw err;
+            fleetLock = { released: false, error: { kind: err.kind, value: err.description, statusCode: err.statusCode } };
+            if (!o.json) env.io.err(`stagedroot: warning: the FleetLock reboot slot was not released (${err.kind}: ${err.description}); the next \`health\` run tries again\n`);
+          }
+        }
         if (o.json) {
-          printJson(env.io, { ok: r.report.ok, action: r.action, results: r.report.results, status: r.status });
+          printJson(env.io, { ok: r.report.ok, action: r.action, results: r.report.results, status: r.status, ...(fleetLock ? { fleetLock } : {}) });
         } else {
           for (const f of [...r.report.failedRequired, ...r.report.failedWanted]) {
             if (f.output.trim()) env.io.err(`--- ${f.kind} check ${f.name} (${f.outcome}) ---\n${f.output.endsWith('\n') ? f.output : f.output + '\n'}`);
