@@ -140,3 +140,66 @@ describe('stage --dry-run', () => {
     expect(changes.filter((c: string) => !c.startsWith('modified') || !fs.statSync(path.join(staged.path, c.slice(9))).isDirectory())).toEqual(real);
   });
 });
+
+describe('stage --dry-run agrees with the real stage (one planner)', () => {
+  const UNITS = {
+    'etc/os-release': 'ID=test\n',
+    'usr/lib/systemd/system/vendor.service': '[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\nAlias=vendor-alias.service\n',
+    'etc/systemd/system/old.service': '[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=old.target\n',
+    'etc/systemd/system/old.target.wants/old.service': { symlink: '/etc/systemd/system/old.service' },
+  } as const;
+  const ign = (body: Record<string, unknown>) => ({ ignition: { version: '3.2.0' }, ...body });
+  const lines = (cs: { path: string; change: string }[]) => cs.map((c) => `${c.change} ${c.path}`);
+
+  it('lists the unit enablement links a stage creates and removes; the --json delta has the removed link', async () => {
+    t = await tempSysroot({ tree: UNITS });
+    const cfg = writeJson(t, 'units.ign', ign({ systemd: { units: [{ name: 'vendor.service', enabled: true }, { name: 'old.service', enabled: false }] } }));
+    const dry = await cli(['stage', cfg, '--dry-run', '--json', '--sysroot', t.dir]);
+    expect(dry.code, dry.err).toBe(0);
+    const planned = lines(JSON.parse(dry.out).changes);
+    expect(planned).toEqual(expect.arrayContaining([
+      'added etc/systemd/system/multi-user.target.wants/vendor.service',
+      'added etc/systemd/system/vendor-alias.service',
+      'removed etc/systemd/system/old.target.wants/old.service',
+    ]));
+    const real = await cli(['stage', cfg, '--json', '--sysroot', t.dir]);
+    expect(real.code, real.err).toBe(0);
+    const staged = JSON.parse(real.out);
+    expect(staged.delta).toContain('etc/systemd/system/old.target.wants/old.service');
+    expect(staged.delta).toContain('etc/systemd/system/multi-user.target.wants/vendor.service');
+    const diff = await t.sysroot.diff(t.sysroot.status().booted!, staged.id);
+    expect(planned).toEqual(lines(diff));
+  });
+
+  it('rejects a file over an existing directory and a directory over a file as the stage does (same code, exit 3)', async () => {
+    t = await tempSysroot({ tree: BASE });
+    const cases = [
+      { files: [{ path: '/srv/data', contents: 'x\n' }] },
+      { directories: [{ path: '/srv/file' }] },
+    ];
+    for (const [i, c] of cases.entries()) {
+      const spec = writeJson(t, `over-${i}.json`, { version: 1, ...c });
+      const dry = await cli(['stage', spec, '--dry-run', '--json', '--sysroot', t.dir]);
+      const real = await cli(['stage', spec, '--json', '--sysroot', t.dir]);
+      expect(real.code, real.out).toBe(3);
+      expect(dry.code, dry.out).toBe(3);
+      const failure = t.sysroot.status().lastFailure!;
+      const plan = JSON.parse(dry.out);
+      expect(plan.ok).toBe(false);
+      expect(plan.issues.map((x: { code: string; path: string }) => `${x.code} ${x.path}`)).toContain(`${failure.code} ${failure.path}`);
+      expect(plan.issues[0].message).toBe(failure.reason);
+    }
+  });
+
+  it('prints the warnings the stage prints (unknown keys, a unit missing from the tree)', async () => {
+    t = await tempSysroot({ tree: UNITS });
+    const cfg = writeJson(t, 'warn.ign', ign({ storage: { files: [{ path: '/etc/a.conf', contents: { source: 'data:,a' }, bogus: 1 }] }, systemd: { units: [{ name: 'nope.service', enabled: true }] } }));
+    const dry = await cli(['stage', cfg, '--dry-run', '--sysroot', t.dir]);
+    expect(dry.code, dry.out).toBe(0);
+    const real = await cli(['stage', cfg, '--sysroot', t.dir]);
+    expect(real.code, real.err).toBe(0);
+    const warnings = (s: string) => s.split('\n').filter((l) => l.startsWith('stagedroot: warning:'));
+    expect(warnings(real.err).length).toBe(2);
+    expect(warnings(dry.err)).toEqual(warnings(real.err));
+  });
+});
