@@ -12,6 +12,7 @@ import { manifestTasks } from '../fs/manifests/tasks.js';
 import { copyTreeSplit } from '../fs/trees/copy-split.js';
 import type { PatchResult } from '../fs/manifests/patch-manifest.js';
 import { noFaults, type FaultHook } from '../fs/core/faults.js';
+import type { TreeIo } from '../fs/trees/tree-io.js';
 import { availableParallelism } from 'node:os';
 import { snapshotsFrom, storageKind, type StorageKind } from '../fs/trees/storage.js';
 import { labelTouched } from '../fs/trees/selinux.js';
@@ -40,7 +41,10 @@ export interface BuildTreeOptions {
 export interface BuiltTree {
   tree: string;
   manifest: string;
+  /** Paths the update wrote that exist afterwards (what validators look at). */
   delta: string[];
+  /** Paths the update removed (and did not write again). */
+  removed: string[];
   entries: number;
   bytes: number;
   /** The manifest's sha256, hashed as it was written (absent: hash the file). */
@@ -124,25 +128,10 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   if (mounted.length > 0) ctx.warn(`skipped ${mounted.length} mount point${mounted.length === 1 ? '' : 's'} that ${mounted.length === 1 ? 'is not a directory' : 'are not directories'} (another filesystem is never copied): ${mounted.map(displayPath).join(', ')}`);
   if (devices.length > 0) ctx.warn(`skipped ${devices.length} device node${devices.length === 1 ? '' : 's'} (devices come from devtmpfs at boot, not from a tree): ${devices.map(displayPath).join(', ')}`);
   o.onTreeBuilt?.();
-  const events: TouchEvent[] = [];
-  const warnings: Issue[] = [];
   o.onStep?.('apply');
-  const root = new RootFs(tree, {
-    faults: ctx.faults,
-    durability: 'deferred',
-    onTouch: (e) => events.push(e),
-    xattrPolicy: ctx.xattrPolicy,
-    onXattrDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`),
-  });
-  if (o.changes) {
-    const applied = await applyChanges(root, o.changes, o.onApply, o.divert);
-    bytes += applied.bytes;
-    warnings.push(...applied.warnings);
-    // What the update wrote is labelled by the new tree's own SELinux policy, if it has one.
-    labelTouched(root, events, { policy: ctx.xattrPolicy, onDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`) });
-  }
-  o.settle?.(root);
-  ensureMountPoints(root);
+  const applied = await applyUpdate(ctx, tree, o);
+  bytes += applied.bytes;
+  const { events, warnings } = applied;
   o.onStep?.('manifest');
   let patched: PatchResult;
   if (trusted !== null) {
@@ -155,7 +144,46 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     for (const p of preParts) dfs.unlink(p);
   }
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
-  return { tree, manifest, delta: patched.delta, entries: patched.entries, bytes, storage, warnings, ...(patched.sha256 === undefined ? {} : { manifestSha256: patched.sha256 }) };
+  return { tree, manifest, delta: patched.delta, removed: patched.removed, entries: patched.entries, bytes, storage, warnings, ...(patched.sha256 === undefined ? {} : { manifestSha256: patched.sha256 }) };
+}
+
+/** What applying an update to a tree did: the entries it touched, the bytes it wrote, what its source warned about. */
+export interface AppliedUpdate {
+  root: RootFs;
+  events: TouchEvent[];
+  bytes: number;
+  warnings: Issue[];
+}
+
+/**
+ * The apply step of a stage, shared by the stage and its dry run: the change set applied
+ * to `tree` through the safe-fs layer (entries under shared directories diverted), what
+ * the update wrote labelled, the shared mount points settled, the boot mount points
+ * made. With `io` (a dry run's OverlayIo) every write lands in that layer, and nothing
+ * is labelled (labelling runs a tool on the disk).
+ */
+export async function applyUpdate(ctx: Context, tree: string, o: Pick<BuildTreeOptions, 'changes' | 'onApply' | 'divert' | 'settle'> & { io?: TreeIo }): Promise<AppliedUpdate> {
+  const events: TouchEvent[] = [];
+  const warnings: Issue[] = [];
+  let bytes = 0;
+  const root = new RootFs(tree, {
+    faults: o.io ? noFaults : ctx.faults,
+    durability: 'deferred',
+    onTouch: (e) => events.push(e),
+    xattrPolicy: ctx.xattrPolicy,
+    onXattrDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`),
+    ...(o.io ? { io: o.io } : {}),
+  });
+  if (o.changes) {
+    const applied = await applyChanges(root, o.changes, o.onApply, o.divert);
+    bytes += applied.bytes;
+    warnings.push(...applied.warnings);
+    // What the update wrote is labelled by the new tree's own SELinux policy, if it has one.
+    if (!o.io) labelTouched(root, events, { policy: ctx.xattrPolicy, onDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`) });
+  }
+  o.settle?.(root);
+  ensureMountPoints(root);
+  return { root, events, bytes, warnings };
 }
 
 /**

@@ -17,6 +17,8 @@ export interface SharedDivertOptions {
   liveShared: (rel: string) => string;
   faults?: FaultHook;
   warn: (message: string) => void;
+  /** The content tree to write instead (a dry run's overlay): contentRoot is then not created. */
+  content?: RootFs;
 }
 
 /**
@@ -29,9 +31,11 @@ export interface SharedDivertOptions {
  */
 export class SharedDivert {
   readonly ops: SharedOp[] = [];
-  private content: RootFs | null = null;
+  private content: RootFs | null;
 
-  constructor(private readonly o: SharedDivertOptions) {}
+  constructor(private readonly o: SharedDivertOptions) {
+    this.content = o.content ?? null;
+  }
 
   private root(): RootFs {
     if (this.content === null) {

@@ -7,6 +7,7 @@ import { treeTasks } from '../fs/trees/tasks.js';
 import { manifestTasks } from '../fs/manifests/tasks.js';
 import { snapshotsFrom } from '../fs/trees/storage.js';
 import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
+import { changedPaths } from '../fs/manifests/patch-manifest.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { applyKernelArguments } from '../state/kernel-args.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
@@ -62,6 +63,7 @@ export interface StageResult {
   id: string;
   label: string;
   path: string;
+  /** Every path the stage changed in the new tree: written (links included) or removed. */
   delta: string[];
   warnings: Issue[];
   entries: number;
@@ -337,7 +339,7 @@ async function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: 
   if (run.checked?.info.origin) rec.origin = run.checked.info.origin;
   if (run.checked?.signature) rec.signature = run.checked.signature;
   applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
-  return { id, label, path: layout.tree(id), delta: built.delta, warnings: [...built.warnings, ...warnings], entries: rec.entries, bytes: rec.bytes, hooks: run.hooks };
+  return { id, label, path: layout.tree(id), delta: changedPaths(built), warnings: [...built.warnings, ...warnings], entries: rec.entries, bytes: rec.bytes, hooks: run.hooks };
 }
 
 /**

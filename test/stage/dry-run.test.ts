@@ -80,13 +80,20 @@ describe('stage --dry-run', () => {
     const before = snapshot(t);
     const r = await cli(['stage', spec, '--dry-run', '--sysroot', t.dir]);
     expect(r.code).toBe(3);
+    // the first conflict stops the stage, as it stops the real one
     expect(r.out).toContain('APPLY_FAILED at etc/motd');
-    expect(r.out).toContain('ENOTDIR');
+    expect(r.out).toContain('EEXIST');
     expect(r.out).toContain('would be rejected');
     expect(snapshot(t)).toBe(before);
     expect(t.sysroot.status().lastFailure).toBeNull();
     // and the real stage agrees
     expect((await cli(['stage', spec, '--sysroot', t.dir])).code).toBe(3);
+    expect(t.sysroot.status().lastFailure?.path).toBe('etc/motd');
+
+    const next = writeJson(t, 'bad2.json', { version: 1, files: [{ path: '/srv/file/below', contents: 'x\n' }] });
+    const r2 = await cli(['stage', next, '--dry-run', '--sysroot', t.dir]);
+    expect(r2.code).toBe(3);
+    expect(r2.out).toContain('ENOTDIR');
   });
 
   it('rejects what the source itself rejects: a bad spec, a hostile layer, a missing signature', async () => {

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { StagedrootError } from '../../errors.js';
+import { StagedrootError, type Issue } from '../../errors.js';
 import { pathSource } from '../../sources/detect.js';
 import { parsePlatform } from '../../sources/oci/platform.js';
 import type { BuiltinOptions } from '../../validate/builtins.js';
@@ -47,6 +47,11 @@ function builtinsFrom(o: StageCliOptions): BuiltinOptions {
   };
 }
 
+/** The warnings of a stage or of its dry run, one line each on stderr. */
+function printWarnings(env: CliEnv, warnings: readonly Issue[]): void {
+  for (const w of warnings) env.io.err(`stagedroot: warning: ${w.code} at ${w.path}: ${w.message}\n`);
+}
+
 export function stageCommand(program: Command, env: CliEnv): void {
   xattrOption(common(program.command('stage')))
     .description('stage an update (a spec, Ignition config, MachineConfig, tar layer, OCI image or directory; kind detected from its content)')
@@ -80,7 +85,10 @@ export function stageCommand(program: Command, env: CliEnv): void {
         if (o.dryRun) {
           const r = await (await openSysroot(env, o, { readOnly: true })).dryRun(source, { label: o.label, builtins, signature: o.signature });
           if (o.json) printJson(env.io, r);
-          else env.io.out(formatDryRun(r));
+          else {
+            env.io.out(formatDryRun(r));
+            printWarnings(env, r.warnings);
+          }
           return r.ok ? EXIT.OK : EXIT.REJECTED;
         }
         const s = await openSysroot(env, o);
@@ -92,7 +100,7 @@ export function stageCommand(program: Command, env: CliEnv): void {
           else if (r.alreadyRunning) env.io.out(`the booted deployment ${r.id} (${r.label}) already runs this image: nothing staged\n`);
           else {
             env.io.out(`staged deployment ${r.id} (${r.label}): ${r.delta.length} path${r.delta.length === 1 ? '' : 's'} changed; it becomes current at the next reboot\n`);
-            for (const w of r.warnings) env.io.err(`stagedroot: warning: ${w.code} at ${w.path}: ${w.message}\n`);
+            printWarnings(env, r.warnings);
           }
         } catch (err) {
           bar.done();

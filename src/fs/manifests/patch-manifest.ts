@@ -41,7 +41,11 @@ export interface TreeChanges {
   underRemoved(p: string): boolean;
 }
 
-export function changesOf(tree: string, events: readonly TouchEvent[]): TreeChanges {
+/**
+ * `read` gives the entry now at a tree path (null: nothing there); by default it is read
+ * from the disk (a dry run reads its overlay).
+ */
+export function changesOf(tree: string, events: readonly TouchEvent[], read: (rel: string) => ManifestEntry | null = (rel) => readOnDisk(tree, rel)): TreeChanges {
   const removed = new Set<string>();
   const dirty = new Set<string>();
   for (const ev of events) {
@@ -51,14 +55,8 @@ export function changesOf(tree: string, events: readonly TouchEvent[]): TreeChan
   }
   const fresh: ManifestEntry[] = [];
   for (const rel of dirty) {
-    let st: fs.Stats;
-    const host = hostPath(tree, rel);
-    try {
-      st = fs.lstatSync(host);
-    } catch {
-      continue; // touched, then removed
-    }
-    fresh.push(readEntry(rel, host, st));
+    const e = read(rel);
+    if (e !== null) fresh.push(e); // else touched, then removed
   }
   fresh.sort((a, b) => comparePaths(a.p, b.p));
 
@@ -70,6 +68,26 @@ export function changesOf(tree: string, events: readonly TouchEvent[]): TreeChan
     return removed.has(p);
   };
   return { dirty, removed, fresh, underRemoved };
+}
+
+/** The manifest entry of what is on disk at a tree path now, or null. */
+export function readOnDisk(tree: string, rel: string): ManifestEntry | null {
+  const host = hostPath(tree, rel);
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(host);
+  } catch {
+    return null;
+  }
+  return readEntry(rel, host, st);
+}
+
+/**
+ * Every path an update changed, for people and agents (`stage --json`'s `delta`): the
+ * paths it wrote and the paths it removed, in manifest order.
+ */
+export function changedPaths(r: Pick<PatchResult, 'delta' | 'removed'>): string[] {
+  return [...r.delta, ...r.removed].sort(comparePaths);
 }
 
 /** The delta of a patched manifest (what finalize re-checks). */

@@ -1,14 +1,9 @@
-import * as fs from 'node:fs';
+import type * as fs from 'node:fs';
 import * as path from 'node:path';
 import { StagedrootError, isStagedrootError } from '../../errors.js';
 import { ioError } from '../core/io-error.js';
 import { resolveInRoot, type Resolved } from './resolve-in-root.js';
-import { readLinkTarget } from '../manifests/manifest.js';
-import { bytesOfName, hasRawBytes } from '../core/names.js';
-import { readNames } from '../core/walk.js';
-
-/** A tree path's bytes at the syscall (names that are not UTF-8 are escaped in tree paths, see names.ts). */
-const B = (host: string): string | Buffer => (hasRawBytes(host) ? bytesOfName(host) : host);
+import { hostIo, readerOf, type TreeReader } from './tree-io.js';
 
 /** What lstat/stat say about an entry (Node's Stats, so callers need not import node:fs). */
 export type EntryStats = fs.Stats;
@@ -28,16 +23,19 @@ export type EntryStats = fs.Stats;
 export class ReadOnlyTree {
   /** Host path of the tree's root (for tools run over it, such as `systemd-analyze --root`). */
   readonly root: string;
+  /** The reads it makes (of the disk, or of a dry run's overlay): reads only, see readerOf. */
+  readonly #io: TreeReader;
 
-  constructor(root: string) {
+  constructor(root: string, io: TreeReader = hostIo) {
     this.root = path.resolve(root);
+    this.#io = io === hostIo ? hostIo : readerOf(io);
     Object.freeze(this);
   }
 
   /** Where `p` leads inside the tree (a final symlink followed with `followLast`); null when a parent is missing. */
   resolve(p: string, opts: { followLast?: boolean } = {}): Resolved | null {
     try {
-      return resolveInRoot(this.root, p, { followLast: opts.followLast });
+      return resolveInRoot(this.root, p, { followLast: opts.followLast, io: this.#io });
     } catch (err) {
       if (isStagedrootError(err) && (err.errno === 'ENOENT' || err.errno === 'ENOTDIR')) return null;
       throw err;
@@ -66,16 +64,10 @@ export class ReadOnlyTree {
     if (!r.stat.isFile()) {
       throw new StagedrootError('APPLY_FAILED', `${p} is not a regular file`, { path: p, resolvedPath: r.hostPath });
     }
-    let fd: number;
     try {
-      fd = fs.openSync(B(r.hostPath), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      return this.#io.readFile(r.hostPath);
     } catch (err) {
       throw ioError(err, p, r.hostPath);
-    }
-    try {
-      return fs.readFileSync(fd);
-    } finally {
-      fs.closeSync(fd);
     }
   }
 
@@ -84,7 +76,7 @@ export class ReadOnlyTree {
     const r = this.resolve(p);
     if (r === null || r.stat === null || !r.stat.isSymbolicLink()) return null;
     try {
-      return readLinkTarget(B(r.hostPath));
+      return this.#io.readlink(r.hostPath);
     } catch (err) {
       throw ioError(err, p, r.hostPath);
     }
@@ -95,7 +87,7 @@ export class ReadOnlyTree {
     const r = this.resolve(p, { followLast: true });
     if (r === null || r.stat === null || !r.stat.isDirectory()) return null;
     try {
-      return readNames(B(r.hostPath));
+      return this.#io.readdir(r.hostPath);
     } catch (err) {
       throw ioError(err, p, r.hostPath);
     }

@@ -1,9 +1,8 @@
-import * as fs from 'node:fs';
-import { StagedrootError, errnoOf } from '../../errors.js';
+import type * as fs from 'node:fs';
+import { StagedrootError } from '../../errors.js';
 import { ioError } from '../core/io-error.js';
-import { readLinkTarget } from '../manifests/manifest.js';
-import { bytesOfName, hasRawBytes } from '../core/names.js';
 import { splitSourcePath, MAX_PATH_DEPTH } from '../core/paths.js';
+import { hostIo, type TreeReader } from './tree-io.js';
 
 export interface Resolved {
   /** Host path of the entry (its parent is a real directory inside the root). */
@@ -23,6 +22,8 @@ export interface ResolveOptions {
    * (RootFs) passes one: a read-only tree cannot create anything.
    */
   createParent?: (host: string, rel: string) => void;
+  /** The system calls (default: the disk; a dry run passes an overlay). */
+  io?: TreeReader;
 }
 
 const MAX_SYMLINK_HOPS = 40;
@@ -36,6 +37,7 @@ const MAX_SYMLINK_HOPS = 40;
  */
 export function resolveInRoot(root: string, p: string, opts: ResolveOptions = {}): Resolved {
   const original = p;
+  const io = opts.io ?? hostIo;
   // A backslash is an ordinary byte of a Linux name here; sources decide what they accept.
   const queue = splitSourcePath(p, 'path', { allowBackslash: true });
   if (queue.length > MAX_PATH_DEPTH) {
@@ -52,11 +54,11 @@ export function resolveInRoot(root: string, p: string, opts: ResolveOptions = {}
     }
     const isLast = queue.length === 0;
     const host = hostOf([...stack, c]);
-    let st: fs.Stats | null = null;
+    let st: fs.Stats | null;
     try {
-      st = fs.lstatSync(hasRawBytes(host) ? bytesOfName(host) : host);
+      st = io.lstat(host);
     } catch (err) {
-      if (errnoOf(err) !== 'ENOENT') throw ioError(err, original, host);
+      throw ioError(err, original, host);
     }
     if (st === null) {
       if (isLast) return checked(root, { hostPath: host, rel: [...stack, c].join('/'), stat: null });
@@ -71,8 +73,7 @@ export function resolveInRoot(root: string, p: string, opts: ResolveOptions = {}
       if (++hops > MAX_SYMLINK_HOPS) {
         throw new StagedrootError('APPLY_FAILED', `Too many levels of symbolic links resolving ${original}`, { path: original, errno: 'ELOOP' });
       }
-      // A name that is not UTF-8 is escaped in tree paths (names.ts): the syscall gets its bytes.
-      const target = readLinkTarget(hasRawBytes(host) ? bytesOfName(host) : host);
+      const target = io.readlink(host);
       if (target.startsWith('/')) stack.length = 0;
       queue.unshift(...target.split('/').filter((x) => x !== '' && x !== '.'));
       continue;
@@ -85,7 +86,7 @@ export function resolveInRoot(root: string, p: string, opts: ResolveOptions = {}
     stack.push(c);
   }
   // Only reachable when every component was ".." or a symlink to the root.
-  return checked(root, { hostPath: root, rel: '', stat: fs.lstatSync(root) });
+  return checked(root, { hostPath: root, rel: '', stat: io.lstat(root) });
 }
 
 function checked(root: string, r: Resolved): Resolved {
@@ -101,7 +102,7 @@ function checked(root: string, r: Resolved): Resolved {
  * missing or non-directory component on, the rest is taken as written. Never throws for
  * a missing or non-directory parent (the write itself reports that).
  */
-export function realPathInRoot(root: string, p: string, followLast = false): string {
+export function realPathInRoot(root: string, p: string, followLast = false, io: TreeReader = hostIo): string {
   const queue = splitSourcePath(p, 'path', { allowBackslash: true });
   const stack: string[] = [];
   const hostOf = (parts: string[]): string => (parts.length === 0 ? root : `${root}/${parts.join('/')}`);
@@ -112,14 +113,14 @@ export function realPathInRoot(root: string, p: string, followLast = false): str
       stack.pop();
       continue;
     }
-    let st: fs.Stats | null = null;
+    let st: fs.Stats | null;
     try {
-      st = fs.lstatSync(hostOf([...stack, c]));
+      st = io.lstat(hostOf([...stack, c]));
     } catch {
       st = null;
     }
     if (st !== null && st.isSymbolicLink() && (queue.length > 0 || followLast) && ++hops <= MAX_SYMLINK_HOPS) {
-      const target = fs.readlinkSync(hostOf([...stack, c]));
+      const target = io.readlink(hostOf([...stack, c]));
       if (target.startsWith('/')) stack.length = 0;
       queue.unshift(...target.split('/').filter((x) => x !== '' && x !== '.'));
       continue;

@@ -10,16 +10,13 @@ import { resolveInRoot, type Resolved } from './resolve-in-root.js';
 
 export { ioError } from '../core/io-error.js';
 export type { Resolved } from './resolve-in-root.js';
-import { bytesOfName, hasRawBytes } from '../core/names.js';
 import { readLinkTarget } from '../manifests/manifest.js';
-import { makeFifo } from '../core/path-tool.js';
-import { readNames } from '../core/walk.js';
-import { readXattrs, replaceXattrs, writeXattrs, type XattrList, type XattrPolicy, type Xattrs } from '../core/xattr.js';
-import { copyFileInto } from './copy-entry.js';
+import { readXattrs, type XattrList, type XattrPolicy, type Xattrs } from '../core/xattr.js';
 import { realPathInRoot } from './resolve-in-root.js';
 import { splitSourcePath } from '../core/paths.js';
-import { fsyncDir } from '../core/fsync-dir.js';
 import type { TouchEvent } from '../manifests/patch-manifest.js';
+import { hostIo, type TreeIo } from './tree-io.js';
+import { fsyncDir } from '../core/fsync-dir.js';
 
 export type { TouchEvent } from '../manifests/patch-manifest.js';
 
@@ -37,6 +34,8 @@ export interface RootFsOptions {
   /** An extended attribute the filesystem refuses: an error ('strict', the default) or dropped and reported. */
   xattrPolicy?: XattrPolicy;
   onXattrDrop?: (rel: string, name: string, why: string) => void;
+  /** The system calls (default: the disk). A dry run passes an overlay of a tree it only reads (overlay-io.ts). */
+  io?: TreeIo;
 }
 
 export interface FileAttrs {
@@ -56,12 +55,6 @@ export interface CreateOptions {
   replace?: boolean;
 }
 
-/**
- * A host path at the syscall: tree paths carry a name that is not UTF-8 escaped (see
- * names.ts); the call gets its bytes.
- */
-const B = (host: string): string | Buffer => (hasRawBytes(host) ? bytesOfName(host) : host);
-const O_NOFOLLOW = fs.constants.O_NOFOLLOW;
 const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
 
 /**
@@ -73,6 +66,8 @@ const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
  */
 export class RootFs {
   readonly root: string;
+  /** The system calls every read and write below goes through. */
+  readonly io: TreeIo;
   private readonly faults: FaultHook;
   private readonly onTouch: (event: TouchEvent) => void;
   private readonly durable: boolean;
@@ -80,6 +75,7 @@ export class RootFs {
 
   constructor(root: string, options: RootFsOptions = {}) {
     this.root = path.resolve(root);
+    this.io = options.io ?? hostIo;
     this.faults = options.faults ?? noFaults;
     this.onTouch = options.onTouch ?? (() => {});
     this.durable = (options.durability ?? 'each') === 'each';
@@ -96,6 +92,7 @@ export class RootFs {
   resolve(p: string, opts: { followLast?: boolean; createParents?: boolean; dirMode?: number } = {}): Resolved {
     return resolveInRoot(this.root, p, {
       followLast: opts.followLast,
+      io: this.io,
       createParent: opts.createParents
         ? (host, rel) => {
             this.mkdirRaw(host, opts.dirMode ?? 0o755);
@@ -110,12 +107,12 @@ export class RootFs {
    * operation on `p` lands once the tree's own symlinks are followed.
    */
   realPath(p: string, followLast = false): string {
-    return realPathInRoot(this.root, p, followLast);
+    return realPathInRoot(this.root, p, followLast, this.io);
   }
 
   /** The same tree, seen through a view that cannot write (for code that only reads). */
   readOnly(): ReadOnlyTree {
-    return new ReadOnlyTree(this.root);
+    return new ReadOnlyTree(this.root, this.io);
   }
 
   // ---------------------------------------------------------------- reads
@@ -131,11 +128,10 @@ export class RootFs {
     if (!r.stat.isFile()) {
       throw new StagedrootError('APPLY_FAILED', `${p} is not a regular file`, { path: p, resolvedPath: r.hostPath });
     }
-    const fd = fs.openSync(B(r.hostPath), fs.constants.O_RDONLY | O_NOFOLLOW);
     try {
-      return fs.readFileSync(fd);
-    } finally {
-      fs.closeSync(fd);
+      return this.io.readFile(r.hostPath);
+    } catch (err) {
+      throw ioError(err, p, r.hostPath);
     }
   }
 
@@ -145,7 +141,7 @@ export class RootFs {
   writeFile(p: string, data: Uint8Array, attrs: FileAttrs & CreateOptions = {}): void {
     this.writeViaTemp(p, attrs, attrs, (fd) => {
       let off = 0;
-      while (off < data.length) off += fs.writeSync(fd, data, off, data.length - off);
+      while (off < data.length) off += this.io.write(fd, data, off, data.length - off);
     });
   }
 
@@ -158,17 +154,17 @@ export class RootFs {
     try {
       for await (const chunk of chunks) {
         let off = 0;
-        while (off < chunk.length) off += fs.writeSync(fd, chunk, off, chunk.length - off);
+        while (off < chunk.length) off += this.io.write(fd, chunk, off, chunk.length - off);
         size += chunk.length;
       }
       this.finishFd(fd, attrs, 0o644, tmp, p);
     } catch (err) {
-      fs.closeSync(fd);
-      safeUnlink(tmp);
+      this.io.close(fd);
+      this.safeUnlink(tmp);
       if (err instanceof StagedrootError) throw err;
       throw ioError(err, p, tmp);
     }
-    fs.closeSync(fd);
+    this.io.close(fd);
     this.commitTmp(tmp, dir, name, target, p);
     return size;
   }
@@ -193,17 +189,17 @@ export class RootFs {
     } else if (st.isSymbolicLink()) {
       this.symlink(p, readLinkTarget(srcHost), { ...owner, overwrite: o.overwrite, replace: o.replace });
     } else if (st.isFile()) {
-      this.writeViaTemp(p, o, { mode: st.mode & 0o7777, ...owner, mtime: st.mtimeMs / 1000 }, (fd) => copyFileInto(srcHost, fd, p));
+      this.writeViaTemp(p, o, { mode: st.mode & 0o7777, ...owner, mtime: st.mtimeMs / 1000 }, (fd) => this.io.copyInto(srcHost, fd, p));
     } else if (st.isFIFO()) {
       // A FIFO is recreated (Node has no mkfifo: coreutils'), with its owner, mode, times and attributes.
       const { dir, name, target } = this.prepareCreate(p, o);
       const tmp = this.tmpName(dir);
       try {
-        makeFifo(B(tmp), st.mode, p);
+        this.io.mkfifo(tmp, st.mode, p);
         this.mutated('mkfifo', tmp);
         this.applyAttrs(tmp, { mode: st.mode & 0o7777, ...owner, mtime: st.mtimeMs / 1000 }, p);
       } catch (err) {
-        safeUnlink(tmp);
+        this.safeUnlink(tmp);
         throw ioError(err, p, tmp);
       }
       this.commitTmp(tmp, dir, name, target, p);
@@ -221,10 +217,13 @@ export class RootFs {
       if (!r.stat.isFile()) {
         throw new StagedrootError('APPLY_FAILED', `Cannot append to ${p}: it is not a regular file`, { path: p, resolvedPath: r.hostPath });
       }
-      const fd = fs.openSync(B(r.hostPath), fs.constants.O_RDONLY | O_NOFOLLOW);
-      try { old = fs.readFileSync(fd); } finally { fs.closeSync(fd); }
+      try {
+        old = this.io.readFile(r.hostPath);
+      } catch (err) {
+        throw ioError(err, p, r.hostPath);
+      }
       // As an append in place would: attributes kept, but a write drops file capabilities.
-      keep = { mode: r.stat.mode & 0o7777, uid: r.stat.uid, gid: r.stat.gid, xattrs: readXattrs(B(r.hostPath)).filter(([n]) => n !== 'security.capability') };
+      keep = { mode: r.stat.mode & 0o7777, uid: r.stat.uid, gid: r.stat.gid, xattrs: this.io.readXattrs(r.hostPath).filter(([n]) => n !== 'security.capability') };
     }
     this.writeFile(r.rel, Buffer.concat([old, data]), { ...keep, ...defined(attrs) });
   }
@@ -261,18 +260,18 @@ export class RootFs {
     const { dir, name, target: existing } = this.prepareCreate(p, attrs);
     const tmp = this.tmpName(dir);
     try {
-      fs.symlinkSync(B(target), B(tmp));
+      this.io.symlink(target, tmp);
     } catch (err) {
       throw ioError(err, p, tmp);
     }
     this.mutated('symlink', tmp);
     try {
       if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) {
-        fs.lchownSync(B(tmp), attrs.uid ?? -1, attrs.gid ?? -1);
+        this.io.lchown(tmp, attrs.uid ?? -1, attrs.gid ?? -1);
       }
       if (attrs.xattrs !== undefined && attrs.xattrs.length > 0) this.setXattrs(tmp, attrs.xattrs, p, false);
     } catch (err) {
-      safeUnlink(tmp);
+      this.safeUnlink(tmp);
       throw ioError(err, p, tmp);
     }
     this.commitTmp(tmp, dir, name, existing, p);
@@ -291,7 +290,7 @@ export class RootFs {
     if (target.stat !== null && target.stat.ino === src.stat.ino && target.stat.dev === src.stat.dev) return;
     const tmp = this.tmpName(dir);
     try {
-      fs.linkSync(B(src.hostPath), B(tmp));
+      this.io.link(src.hostPath, tmp);
     } catch (err) {
       throw ioError(err, p, tmp);
     }
@@ -307,7 +306,7 @@ export class RootFs {
       throw new StagedrootError('APPLY_FAILED', `Cannot remove ${p}: it does not exist`, { path: p, resolvedPath: r?.hostPath, errno: 'ENOENT' });
     }
     if (r.rel === '') throw new StagedrootError('PATH_ESCAPE', `Refusing to remove the root itself (${p})`, { path: p });
-    if (r.stat.isDirectory() && !opts.recursive && fs.readdirSync(B(r.hostPath)).length > 0) {
+    if (r.stat.isDirectory() && !opts.recursive && this.io.readdir(r.hostPath).length > 0) {
       throw new StagedrootError('APPLY_FAILED', `Cannot remove ${p}: the directory is not empty`, { path: p, resolvedPath: r.hostPath, errno: 'ENOTEMPTY' });
     }
     this.removeResolved(r, p);
@@ -320,11 +319,11 @@ export class RootFs {
    * Returns the names removed.
    */
   removeTempLeftovers(dir: string): string[] {
-    const r = /^\/*$/.test(dir) ? { hostPath: this.root, stat: fs.lstatSync(this.root) } : this.resolveIfReachable(dir);
+    const r = /^\/*$/.test(dir) ? { hostPath: this.root, stat: this.io.lstat(this.root) } : this.resolveIfReachable(dir);
     if (r === null || r.stat === null || !r.stat.isDirectory()) return [];
-    const names = fs.readdirSync(r.hostPath).filter((n) => n.startsWith('.stagedroot-tmp-'));
+    const names = this.io.readdir(r.hostPath).filter((n) => n.startsWith('.stagedroot-tmp-'));
     for (const n of names) {
-      fs.rmSync(`${r.hostPath}/${n}`, { recursive: true, force: true });
+      this.io.removeTree(`${r.hostPath}/${n}`);
       this.mutated('remove', `${r.hostPath}/${n}`);
     }
     return names;
@@ -336,6 +335,8 @@ export class RootFs {
    * the sysroot's shared directory.
    */
   moveOut(p: string, hostDst: string): void {
+    // A move out of the tree is a rename on the disk: never through an overlay.
+    if (this.io !== hostIo) throw new StagedrootError('USAGE', `Cannot move ${p} out of a tree seen through an overlay`, { path: p });
     const r = this.resolve(p);
     if (r.stat === null) throw new StagedrootError('APPLY_FAILED', `Cannot move ${p}: it does not exist`, { path: p, resolvedPath: r.hostPath, errno: 'ENOENT' });
     if (r.rel === '') throw new StagedrootError('PATH_ESCAPE', `Refusing to move the root itself (${p})`, { path: p });
@@ -364,11 +365,11 @@ export class RootFs {
    * A missing path (or parent) has nothing to clear. "" or "/" clears the whole tree.
    */
   clearDirectory(p: string): void {
-    const r = /^\/*$/.test(p) ? { hostPath: this.root, rel: '', stat: fs.lstatSync(this.root) } : this.resolveIfReachable(p);
+    const r = /^\/*$/.test(p) ? { hostPath: this.root, rel: '', stat: this.io.lstat(this.root) } : this.resolveIfReachable(p);
     if (r === null || r.stat === null || !r.stat.isDirectory()) return;
-    for (const name of readNames(B(r.hostPath))) {
+    for (const name of this.io.readdir(r.hostPath)) {
       const child = r.rel === '' ? name : `${r.rel}/${name}`;
-      this.removeResolved({ hostPath: `${r.hostPath}/${name}`, rel: child, stat: fs.lstatSync(B(`${r.hostPath}/${name}`)) }, child);
+      this.removeResolved({ hostPath: `${r.hostPath}/${name}`, rel: child, stat: this.io.lstat(`${r.hostPath}/${name}`) }, child);
     }
   }
 
@@ -386,13 +387,13 @@ export class RootFs {
   private removeResolved(r: Resolved, p: string): void {
     if (r.rel === '' || r.stat === null) throw new StagedrootError('PATH_ESCAPE', `Refusing to remove the root itself (${p})`, { path: p });
     try {
-      if (r.stat.isDirectory()) fs.rmSync(B(r.hostPath), { recursive: true, force: true });
-      else fs.unlinkSync(B(r.hostPath));
+      if (r.stat.isDirectory()) this.io.removeTree(r.hostPath);
+      else this.io.unlink(r.hostPath);
     } catch (err) {
       throw ioError(err, p, r.hostPath);
     }
     this.mutated('remove', r.hostPath);
-    if (this.durable) fsyncDir(path.dirname(r.hostPath));
+    if (this.durable) this.io.fsyncDir(path.dirname(r.hostPath));
     this.onTouch({ kind: 'remove', path: r.rel });
   }
 
@@ -408,7 +409,7 @@ export class RootFs {
     }
     if (r.stat.isSymbolicLink()) {
       if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) {
-        fs.lchownSync(B(r.hostPath), attrs.uid ?? -1, attrs.gid ?? -1);
+        this.io.lchown(r.hostPath, attrs.uid ?? -1, attrs.gid ?? -1);
         this.mutated('lchown', r.hostPath);
       }
       this.onTouch({ kind: 'touch', path: r.rel });
@@ -417,10 +418,10 @@ export class RootFs {
     if (r.stat.isFile() && r.stat.nlink > 1) {
       const dir = path.dirname(r.hostPath);
       const tmp = this.tmpName(dir);
-      fs.copyFileSync(B(r.hostPath), B(tmp));
+      this.io.copyFile(r.hostPath, tmp);
       this.mutated('copy', tmp);
       // The private copy keeps the shared inode's extended attributes (a capability, a label).
-      const keep = { mode: r.stat.mode & 0o7777, uid: r.stat.uid, gid: r.stat.gid, mtime: r.stat.mtimeMs / 1000, xattrs: readXattrs(B(r.hostPath)) };
+      const keep = { mode: r.stat.mode & 0o7777, uid: r.stat.uid, gid: r.stat.gid, mtime: r.stat.mtimeMs / 1000, xattrs: this.io.readXattrs(r.hostPath) };
       this.applyAttrs(tmp, { ...keep, ...defined(attrs) }, p);
       this.commitTmp(tmp, dir, path.basename(r.hostPath), r, p);
       return;
@@ -459,7 +460,7 @@ export class RootFs {
 
   private openTmp(tmp: string, p: string): number {
     try {
-      const fd = fs.openSync(B(tmp), fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | O_NOFOLLOW, 0o600);
+      const fd = this.io.create(tmp, 0o600);
       this.mutated('create', tmp);
       return fd;
     } catch (err) {
@@ -468,12 +469,12 @@ export class RootFs {
   }
 
   private finishFd(fd: number, attrs: FileAttrs, defaultMode: number, tmp: string, p: string): void {
-    if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) fs.fchownSync(fd, attrs.uid ?? -1, attrs.gid ?? -1);
+    if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) this.io.fchown(fd, attrs.uid ?? -1, attrs.gid ?? -1);
     // After chown (it clears security.capability) and after the content (so does a write).
     if (attrs.xattrs !== undefined && attrs.xattrs.length > 0) this.setXattrs(tmp, attrs.xattrs, p, false);
-    fs.fchmodSync(fd, attrs.mode ?? defaultMode);
-    if (attrs.mtime !== undefined) fs.futimesSync(fd, attrs.mtime, attrs.mtime);
-    if (this.durable) fs.fsyncSync(fd);
+    this.io.fchmod(fd, attrs.mode ?? defaultMode);
+    if (attrs.mtime !== undefined) this.io.futimes(fd, attrs.mtime);
+    if (this.durable) this.io.fsync(fd);
   }
 
   /**
@@ -489,30 +490,30 @@ export class RootFs {
       fill(fd);
       this.finishFd(fd, attrs, 0o644, tmp, p);
     } catch (err) {
-      fs.closeSync(fd);
-      safeUnlink(tmp);
+      this.io.close(fd);
+      this.safeUnlink(tmp);
       throw ioError(err, p, tmp);
     }
-    fs.closeSync(fd);
+    this.io.close(fd);
     this.commitTmp(tmp, dir, name, target, p);
   }
 
   private commitTmp(tmp: string, dir: string, name: string, target: Resolved, p: string): void {
     const dest = path.join(dir, name);
     try {
-      fs.renameSync(B(tmp), B(dest));
+      this.io.rename(tmp, dest);
     } catch (err) {
-      safeUnlink(tmp);
+      this.safeUnlink(tmp);
       throw ioError(err, p, dest);
     }
     this.mutated('rename', dest);
-    if (this.durable) fsyncDir(dir);
+    if (this.durable) this.io.fsyncDir(dir);
     this.onTouch({ kind: 'touch', path: target.rel });
   }
 
   private mkdirRaw(host: string, mode: number): void {
     try {
-      fs.mkdirSync(B(host), { mode });
+      this.io.mkdir(host, mode);
     } catch (err) {
       throw ioError(err, path.relative(this.root, host), host);
     }
@@ -526,10 +527,10 @@ export class RootFs {
    */
   private applyAttrs(host: string, attrs: FileAttrs, p: string, exact = false): void {
     try {
-      if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) fs.lchownSync(B(host), attrs.uid ?? -1, attrs.gid ?? -1);
+      if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) this.io.lchown(host, attrs.uid ?? -1, attrs.gid ?? -1);
       if (attrs.xattrs !== undefined && (exact || attrs.xattrs.length > 0)) this.setXattrs(host, attrs.xattrs, p, exact);
-      if (attrs.mode !== undefined) fs.chmodSync(B(host), attrs.mode);
-      if (attrs.mtime !== undefined) fs.utimesSync(B(host), attrs.mtime, attrs.mtime);
+      if (attrs.mode !== undefined) this.io.chmod(host, attrs.mode);
+      if (attrs.mtime !== undefined) this.io.utimes(host, attrs.mtime);
     } catch (err) {
       throw ioError(err, p, host);
     }
@@ -543,13 +544,21 @@ export class RootFs {
     if (list.some(([n]) => n === 'security.selinux')) this.explicitLabels.add(splitSourcePath(p, 'path', { allowBackslash: true }).join('/'));
     const attrs: Xattrs = list.map(([n, v]) => [n, Buffer.from(v.buffer, v.byteOffset, v.byteLength)]);
     attrs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-    if (exact) replaceXattrs(B(host), attrs, { rel: p, ...this.xattrOptions });
-    else writeXattrs(B(host), attrs, { rel: p, ...this.xattrOptions });
+    if (exact) this.io.replaceXattrs(host, attrs, { rel: p, ...this.xattrOptions });
+    else this.io.writeXattrs(host, attrs, { rel: p, ...this.xattrOptions });
     this.mutated('setxattr', host);
   }
 
   private mutated(op: string, host: string): void {
     this.faults.afterMutation(op, host);
+  }
+
+  private safeUnlink(host: string): void {
+    try {
+      this.io.unlink(host);
+    } catch {
+      // already gone
+    }
   }
 }
 
@@ -558,10 +567,3 @@ function defined(attrs: FileAttrs): FileAttrs {
   return Object.fromEntries(Object.entries(attrs).filter(([, v]) => v !== undefined)) as FileAttrs;
 }
 
-function safeUnlink(p: string): void {
-  try {
-    fs.unlinkSync(B(p));
-  } catch {
-    // already gone
-  }
-}
