@@ -58,7 +58,8 @@ describe('Sysroot lifecycle (library)', () => {
       { onProgress: (p) => progress.push(p.phase) },
     );
     expect(r).toMatchObject({ id: '0002', label: 'web', path: t.sysroot.treePath('0002') });
-    expect(r.delta.sort()).toEqual(['etc/motd', 'srv', 'srv/www', 'srv/www/index.html']);
+    // every path the stage changed: written, or removed (etc/old.conf)
+    expect(r.delta).toEqual(['etc/motd', 'etc/old.conf', 'srv', 'srv/www', 'srv/www/index.html']);
     expect(new Set(progress)).toEqual(new Set(['plan', 'copy', 'apply', 'manifest', 'validate', 'sync', 'commit']));
     expect(hashTree(booted)).toBe(before);
     expect(t.sysroot.status()).toMatchObject({ staged: '0002', current: '0001', booted: '0001', pendingReboot: false });
