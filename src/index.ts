@@ -30,7 +30,7 @@ export { DEFAULT_LAYER_LIMITS, type LayerLimits } from './sources/entry-checks.j
 export type { PathChange } from './fs/manifests/diff-manifests.js';
 export type { Drift, DriftKind } from './fs/manifests/verify-tree.js';
 export type { CopyPolicy } from './fs/trees/copy-tree.js';
-export { killAfter, countingHook, type FaultHook } from './fs/core/faults.js';
+export type { FaultHook } from './fs/core/faults.js';
 export { exitCodeFor, EXIT } from './exit-codes.js';
 export type { BuiltinOptions } from './validate/builtins.js';
 export type { CommandValidator } from './validate/command-validators.js';

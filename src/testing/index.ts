@@ -1,6 +1,7 @@
 /**
  * Helpers for users' own tests (and stagedroot's): a temp-dir sysroot, a tree builder,
- * a tree hash, and reboot() (finalize + boot). Import from "stagedroot/testing".
+ * a tree hash, reboot() (finalize + boot), and the fault hooks of crash tests (killAfter,
+ * countingHook). Import from "stagedroot/testing".
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -10,6 +11,9 @@ import { Sysroot, type SysrootOptions } from '../sysroot.js';
 import type { InitOptions } from '../stage/init.js';
 import type { BootResult } from '../boot/boot.js';
 import type { FinalizeResult } from '../commit/finalize.js';
+
+export { killAfter, countingHook } from './faults.js';
+export type { FaultHook } from '../fs/core/faults.js';
 
 /** A tree described as data: path → file content, or an entry object. */
 export type TreeSpec = Record<

@@ -22,7 +22,8 @@
 import { appendFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
-import { Sysroot, countingHook, killAfter } from '../../dist/index.js';
+import { Sysroot } from '../../dist/index.js';
+import { countingHook, killAfter } from '../../dist/testing/index.js';
 
 /** The update the `stage` crash points apply (small, but every kind of change). */
 export const STAGE_SPEC = {

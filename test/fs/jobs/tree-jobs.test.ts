@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runTreeTask, treeWorkersAvailable } from '../../../src/fs/jobs/tree-jobs.js';
 import { treeTasks } from '../../../src/fs/trees/tasks.js';
 import { manifestTasks } from '../../../src/fs/manifests/tasks.js';
-import { countingHook } from '../../../src/fs/core/faults.js';
+import { countingHook } from '../../../src/testing/faults.js';
 import { buildTree, hashTree } from '../../../src/testing/index.js';
 import { DIST_INDEX, requireDist } from '../../helpers/crash.js';
 
