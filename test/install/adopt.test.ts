@@ -8,7 +8,7 @@ import { adoptRoot } from '../../src/install/adopt.js';
 import { countingHook } from '../../src/testing/faults.js';
 import { Sysroot } from '../../src/sysroot.js';
 import { buildTree, hashTree } from '../../src/testing/index.js';
-import { CLI, cli } from '../helpers/cli.js';
+import { CLI, CRASH_CLI, cli } from '../helpers/cli.js';
 import { requireDist, scratchDir } from '../helpers/crash.js';
 import { unavailable } from '../helpers/mounts.js';
 
@@ -179,7 +179,7 @@ if (why !== null) {
       for (const n of points) {
         fs.rmSync(sysroot, { recursive: true, force: true });
         fs.rmSync(path.join(root, 'etc/stagedroot'), { recursive: true, force: true });
-        const k = spawnSync(process.execPath, [CLI, 'adopt', '--root', root], { encoding: 'utf8', env: { ...process.env, STAGEDROOT_FAULT_KILL_AFTER: String(n) } });
+        const k = spawnSync(process.execPath, [CRASH_CLI, 'adopt', '--root', root], { encoding: 'utf8', env: { ...process.env, STAGEDROOT_FAULT_KILL_AFTER: String(n) } });
         expect(k.signal, `kill after write ${n} of ${total}: ${k.stderr}`).toBe('SIGKILL');
         // The machine: untouched (it boots as before; nothing outside the sysroot was written).
         expect(hashTree(root, { exclude: ROOT_EXCLUDE }), `after write ${n}`).toBe(before);

@@ -12,10 +12,9 @@ import * as main from '../../src/index.js';
 import * as testing from '../../src/testing/index.js';
 import { buildTree } from '../../src/testing/index.js';
 import { requireDist } from '../helpers/crash.js';
-import { CLI } from '../helpers/cli.js';
+import { CLI, CRASH_CLI } from '../helpers/cli.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-const CRASH_CLI = path.join(ROOT, 'dist/testing/crash-cli.js');
 let dir: string;
 let tree: string;
 
