@@ -6,7 +6,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { findKernel } from '../real-boot/image.mjs';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
 const REPO = path.resolve(HERE, '../..');
@@ -14,6 +13,15 @@ const BOOT_TIMEOUT_MS = Number(process.env.STAGEDROOT_BOOT_TIMEOUT ?? 900) * 100
 
 function run(cmd, args, o = {}) {
   return (execFileSync(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20, ...o }) ?? '').toString();
+}
+
+/** The newest Debian cloud kernel installed on this machine (linux-image-cloud-amd64), and its modules. */
+function findKernel() {
+  const versions = fs.readdirSync('/usr/lib/modules').filter((v) => v.endsWith('-cloud-amd64') && fs.existsSync(`/boot/vmlinuz-${v}`));
+  versions.sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
+  const v = versions.at(-1);
+  if (!v) throw new Error('no linux-image-cloud-amd64 kernel in /boot (apt-get install linux-image-cloud-amd64)');
+  return { version: v, vmlinuz: `/boot/vmlinuz-${v}` };
 }
 
 /** PID 1 of the guest: mounts the API filesystems, runs the step script, powers off. */
