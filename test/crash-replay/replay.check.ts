@@ -86,7 +86,8 @@ function fsck(img: string): void {
 function mount(img: string, mnt: string): string {
   const dev = execFileSync('losetup', ['--find', '--show', img], { encoding: 'utf8' }).trim();
   try {
-    sh('mount', ['-t', FS_TYPE, dev, mnt]);
+    // nouuid: XFS refuses a second mount of a UUID, and every state of a run shares the base's.
+    sh('mount', ['-t', FS_TYPE, ...(FS_TYPE === 'xfs' ? ['-o', 'nouuid'] : []), dev, mnt]);
   } catch (err) {
     sh('losetup', ['-d', dev]);
     throw err;
