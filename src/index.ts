@@ -45,6 +45,11 @@ export { classifySystemdOutput, type NoiseRule } from './validate/systemd-output
 export { runHealthChecks, DEFAULT_HEALTH_TIMEOUT_MS, type HealthCheck, type HealthOptions, type HealthReport, type CheckResult, type HealthKind } from './boot/health.js';
 export { assessHealth, type AssessResult } from './assess-health.js';
 export { mcdAnnotations, MCD_ANNOTATION, type McdAnnotations, type McdState, type McdOptions } from './agent/mcd-annotations.js';
+export { machineConfigNodeStatus, MCN_CONDITIONS, type McnStatus, type McnCondition, type McnConditionType, type McnOptions } from './agent/machine-config-node.js';
+export { bootcHost, type BootcHost, type BootcBootEntry, type BootcImageStatus } from './agent/bootc-host.js';
+export { rebootWithSlot, releaseSlot, configureFleetLock, fleetLockOf, type RebootOptions, type RebootOutcome } from './agent/fleet-reboot.js';
+export { FleetLockClient, FleetLockError, DEFAULT_FLEETLOCK_TIMEOUT_MS, type FleetLockClientOptions, type FleetLockEndpoint } from './fleetlock/client.js';
+export type { FleetLockConfig } from './fleetlock/config.js';
 export { adoptRoot, ADOPT_SHARED, type AdoptOptions, type AdoptResult } from './install/adopt.js';
 export { findSysroot, type FoundSysroot, type SysrootPlaces } from './boot/find-sysroot.js';
 export { PACKAGE_DBS } from './install/package-db.js';
