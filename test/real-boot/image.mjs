@@ -25,11 +25,11 @@ function run(cmd, args, o = {}) {
 /**
  * Runs a command inside the mounted machine (chroot), as its admin would. The ESP is a
  * plain directory there while the machine is built (this host's kernel may lack vfat):
- * SYSTEMD_RELAX_ESP_CHECKS lets bootctl and kernel-install write into it, and
+ * SYSTEMD_RELAX_ESP_CHECKS and BOOT_ROOT let bootctl and kernel-install write into it, and
  * withEsp copies it onto the FAT partition with mtools.
  */
 export function inMachine(root, cmd, args, o = {}) {
-  return run('chroot', [root, cmd, ...args], { env: { PATH: GUEST_PATH, LANG: 'C.UTF-8', DEBIAN_FRONTEND: 'noninteractive', HOME: '/root', SYSTEMD_RELAX_ESP_CHECKS: '1' }, ...o });
+  return run('chroot', [root, cmd, ...args], { env: { PATH: GUEST_PATH, LANG: 'C.UTF-8', DEBIAN_FRONTEND: 'noninteractive', HOME: '/root', SYSTEMD_RELAX_ESP_CHECKS: '1', BOOT_ROOT: '/boot/efi' }, ...o });
 }
 
 /**
@@ -41,7 +41,14 @@ export function withEsp(part, root, fn) {
   const dir = path.join(root, 'boot/efi');
   fs.mkdirSync(dir, { recursive: true });
   if (run('mdir', ['-b', '-i', part, '::/']).trim() !== '') run('sh', ['-c', 'mcopy -s -n -i "$1" "::/*" "$2/"', 'sh', part, dir]);
-  const r = fn();
+  // A mount point, as bootctl wants the ESP to be.
+  run('mount', ['--bind', dir, dir]);
+  let r;
+  try {
+    r = fn();
+  } finally {
+    run('umount', [dir]);
+  }
   run('sh', ['-c', 'mcopy -s -o -i "$1" "$2"/* ::/', 'sh', part, dir]);
   for (const f of fs.readdirSync(dir)) fs.rmSync(path.join(dir, f), { recursive: true });
   return r;
@@ -171,7 +178,7 @@ const KERNEL_CMDLINE = 'root=LABEL=root rw console=ttyS0,115200 panic=-1 no_time
  * What the admin types once stagedroot is installed with npm (docs/install.md), before
  * the adoption: the units and the initramfs hook, then Debian's initramfs rebuilt with it.
  */
-export const INSTALL_COMMANDS = ['stagedroot install --sysroot /sysroot/stagedroot', 'update-initramfs -u'];
+export const INSTALL_COMMANDS = ['stagedroot install --sysroot /stagedroot', 'update-initramfs -u'];
 
 const STEP_UNIT = `[Unit]
 Description=stagedroot real-boot test: this boot's step (the script on /dev/vdb)
@@ -226,7 +233,8 @@ export function buildMachine({ firmware, us, work, tarball, log }) {
       fs.writeFileSync(path.join(root, 'etc/kernel/cmdline'), `${KERNEL_CMDLINE}\n`);
       withEsp(`${dev}p1`, root, () => {
         inMachine(root, 'sh', ['-c', `dpkg -i ${debs}/*.deb`]);
-        inMachine(root, 'bootctl', ['install', '--no-variables']);
+        // Named: a bind mount here (in the machine it is found at /boot/efi).
+        inMachine(root, 'bootctl', ['install', '--no-variables', '--esp-path=/boot/efi']);
         inMachine(root, 'kernel-install', ['add', version, `/boot/vmlinuz-${version}`, `/boot/initrd.img-${version}`]);
         fs.writeFileSync(path.join(root, 'boot/efi/loader/loader.conf'), 'timeout 0\nconsole-mode keep\n');
       });
