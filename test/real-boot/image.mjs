@@ -24,7 +24,7 @@ function run(cmd, args, o = {}) {
 
 /**
  * Runs a command inside the mounted machine (chroot), as its admin would. The ESP is a
- * plain directory there while the machine is built (this host's kernel may lack vfat):
+ * tmpfs there while the machine is built (this host's kernel may lack vfat):
  * SYSTEMD_RELAX_ESP_CHECKS and BOOT_ROOT let bootctl and kernel-install write into it, and
  * withEsp copies it onto the FAT partition with mtools.
  */
@@ -33,25 +33,22 @@ export function inMachine(root, cmd, args, o = {}) {
 }
 
 /**
- * Runs `fn()` with the ESP's files in `<root>/boot/efi` (a directory), then writes them
- * back onto the FAT partition `part` with mcopy and empties the directory (the mount
- * point on the root filesystem).
+ * Runs `fn()` with the ESP's files in `<root>/boot/efi`, a tmpfs mounted there for the
+ * time (its own filesystem, as bootctl and kernel-install want the ESP to be), then
+ * writes them back onto the FAT partition `part` with mcopy.
  */
 export function withEsp(part, root, fn) {
   const dir = path.join(root, 'boot/efi');
   fs.mkdirSync(dir, { recursive: true });
-  if (run('mdir', ['-b', '-i', part, '::/']).trim() !== '') run('sh', ['-c', 'mcopy -s -n -i "$1" "::/*" "$2/"', 'sh', part, dir]);
-  // A mount point, as bootctl wants the ESP to be.
-  run('mount', ['--bind', dir, dir]);
-  let r;
+  run('mount', ['-t', 'tmpfs', '-o', 'mode=0700', 'tmpfs', dir]);
   try {
-    r = fn();
+    if (run('mdir', ['-b', '-i', part, '::/']).trim() !== '') run('sh', ['-c', 'mcopy -s -n -i "$1" "::/*" "$2/"', 'sh', part, dir]);
+    const r = fn();
+    run('sh', ['-c', 'mcopy -s -o -i "$1" "$2"/* ::/', 'sh', part, dir]);
+    return r;
   } finally {
     run('umount', [dir]);
   }
-  run('sh', ['-c', 'mcopy -s -o -i "$1" "$2"/* ::/', 'sh', part, dir]);
-  for (const f of fs.readdirSync(dir)) fs.rmSync(path.join(dir, f), { recursive: true });
-  return r;
 }
 
 /** The cached userspace (debootstrap + later package sets): `<cache>/userspace-<hash of its recipe>`. */
@@ -233,7 +230,7 @@ export function buildMachine({ firmware, us, work, tarball, log }) {
       fs.writeFileSync(path.join(root, 'etc/kernel/cmdline'), `${KERNEL_CMDLINE}\n`);
       withEsp(`${dev}p1`, root, () => {
         inMachine(root, 'sh', ['-c', `dpkg -i ${debs}/*.deb`]);
-        // Named: a bind mount here (in the machine it is found at /boot/efi).
+        // Named: here it is a tmpfs (in the machine it is found at /boot/efi).
         inMachine(root, 'bootctl', ['install', '--no-variables', '--esp-path=/boot/efi']);
         inMachine(root, 'kernel-install', ['add', version, `/boot/vmlinuz-${version}`, `/boot/initrd.img-${version}`]);
         fs.writeFileSync(path.join(root, 'boot/efi/loader/loader.conf'), 'timeout 0\nconsole-mode keep\n');
