@@ -1,6 +1,6 @@
 import { lstatOrNull } from '../fs/trees/copy-entry.js';
 import { ManifestIndex } from '../fs/manifests/manifest-index.js';
-import { ManifestReader, readEntryCached, type ManifestEntry } from '../fs/manifests/manifest.js';
+import { ManifestReader, readEntry, type ManifestEntry } from '../fs/manifests/manifest.js';
 import { hostPath } from '../fs/core/names.js';
 import { comparePaths, isUnder } from '../fs/core/paths.js';
 import { walkTree } from '../fs/core/walk.js';
@@ -56,8 +56,9 @@ function peekUnder(r: ManifestReader, dir: string): ManifestEntry | null {
 
 /**
  * Streams the rows of one merged directory in manifest order: the two manifests read
- * alongside one walk of the live directory (only the merged directory is walked; a live
- * file is hashed only when its size or mtime differs from both manifests). Memory
+ * alongside one walk of the live directory (only the merged directory is walked). Every
+ * live file is hashed: a wrong "unchanged" here would lose a local edit (one that kept
+ * size and mtime, as `cp -p` or `touch -r` do), and a merged directory is small. Memory
  * follows the directory's depth, not its size.
  */
 export function forEachRow(o: RowSources, fn: (row: Row) => void): void {
@@ -78,7 +79,7 @@ export function forEachRow(o: RowSources, fn: (row: Row) => void): void {
     flushBefore(rel);
     const b = take(rb, rel);
     const n = take(rn, rel);
-    fn({ p: rel, b, n, l: readEntryCached(rel, host, st, [b, n]) });
+    fn({ p: rel, b, n, l: readEntry(rel, host, st) });
   };
   try {
     const host = `${o.liveTree}/${o.dir}`;
@@ -137,7 +138,7 @@ export function lookupRows(o: RowSources & { paths: readonly string[] }): Row[] 
         const b = base.find(p);
         const n = next.find(p);
         const st = live(p);
-        return { p, b, n, l: st === null ? null : readEntryCached(p, hostPath(o.liveTree, p), st, [b, n]) };
+        return { p, b, n, l: st === null ? null : readEntry(p, hostPath(o.liveTree, p), st) };
       });
   } finally {
     base.close();

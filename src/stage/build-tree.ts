@@ -136,7 +136,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   let patched: PatchResult;
   if (trusted !== null) {
     // One pass: the base manifest's lines under the hardlink prefixes, the rest of the new tree walked, the changes re-read.
-    const r = await runTreeTask(manifestTasks.snapshotManifest, { tree, base: trusted.manifest, out: manifest, trust: trusted.policy.hardlinkPrefixes, events }, jobs);
+    const r = await runTreeTask(manifestTasks.snapshotManifest, { tree, base: trusted.manifest, baseTree: trusted.tree, out: manifest, trust: trusted.policy.hardlinkPrefixes, events }, jobs);
     bytes = r.bytes; // the sizes of the files the manifest lists: the new tree's, update included
     patched = r;
   } else {

@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readXattrs } from '../../src/fs/xattr.js';
+import { readXattrs } from '../../src/fs/core/xattr.js';
 import { buildTree, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { BASE_TREE } from '../helpers/trees.js';
 

@@ -24,14 +24,16 @@ export const manifestEntrySchema = z
     s: z.number().int().min(0).optional(), // size of a regular file
     h: z.string().regex(/^[0-9a-f]{64}$/).optional(), // sha256 of a regular file
     l: z.string().optional(), // symlink target
-    mt: z.number().int().optional(), // mtime in ms (a cache key for re-hashing, not compared)
+    mt: z.number().int().optional(), // mtime in ms (with i and c, a cache key for re-hashing; not compared)
+    i: z.number().int().min(0).optional(), // inode number of a regular file (cache key only)
+    c: z.number().int().optional(), // ctime in µs of a regular file (cache key only: no user can set it)
     x: z.string().regex(/^[0-9a-f]{32}$/).optional(), // digest of the extended attributes (see xattrDigest); absent: none
   })
   .strict();
 
 export type ManifestEntry = z.infer<typeof manifestEntrySchema>;
 
-const ENTRY_KEYS = new Set(['p', 't', 'm', 'u', 'g', 's', 'h', 'l', 'mt', 'x']);
+const ENTRY_KEYS = new Set(['p', 't', 'm', 'u', 'g', 's', 'h', 'l', 'mt', 'i', 'c', 'x']);
 const HASH_RE = /^[0-9a-f]{64}$/;
 const XATTR_RE = /^[0-9a-f]{32}$/;
 const isNat = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 0;
@@ -46,7 +48,7 @@ export function checkEntry(raw: unknown): ManifestEntry | null {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return null;
   const o = raw as Record<string, unknown>;
   for (const k in o) if (!ENTRY_KEYS.has(k)) return null;
-  const { p, t, m, u, g, s, h, l, mt, x } = o;
+  const { p, t, m, u, g, s, h, l, mt, i, c, x } = o;
   if (typeof p !== 'string' || p.length === 0) return null;
   if (t !== 'f' && t !== 'd' && t !== 'l' && t !== 'o') return null;
   if (!isNat(m) || m > 0o7777 || !isNat(u) || !isNat(g)) return null;
@@ -67,6 +69,14 @@ export function checkEntry(raw: unknown): ManifestEntry | null {
     if (typeof mt !== 'number' || !Number.isInteger(mt)) return null;
     e.mt = mt;
   }
+  if (i !== undefined) {
+    if (!isNat(i)) return null;
+    e.i = i;
+  }
+  if (c !== undefined) {
+    if (typeof c !== 'number' || !Number.isInteger(c)) return null;
+    e.c = c;
+  }
   if (x !== undefined) {
     if (typeof x !== 'string' || !XATTR_RE.test(x)) return null;
     e.x = x;
@@ -86,11 +96,29 @@ export function entryFromStat(rel: string, st: fs.Stats, extra: { h?: string; l?
     e.s = st.size;
     if (extra.h !== undefined) e.h = extra.h;
     e.mt = Math.trunc(st.mtimeMs);
+    e.i = st.ino;
+    e.c = ctimeUs(st);
   }
   if (t === 'l' && extra.l !== undefined) e.l = extra.l;
   // Last, so that a line without attributes is the line older versions wrote.
   if (extra.x !== undefined) e.x = extra.x;
   return e;
+}
+
+/** A stat's ctime in whole microseconds, as a manifest records it. */
+export function ctimeUs(st: fs.Stats): number {
+  return Math.round(st.ctimeMs * 1000);
+}
+
+/**
+ * True when the file entry `e` was recorded from this very inode and nothing changed it
+ * since: size, mtime, inode number and ctime all equal. Every content change, mode,
+ * owner or attribute change moves the ctime, which no user can set (size and mtime
+ * alone are what `touch -r`, `cp -p` and `rsync -a` keep). A manifest written before
+ * these fields were recorded (no `i`/`c`) is never taken as unchanged: hash.
+ */
+export function unchangedSince(e: ManifestEntry | null, st: fs.Stats): boolean {
+  return e !== null && e.t === 'f' && e.h !== undefined && e.i !== undefined && e.c !== undefined && st.isFile() && e.s === st.size && e.mt === Math.trunc(st.mtimeMs) && e.i === st.ino && e.c === ctimeUs(st);
 }
 
 /** A symlink's target as a tree string (a target that is not UTF-8 keeps its bytes escaped, see names.ts). */
@@ -106,20 +134,6 @@ export function readLinkTarget(host: string | Buffer): string {
 export function readEntry(rel: string, host: string | Buffer, st: fs.Stats): ManifestEntry {
   const x = xattrDigest(readXattrs(host));
   return entryFromStat(rel, st, st.isFile() ? { h: hashFile(host), x } : st.isSymbolicLink() ? { l: readLinkTarget(host), x } : { x });
-}
-
-/**
- * The manifest entry of what is on disk now, like readEntry, but a file whose size and
- * mtime equal those of a known entry of the same path takes that entry's hash instead
- * of being read (the same trade as copyTree's hash reuse).
- */
-export function readEntryCached(rel: string, host: string | Buffer, st: fs.Stats, known: readonly (ManifestEntry | null)[]): ManifestEntry {
-  if (st.isFile()) {
-    const mt = Math.trunc(st.mtimeMs);
-    const hit = known.find((k) => k !== null && k.t === 'f' && k.s === st.size && k.mt === mt && k.h !== undefined);
-    if (hit) return entryFromStat(rel, st, { h: hit.h, x: xattrDigest(readXattrs(host)) });
-  }
-  return readEntry(rel, host, st);
 }
 
 /** Writes manifest lines through a 1 MiB buffer. */
@@ -240,17 +254,13 @@ export function cheapPath(line: string): string | null {
 
 /**
  * True when `line` is exactly the line ManifestWriter writes for the regular file `rel`
- * with stat `st`, some valid hash, and the attribute digest `x` (undefined: none; null:
- * any, for a hardlinked file whose attributes are shared with the source by construction):
- * the unchanged file's line can be reused whole.
+ * with stat `st` (inode and ctime included, see unchangedSince), some valid hash, and
+ * the attribute digest `x` (undefined: none): the unchanged file's line can be reused whole.
  */
-export function isFileLineFor(line: string, rel: string, st: fs.Stats, x: string | undefined | null = undefined): boolean {
+export function isFileLineFor(line: string, rel: string, st: fs.Stats, x: string | undefined = undefined): boolean {
   const head = `{"p":${JSON.stringify(rel)},"t":"f","m":${st.mode & 0o7777},"u":${st.uid},"g":${st.gid},"s":${st.size},"h":"`;
-  const mt = `","mt":${Math.trunc(st.mtimeMs)}`;
-  if (!line.startsWith(head) || !HASH_RE.test(line.slice(head.length, head.length + 64))) return false;
-  const rest = line.slice(head.length + 64);
-  if (x === null) return rest === mt + '}' || (rest.length === mt.length + 40 && rest.startsWith(mt + ',"x":"') && rest.endsWith('"}') && XATTR_RE.test(rest.slice(mt.length + 6, mt.length + 38)));
-  return rest === (x === undefined ? mt + '}' : `${mt},"x":"${x}"}`);
+  const tail = `","mt":${Math.trunc(st.mtimeMs)},"i":${st.ino},"c":${ctimeUs(st)}${x === undefined ? '' : `,"x":"${x}"`}}`;
+  return line.length === head.length + 64 + tail.length && line.startsWith(head) && line.endsWith(tail) && HASH_RE.test(line.slice(head.length, head.length + 64));
 }
 
 /** Reads manifest lines in order, synchronously, in 1 MiB chunks; each line checked against the schema. */

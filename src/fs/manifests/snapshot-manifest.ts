@@ -1,9 +1,9 @@
 import * as fs from 'node:fs';
 import { hashFile } from '../core/hash.js';
-import { ManifestWriter, entryFromStat, isFileLineFor, readEntry, type ManifestEntry } from './manifest.js';
+import { ManifestWriter, entryFromStat, isFileLineFor, readEntry, unchangedSince, type ManifestEntry } from './manifest.js';
 import { ManifestCursor } from './manifest-cursor.js';
 import { changesOf, deltaOf, type PatchResult, type TouchEvent } from './patch-manifest.js';
-import { childPath } from '../core/names.js';
+import { childPath, hostPath } from '../core/names.js';
 import type { TaskHooks } from '../jobs/tree-tasks.js';
 import { readNames } from '../core/walk.js';
 import { readXattrs, xattrDigest, xattrsSupported } from '../core/xattr.js';
@@ -23,6 +23,8 @@ export interface SnapshotManifestArgs {
    * are recorded.
    */
   trust: string[];
+  /** The base tree the snapshot or copy was made from (its unchanged files' hashes are reused). */
+  baseTree?: string;
   /** What the change set touched (re-read from the tree, wherever they are). */
   events: TouchEvent[];
 }
@@ -69,6 +71,21 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
   // The touched entries under trusted prefixes, in order; the walk finds the others.
   const freshTrusted = ch.fresh.filter((e) => trusted(e.p));
   let k = 0;
+  /**
+   * True when `st` is the copy of the base tree's file that `old` was recorded from, and
+   * that file is unchanged since (see unchangedSince): what the copy read is what `old`
+   * hashed. The copy keeps size and mtime; the staging tree is private to this stage.
+   */
+  const copiedUnchanged = (old: ManifestEntry, st: fs.Stats, rel: string): boolean => {
+    if (a.baseTree === undefined || old.s !== st.size || old.mt !== Math.trunc(st.mtimeMs)) return false;
+    let base: fs.Stats;
+    try {
+      base = fs.lstatSync(hostPath(a.baseTree, rel));
+    } catch {
+      return false;
+    }
+    return unchangedSince(old, base);
+  };
   const withXattrs = xattrsSupported(a.tree);
   const digest = (host: string | Buffer): string | undefined => (withXattrs ? xattrDigest(readXattrs(host)) : undefined);
   const prev = new ManifestCursor(a.base);
@@ -121,13 +138,14 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
       if (touched !== undefined) {
         emitEntry(touched);
       } else if (st.isFile()) {
-        // As a copy records it: the old line when nothing changed, the old hash when size and mtime match.
+        // The old line when this very inode is unchanged since it was recorded (a btrfs
+        // snapshot keeps inodes); the old hash when the base tree's file is (a copy of it).
         const x = digest(host);
         if (raw !== null && isFileLineFor(raw.line, rel, st, x)) {
           emit(rel, raw.line, st.size);
         } else {
           const old = raw === null ? null : prev.entryOf(raw);
-          const known = old !== null && old.t === 'f' && old.s === st.size && old.mt === Math.trunc(st.mtimeMs) ? old.h : undefined;
+          const known = old !== null && (unchangedSince(old, st) || copiedUnchanged(old, st, rel)) ? old.h : undefined;
           if (known === undefined) hashed += 1;
           emit(rel, JSON.stringify(entryFromStat(rel, st, { h: known ?? hashFile(host), x })), st.size);
         }

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import { StagedrootError, errnoOf } from '../../errors.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
 import { hashFile } from '../core/hash.js';
-import { ManifestReader, ManifestWriter, entryFromStat, isFileLineFor, readLinkTarget } from '../manifests/manifest.js';
+import { ManifestReader, ManifestWriter, entryFromStat, readLinkTarget, unchangedSince } from '../manifests/manifest.js';
 import { bytesOfName, hasRawBytes, hostPath } from '../core/names.js';
 import { makeFifo } from '../core/path-tool.js';
 import { isUnder } from '../core/paths.js';
@@ -139,11 +139,8 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
     attrs.length === 0 ? undefined : xattrDigest(writeXattrs(dst, attrs, { rel, ...xo }));
   const dirAttrs = new Map<string, Xattrs>(); // set when the directory is left (a default ACL must not reach the copies of its children)
 
-  /**
-   * Links or copies one file; returns the copy's mtime in ms when it made a new inode
-   * (with the digest of the attributes it set), null for a hardlink.
-   */
-  const linkOrCopy = (rel: string, src: string | Buffer, dst: string | Buffer, st: fs.Stats): { mt: number; x: string | undefined } | null => {
+  /** Links or copies one file; returns the digest of the attributes it set when it made a new inode, null for a hardlink. */
+  const linkOrCopy = (rel: string, src: string | Buffer, dst: string | Buffer, st: fs.Stats): { x: string | undefined } | null => {
     const hardlink = o.policy.hardlinkPrefixes.some((p) => isUnder(rel, p)) && !(o.policy.copyPrefixes ?? []).some((p) => isUnder(rel, p));
     if (hardlink) {
       try {
@@ -163,7 +160,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
         fs.linkSync(first.dst, dst);
         faults.afterMutation('link', String(dst));
         if (o.part) res.multiLinked!.push([`${st.dev}:${st.ino}`, rel]);
-        return { mt: copyMtime(st, first.dst), x: first.x };
+        return { x: first.x };
       }
     }
     if (reflink) fs.copyFileSync(src, dst, fs.constants.COPYFILE_FICLONE);
@@ -178,7 +175,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
       inodes.set(`${st.dev}:${st.ino}`, { dst, x });
       if (o.part) (res.multiLinked ??= []).push([`${st.dev}:${st.ino}`, rel]);
     }
-    return { mt: copyMtime(st, dst), x };
+    return { x };
   };
 
   /** A file under a trusted prefix: linked (one call); copied only where a link is refused. */
@@ -254,8 +251,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
           return false;
         }
         let extra: { h?: string; l?: string; x?: string } = {};
-        let copy: { mt: number; x: string | undefined } | null = null;
-        let reused: string | null = null;
+        let copy: { x: string | undefined } | null = null;
         try {
           if (st.isDirectory()) {
             if (!spine.has(rel)) {
@@ -274,22 +270,16 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
               counted();
               return false;
             }
-            const mt = Math.trunc(st.mtimeMs);
+            // The source's hash is reused only when its line was recorded from this very
+            // inode, unchanged since (see unchangedSince): never on size and mtime alone.
             const raw = prev?.seekRaw(rel) ?? null;
-            // A hardlink shares its attributes with the source: the old line's digest stands.
-            if (raw !== null && (copy === null || copy.mt === mt) && isFileLineFor(raw.line, rel, st, copy === null ? null : copy.x)) {
-              // Unchanged (same size, mtime, mode, owner, attributes): the old line, hash
-              // and all, is this entry's line; no parse, no hash, no serialisation.
-              reused = raw.line;
+            const old = raw === null ? null : prev!.entryOf(raw);
+            const x = copy === null ? xattrDigest(readAttrs(host)) : copy.x;
+            if (old !== null && unchangedSince(old, st)) {
+              extra = { h: old.h, x };
             } else {
-              const old = raw === null ? null : prev!.entryOf(raw);
-              const x = copy === null ? xattrDigest(readAttrs(host)) : copy.x;
-              if (old && old.t === 'f' && old.s === st.size && old.mt === mt && old.h !== undefined) {
-                extra = { h: old.h, x };
-              } else {
-                extra = { h: hashFile(host), x };
-                res.hashed += 1;
-              }
+              extra = { h: hashFile(host), x };
+              res.hashed += 1;
             }
           } else if (st.isSymbolicLink()) {
             const target = readLinkTarget(host);
@@ -314,12 +304,9 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
         }
         if (out === null) {
           // Trusting: the manifest is written afterwards, from the source's.
-        } else if (reused !== null) {
-          out.writeLine(rel, reused);
         } else if (st.isFile()) {
-          const entry = entryFromStat(rel, st, extra);
-          if (copy !== null) entry.mt = copy.mt;
-          out.write(entry);
+          // The new tree's own inode and ctime (a link changes the ctime, a copy is a new inode).
+          out.write(entryFromStat(rel, fs.lstatSync(dst), extra));
         } else {
           // A directory, symlink or FIFO: its old line is consumed here (checked, unless it
           // is the same line), so that file seeks never parse lines they only pass over.
@@ -361,14 +348,6 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
   }
   o.onProgress?.({ done: res.entries, total: total ?? res.entries, bytes: res.bytes });
   return res;
-}
-
-/**
- * The mtime in ms a manifest records for the copy of a file whose source has `st`: the
- * source's (utime sets it exactly), unless before 1970 (then read back).
- */
-function copyMtime(st: fs.Stats, dst: string | Buffer): number {
-  return st.mtimeMs >= 0 ? Math.trunc(st.mtimeMs) : Math.trunc(fs.lstatSync(dst).mtimeMs);
 }
 
 /**

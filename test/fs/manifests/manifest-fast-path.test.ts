@@ -11,13 +11,13 @@ const H = 'ab'.repeat(32);
 describe('checkEntry (the hand-written schema check)', () => {
   it('accepts exactly what the zod schema accepts, and returns what zod returns', () => {
     const values: unknown[] = [undefined, null, 0, -1, 1.5, 420, 0o7777, 0o10000, 2 ** 32, '', 'x', 'f', 'd', 'l', 'o', H, H.toUpperCase(), true, [], {}];
-    const keys = ['p', 't', 'm', 'u', 'g', 's', 'h', 'l', 'mt', 'x', '__proto__'];
+    const keys = ['p', 't', 'm', 'u', 'g', 's', 'h', 'l', 'mt', 'i', 'c', 'x', '__proto__'];
     let seed = 11;
     const rnd = (n: number) => {
       seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
       return (seed >>> 8) % n;
     };
-    const good = { p: 'usr/a', t: 'f', m: 420, u: 0, g: 0, s: 3, h: H, mt: 1 };
+    const good = { p: 'usr/a', t: 'f', m: 420, u: 0, g: 0, s: 3, h: H, mt: 1, i: 9, c: 1_700_000_000_000_001 };
     let accepted = 0;
     let refused = 0;
     for (let i = 0; i < 5_000; i++) {

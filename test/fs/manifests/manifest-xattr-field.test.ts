@@ -29,16 +29,19 @@ describe('manifest attribute digest and byte names', () => {
     expect(() => parseManifestLine(`{"p":"a","t":"d","m":1,"u":0,"g":0,"x":"zz"}`, file, 'line 1')).toThrow(/invalid/);
   });
 
-  it('reuses a file line only when the attribute digest matches (or for a hardlink, whatever it is)', () => {
-    const st = { mode: 0o100644, uid: 0, gid: 0, size: 1, mtimeMs: 5 } as fs.Stats;
-    const plain = `{"p":"a","t":"f","m":420,"u":0,"g":0,"s":1,"h":"${H}","mt":5}`;
-    const withX = `{"p":"a","t":"f","m":420,"u":0,"g":0,"s":1,"h":"${H}","mt":5,"x":"${X}"}`;
+  it('reuses a file line only when the attribute digest, the inode and the ctime match', () => {
+    const st = { mode: 0o100644, uid: 0, gid: 0, size: 1, mtimeMs: 5, ino: 7, ctimeMs: 6.0015 } as fs.Stats;
+    const old = `{"p":"a","t":"f","m":420,"u":0,"g":0,"s":1,"h":"${H}","mt":5}`;
+    const plain = `{"p":"a","t":"f","m":420,"u":0,"g":0,"s":1,"h":"${H}","mt":5,"i":7,"c":6002}`;
+    const withX = `{"p":"a","t":"f","m":420,"u":0,"g":0,"s":1,"h":"${H}","mt":5,"i":7,"c":6002,"x":"${X}"}`;
     expect(isFileLineFor(plain, 'a', st)).toBe(true);
     expect(isFileLineFor(withX, 'a', st)).toBe(false);
     expect(isFileLineFor(withX, 'a', st, X)).toBe(true);
     expect(isFileLineFor(plain, 'a', st, X)).toBe(false);
-    expect(isFileLineFor(withX, 'a', st, null)).toBe(true);
-    expect(isFileLineFor(plain, 'a', st, null)).toBe(true);
-    expect(isFileLineFor(withX.replace(X, 'q'.repeat(32)), 'a', st, null)).toBe(false);
+    // A line written before inode and ctime were recorded is never taken as unchanged.
+    expect(isFileLineFor(old, 'a', st)).toBe(false);
+    expect(isFileLineFor(plain, 'a', { ...st, ino: 8 } as fs.Stats)).toBe(false);
+    expect(isFileLineFor(plain, 'a', { ...st, ctimeMs: 6.003 } as fs.Stats)).toBe(false);
+    expect(parseManifestLine(withX, 'm', 'line 1')).toMatchObject({ mt: 5, i: 7, c: 6002, x: X });
   });
 });

@@ -19,9 +19,10 @@ import { copyTree, type CopyResult } from '../../../src/fs/trees/copy-tree.js';
 import { copyTreeSplit } from '../../../src/fs/trees/copy-split.js';
 import { patchManifest } from '../../../src/fs/manifests/patch-manifest.js';
 import { RootFs, type TouchEvent } from '../../../src/fs/trees/root-fs.js';
-import { snapshotManifest } from '../../../src/fs/manifests/snapshot-manifest.js';
+import { snapshotManifest, type SnapshotManifestResult } from '../../../src/fs/manifests/snapshot-manifest.js';
 import { verifyTree } from '../../../src/fs/manifests/verify-tree.js';
 import { noFaults } from '../../../src/fs/core/faults.js';
+import { keyless, keylessEntries } from '../../helpers/manifest.js';
 import { whyNoTmpfs } from '../../helpers/mounts.js';
 
 const LATIN1 = Buffer.from([0x63, 0x61, 0x66, 0xe9]); // "café" in latin-1: not UTF-8
@@ -48,7 +49,6 @@ function describeTree(root: string): string {
 }
 /** Every extended attribute of a tree, as getfattr dumps it (symlinks not followed). */
 const dump = (root: string): string => execFileSync('getfattr', ['-R', '-h', '-d', '-m', '-', '-e', 'hex', '.'], { cwd: root, encoding: 'latin1' });
-const lines = (file: string): string[] => fs.readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
 const ino = (root: string, rel: string): number => fs.lstatSync(path.join(root, rel)).ino;
 
 let base: string;
@@ -114,7 +114,7 @@ beforeAll(async () => {
 afterAll(() => fs.rmSync(base, { recursive: true, force: true }));
 
 /** The copy that looks at every entry (with its manifest), and the trusting one (its manifest from the deployment's). */
-function bothCopies(name: string, from = deployment, fromManifest = manifest, p = policy): { looked: string; trusted: string; lookedManifest: string; trustedManifest: string; r: CopyResult; skipped: string[] } {
+function bothCopies(name: string, from = deployment, fromManifest = manifest, p = policy): { looked: string; trusted: string; lookedManifest: string; trustedManifest: string; r: CopyResult; snap: SnapshotManifestResult; skipped: string[] } {
   const looked = path.join(base, `${name}-looked`);
   const trusted = path.join(base, `${name}-trusted`);
   fs.mkdirSync(looked);
@@ -126,8 +126,8 @@ function bothCopies(name: string, from = deployment, fromManifest = manifest, p 
   copyTree({ src: from, dst: looked, policy: p, srcManifest: fromManifest, manifestOut: lookedManifest, onSkip: (rel, why) => skippedLooked.push(`${rel}: ${why}`) });
   const r = copyTree({ src: from, dst: trusted, policy: p, srcManifest: fromManifest, trust: true, onSkip: (rel, why) => skipped.push(`${rel}: ${why}`) });
   expect(skipped).toEqual(skippedLooked);
-  snapshotManifest({ tree: trusted, base: fromManifest, out: trustedManifest, trust: p.hardlinkPrefixes, events: [] }, hooks);
-  return { looked, trusted, lookedManifest, trustedManifest, r, skipped };
+  const snap = snapshotManifest({ tree: trusted, base: fromManifest, baseTree: from, out: trustedManifest, trust: p.hardlinkPrefixes, events: [] }, hooks);
+  return { looked, trusted, lookedManifest, trustedManifest, r, snap, skipped };
 }
 
 describe('a copy that trusts the manifest under the hardlink prefixes', () => {
@@ -138,9 +138,10 @@ describe('a copy that trusts the manifest under the hardlink prefixes', () => {
     expect(dump(c.trusted)).toBe(dump(c.looked));
     expect(dump(c.trusted)).toContain('security.capability=');
     expect(dump(c.trusted)).toContain('system.posix_acl_default=');
-    // Line for line, hashes and mtimes included (a copy's mtime is its source's, to the millisecond).
-    expect(lines(c.trustedManifest)).toEqual(lines(c.lookedManifest));
-    expect(lines(c.trustedManifest)).toEqual(lines(manifest));
+    // Entry for entry, hashes and mtimes included (a copy's mtime is its source's, to the millisecond);
+    // inode and ctime are the copy's own.
+    expect(keylessEntries(c.trustedManifest)).toEqual(keylessEntries(c.lookedManifest));
+    expect(keylessEntries(c.trustedManifest)).toEqual(keylessEntries(manifest));
     expect(verifyTree(c.trusted, c.trustedManifest)).toEqual([]);
     // usr/ files are the deployment's inodes; the rest are new ones, names of one inode kept together.
     for (const p of ['usr/bin/ping', 'usr/bin/su', 'usr/bin/su-again', 'usr/lib/pkg3/f3']) expect(ino(c.trusted, p), p).toBe(ino(deployment, p));
@@ -148,6 +149,25 @@ describe('a copy that trusts the manifest under the hardlink prefixes', () => {
     expect(ino(c.trusted, 'etc/ssh/host_key.link')).toBe(ino(c.trusted, 'etc/ssh/host_key'));
     // ping, su, su-again, key, the latin-1 file, the file in the latin-1 directory, the 200 package files.
     expect(c.r).toMatchObject({ hardlinked: 206, hashed: 0 });
+    // The copies of the deployment's unchanged files take their hashes from its manifest, but
+    // etc/ssh/host_key: its second name was linked after its line was written (a new ctime).
+    expect(c.snap.hashed).toBe(1);
+  });
+
+  it('hashes again a file of the base tree that changed since its manifest, even keeping size and mtime', () => {
+    const from = path.join(base, 'edited');
+    const fromManifest = `${from}.manifest`;
+    fs.mkdirSync(from);
+    copyTree({ src: deployment, dst: from, policy, srcManifest: manifest, manifestOut: fromManifest });
+    const f = path.join(from, 'etc/os-release');
+    const st = fs.statSync(f);
+    fs.writeFileSync(f, 'ID=tset\n');
+    fs.utimesSync(f, st.atime, st.mtime);
+    const c = bothCopies('edited', from, fromManifest);
+    expect(c.snap.hashed).toBe(2); // os-release and etc/ssh/host_key (see above)
+    const drift = verifyTree(c.trusted, c.trustedManifest);
+    expect(drift).toEqual([]);
+    expect(keylessEntries(c.trustedManifest)).toEqual(keylessEntries(c.lookedManifest));
   });
 
   it('gives the same delta, changed entries and manifest as patchManifest after the same change set', () => {
@@ -170,13 +190,11 @@ describe('a copy that trusts the manifest under the hardlink prefixes', () => {
     const trustedEvents = apply(c.trusted);
     const snap = snapshotManifest({ tree: c.trusted, base: manifest, out: `${c.trusted}.after`, trust: ['usr'], events: trustedEvents }, hooks);
     // (The files the change set wrote carry the time they were written: mtimes aside.)
-    const noMt = <T extends { mt?: number }>(es: T[]): Omit<T, 'mt'>[] => es.map(({ mt: _mt, ...e }) => e);
-    const semantics = (r: typeof patched): object => ({ delta: r.delta, changed: noMt(r.changed), removed: r.removed, entries: r.entries });
+    const semantics = (r: typeof patched): object => ({ delta: r.delta, changed: r.changed.map(keyless), removed: r.removed, entries: r.entries });
     expect(semantics(snap)).toEqual(semantics(patched));
     expect(patched.delta).toContain('usr/bin/ping');
     expect(patched.removed).toEqual(['etc/ssh/host_key.link', 'usr/lib/pkg4']);
-    const entries = (file: string): object[] => noMt(lines(file).map((l) => JSON.parse(l) as { mt?: number }));
-    expect(entries(`${c.trusted}.after`)).toEqual(entries(`${c.looked}.after`));
+    expect(keylessEntries(`${c.trusted}.after`)).toEqual(keylessEntries(`${c.looked}.after`));
     expect(verifyTree(c.trusted, `${c.trusted}.after`)).toEqual([]);
   });
 
@@ -197,7 +215,7 @@ describe('a copy that trusts the manifest under the hardlink prefixes', () => {
     expect(ino(split, 'etc/ssh/host_key.link')).toBe(ino(split, 'etc/ssh/host_key'));
     const m = `${split}.manifest`;
     snapshotManifest({ tree: split, base: manifest, out: m, trust: ['usr'], events: [] }, hooks);
-    expect(lines(m)).toEqual(lines(manifest));
+    expect(keylessEntries(m)).toEqual(keylessEntries(manifest));
   });
 
   it('copies a file whose link is refused with EMLINK (its inode has the most links the filesystem allows), faithfully', () => {
@@ -259,7 +277,7 @@ describe('a copy that trusts the manifest under the hardlink prefixes', () => {
     expect(fs.lstatSync(path.join(c.trusted, 'usr')).isSymbolicLink()).toBe(true);
     expect(ino(c.trusted, 'usr.real/bin/sh')).not.toBe(ino(src, 'usr.real/bin/sh')); // not under usr/: copied
     expect(describeTree(c.trusted)).toBe(describeTree(c.looked));
-    expect(lines(c.trustedManifest)).toEqual(lines(c.lookedManifest));
+    expect(keylessEntries(c.trustedManifest)).toEqual(keylessEntries(c.lookedManifest));
 
     fs.rmSync(path.join(src, 'usr'));
     fs.rmSync(path.join(src, 'usr.real'), { recursive: true });
@@ -267,7 +285,7 @@ describe('a copy that trusts the manifest under the hardlink prefixes', () => {
     copyTree({ src, dst: fs.mkdtempSync(path.join(base, 'no-usr-first-')), policy: { hardlinkPrefixes: [], mode: 'copy' }, manifestOut: m2 });
     const c2 = bothCopies('no-usr', src, m2);
     expect(describeTree(c2.trusted)).toBe(describeTree(c2.looked));
-    expect(lines(c2.trustedManifest)).toEqual(lines(c2.lookedManifest));
+    expect(keylessEntries(c2.trustedManifest)).toEqual(keylessEntries(c2.lookedManifest));
   });
 });
 
@@ -302,6 +320,6 @@ describe('a trusting copy onto another filesystem (EXDEV)', () => {
     const out = path.join(base, 'exdev-dst.manifest');
     snapshotManifest({ tree: mnt, base: m, out, trust: ['usr'], events: [] }, hooks);
     expect(verifyTree(mnt, out)).toEqual([]);
-    expect(lines(out)).toEqual(lines(m));
+    expect(keylessEntries(out)).toEqual(keylessEntries(m));
   });
 });

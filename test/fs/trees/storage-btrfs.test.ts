@@ -9,11 +9,11 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readManifest, type ManifestEntry } from '../../../src/fs/manifests/manifest.js';
 import { isSubvolume } from '../../../src/fs/trees/storage.js';
 import { verifyTree } from '../../../src/fs/manifests/verify-tree.js';
 import { Sysroot } from '../../../src/sysroot.js';
 import { buildTree, hashTree, reboot } from '../../../src/testing/index.js';
+import { keylessEntries } from '../../helpers/manifest.js';
 import { loopMount, type LoopMount } from '../../helpers/mounts.js';
 import { BASE_TREE } from '../../helpers/trees.js';
 
@@ -36,10 +36,8 @@ const UPDATE = {
   symlinks: [{ path: '/etc/localtime', target: '/usr/share/zoneinfo/Europe/Paris' }],
 };
 
-/** A manifest's entries without the mtime cache key (a copy and a snapshot differ there only). */
-function entries(file: string): Omit<ManifestEntry, 'mt'>[] {
-  return [...readManifest(file)].map(({ mt: _mt, ...rest }) => rest);
-}
+/** A manifest's entries without the cache keys (a copy and a snapshot differ there only). */
+const entries = keylessEntries;
 
 let n = 0;
 async function fresh(o: { storage?: 'auto' | 'portable' } = {}): Promise<{ s: Sysroot; dir: string }> {
