@@ -62,6 +62,8 @@ cmd dmsetup dmsetup
 cmd setfattr attr
 cmd getfattr attr
 cmd setfacl acl
+# rsync -a: a local /etc edit that keeps size and mtime (test/merge/unchanged-by-content).
+cmd rsync rsync
 cmd setcap libcap2-bin
 # SELinux labels from a tree's own policy: matchpathcon (selinux-utils); the tests'
 # policy is Debian's selinux-policy-default.

@@ -5,13 +5,13 @@
  * mode or an extended attribute; finalize carries each one into the new deployment,
  * whether it was made before or after the stage, and `verify` reports each as drift.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readXattrs } from '../../src/fs/core/xattr.js';
 import { buildTree, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
+import { toolSync } from '../helpers/tools.js';
 import { BASE_TREE } from '../helpers/trees.js';
 
 /** A whole second in the past: files that share it look alike to a cache of size + mtime. */
@@ -25,28 +25,22 @@ const TREE = {
 };
 const EDITED = ['etc/app.conf', 'etc/mode.conf', 'etc/attr.conf'];
 
-/** Fails naming the Debian package when a tool the test runs is missing (never a silent pass). */
-function need(cmd: string, pkg: string): void {
-  if (spawnSync('sh', ['-c', `command -v ${cmd}`]).status !== 0) expect.fail(`${cmd} is missing: install the Debian package ${pkg} (the test setup script installs it)`);
-}
-
 /** The edits, each leaving etc/app.conf at `enabled=1` with its size and mtime unchanged. */
 const EDITS: Record<string, (etc: string) => void> = {
   'touch -r': (etc) => {
     const f = path.join(etc, 'app.conf');
     fs.copyFileSync(f, `${f}.ref`);
-    execFileSync('touch', ['-r', f, `${f}.ref`]);
+    toolSync('touch', ['-r', f, `${f}.ref`]);
     fs.writeFileSync(f, 'enabled=1\n');
-    execFileSync('touch', ['-r', `${f}.ref`, f]);
+    toolSync('touch', ['-r', `${f}.ref`, f]);
     fs.unlinkSync(`${f}.ref`);
   },
-  'cp -p': (etc) => execFileSync('cp', ['-p', path.join(etc, 'app.conf.example'), path.join(etc, 'app.conf')]),
+  'cp -p': (etc) => toolSync('cp', ['-p', path.join(etc, 'app.conf.example'), path.join(etc, 'app.conf')]),
   'rsync -a': (etc) => {
-    need('rsync', 'rsync');
     const src = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-rsync-'));
-    execFileSync('cp', ['-p', path.join(etc, 'app.conf.example'), path.join(src, 'app.conf')]);
+    toolSync('cp', ['-p', path.join(etc, 'app.conf.example'), path.join(src, 'app.conf')]);
     // --checksum: rsync's own quick check trusts size + mtime too, and would skip the file.
-    execFileSync('rsync', ['-a', '--checksum', `${src}/app.conf`, path.join(etc, 'app.conf')]);
+    toolSync('rsync', ['-a', '--checksum', `${src}/app.conf`, path.join(etc, 'app.conf')]);
     fs.rmSync(src, { recursive: true });
   },
   'a same-size write within the same second (whole-second times)': (etc) => {
@@ -67,7 +61,7 @@ function imageLike(dir: string): string {
 /** The mode-only and xattr-only edits, beside the content edit. */
 function otherEdits(etc: string): void {
   fs.chmodSync(path.join(etc, 'mode.conf'), 0o600);
-  execFileSync('setfattr', ['-n', 'user.site', '-v', 'edge', path.join(etc, 'attr.conf')]);
+  toolSync('setfattr', ['-n', 'user.site', '-v', 'edge', path.join(etc, 'attr.conf')]);
 }
 
 describe('a local edit that keeps size and mtime', () => {
@@ -77,7 +71,6 @@ describe('a local edit that keeps size and mtime', () => {
   for (const [name, edit] of Object.entries(EDITS)) {
     for (const when of ['after', 'before'] as const) {
       it(`${name}, ${when} the stage: carried by finalize; verify reports it`, async () => {
-        need('setfattr', 'attr');
         const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-unchanged-'));
         t = await tempSysroot({ fromDirectory: imageLike(path.join(scratch, 'tree')) });
         fs.rmSync(scratch, { recursive: true });
