@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import { ManifestReader, ManifestWriter, readEntry, type ManifestEntry } from './manifest.js';
 import { hostPath } from '../core/names.js';
-import { comparePaths } from '../core/paths.js';
+import { comparePaths, isUnder } from '../core/paths.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
 
 /** What happened to a tree path (RootFs reports each write), for incremental manifest updates. */
@@ -90,10 +90,41 @@ export function changedPaths(r: Pick<PatchResult, 'delta' | 'removed'>): string[
   return [...r.delta, ...r.removed].sort(comparePaths);
 }
 
-/** The delta of a patched manifest (what finalize re-checks). */
-export function deltaOf(ch: TreeChanges, entries: number): PatchResult {
+/**
+ * The paths of the base manifest a change set removed, noted as the manifest is
+ * rewritten (in its order): every line dropped because the change set removed or
+ * replaced it or a parent, and that the new tree no longer has. A whole-tree source
+ * (`--replace`, an OS image) removes the tree and writes it again, so only these lines
+ * tell the files it dropped (an `etc/b.conf` the new image lacks) from the ones it
+ * wrote again. Only the topmost path of a removed subtree is kept: what is below it is
+ * removed with it.
+ */
+export class RemovedLines {
+  private readonly out: string[] = [];
+  private last: string | null = null;
+
+  /** A base line dropped because of the change set, its path absent from the new tree. */
+  note(p: string): void {
+    if (this.last !== null && isUnder(p, this.last)) return;
+    this.out.push(p);
+    this.last = p;
+  }
+
+  paths(): readonly string[] {
+    return this.out;
+  }
+}
+
+/**
+ * The delta of a patched manifest (what finalize re-checks and the merge reads): the
+ * paths the change set removed by name and the base lines it dropped (see RemovedLines),
+ * less what exists afterwards.
+ */
+export function deltaOf(ch: TreeChanges, entries: number, dropped: RemovedLines): PatchResult {
   const present = new Set(ch.fresh.map((e) => e.p));
-  return { delta: ch.fresh.map((e) => e.p), changed: ch.fresh, removed: [...ch.removed].filter((p) => !present.has(p)).sort(), entries };
+  const removed = new Set([...ch.removed].filter((p) => !present.has(p)));
+  for (const p of dropped.paths()) removed.add(p);
+  return { delta: ch.fresh.map((e) => e.p), changed: ch.fresh, removed: [...removed].sort(), entries };
 }
 
 export function patchManifest(tree: string, before: string | readonly string[], after: string, events: readonly TouchEvent[], faults: FaultHook = noFaults, durable = false): PatchResult {
@@ -103,6 +134,8 @@ export function patchManifest(tree: string, before: string | readonly string[], 
   // format: its untouched lines are copied through as they are, never re-parsed.
   // Several files (the parts of a split copy) are read one after the other, in order.
   const w = new ManifestWriter(after, faults, { sha256: true });
+  const present = new Set(fresh.map((e) => e.p));
+  const dropped = new RemovedLines();
   let k = 0;
   let entries = 0;
   try {
@@ -111,7 +144,10 @@ export function patchManifest(tree: string, before: string | readonly string[], 
       try {
         for (let e = r.nextRaw(); e !== null; e = r.nextRaw()) {
           while (k < fresh.length && comparePaths(fresh[k]!.p, e.p) < 0) w.write(fresh[k++]!);
-          if (dirty.has(e.p) || underRemoved(e.p)) continue;
+          if (dirty.has(e.p) || underRemoved(e.p)) {
+            if (!present.has(e.p)) dropped.note(e.p);
+            continue;
+          }
           w.writeLine(e.p, e.line);
         }
       } finally {
@@ -123,5 +159,5 @@ export function patchManifest(tree: string, before: string | readonly string[], 
   } finally {
     w.close(durable);
   }
-  return { ...deltaOf({ dirty, fresh, underRemoved, ...ch }, entries), sha256: w.sha256() };
+  return { ...deltaOf({ dirty, fresh, underRemoved, ...ch }, entries, dropped), sha256: w.sha256() };
 }

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import { hashFile } from '../core/hash.js';
 import { ManifestWriter, entryFromStat, isFileLineFor, readEntry, unchangedSince, type ManifestEntry } from './manifest.js';
 import { ManifestCursor } from './manifest-cursor.js';
-import { changesOf, deltaOf, type PatchResult, type TouchEvent } from './patch-manifest.js';
+import { RemovedLines, changesOf, deltaOf, type PatchResult, type TouchEvent } from './patch-manifest.js';
 import { childPath, hostPath } from '../core/names.js';
 import type { TaskHooks } from '../jobs/tree-tasks.js';
 import { readNames } from '../core/walk.js';
@@ -88,6 +88,7 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
   };
   const withXattrs = xattrsSupported(a.tree);
   const digest = (host: string | Buffer): string | undefined => (withXattrs ? xattrDigest(readXattrs(host)) : undefined);
+  const dropped = new RemovedLines();
   const prev = new ManifestCursor(a.base);
   const out = new ManifestWriter(a.out, h.faults, { sha256: true });
   const emit = (p: string, line: string, size: number): void => {
@@ -122,7 +123,11 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
         if (run.lines > 0) continue;
       }
       prev.nextRaw();
-      if (t !== null && !ch.dirty.has(r!.p) && !ch.underRemoved(r!.p)) emit(r!.p, r!.line, sizeOf(r!.line));
+      const changed = ch.dirty.has(r!.p) || ch.underRemoved(r!.p);
+      if (t !== null && !changed) emit(r!.p, r!.line, sizeOf(r!.line));
+      // Not in the new tree because of the change set (a line outside the trusted prefixes
+      // that the walk did not find, and the change set did not touch, is a local deletion).
+      else if (changed) dropped.note(r!.p);
     }
   };
   const visit = (relDir: string, hostDir: string | Buffer): void => {
@@ -174,7 +179,7 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
     prev.close();
     out.close(false);
   }
-  return { ...deltaOf(ch, entries), sha256: out.sha256(), bytes, walked, hashed };
+  return { ...deltaOf(ch, entries, dropped), sha256: out.sha256(), bytes, walked, hashed };
 }
 
 /** The size recorded in a file's manifest line, read without a parse (0 for others). */
