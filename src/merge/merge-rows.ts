@@ -1,6 +1,7 @@
 import { lstatOrNull } from '../fs/trees/copy-entry.js';
 import { ManifestIndex } from '../fs/manifests/manifest-index.js';
-import { ManifestReader, readEntry, type ManifestEntry } from '../fs/manifests/manifest.js';
+import { ManifestReader, readEntry } from '../fs/manifests/manifest.js';
+import type { ManifestEntry } from '../fs/manifests/manifest-line.js';
 import { hostPath } from '../fs/core/names.js';
 import { comparePaths, isUnder } from '../fs/core/paths.js';
 import { walkTree } from '../fs/core/walk.js';

@@ -1,5 +1,5 @@
 import { comparePaths, isUnder } from '../fs/core/paths.js';
-import type { ManifestEntry } from '../fs/manifests/manifest.js';
+import type { ManifestEntry } from '../fs/manifests/manifest-line.js';
 import { sameEntry, type Row } from './merge-rows.js';
 
 export { sameEntry, type Row };

@@ -1,4 +1,5 @@
-import { readManifest, type ManifestEntry } from '../../src/fs/manifests/manifest.js';
+import { readManifest } from '../../src/fs/manifests/manifest.js';
+import type { ManifestEntry } from '../../src/fs/manifests/manifest-line.js';
 
 /** The cache keys of a manifest entry: they name one inode at one time, not what a tree holds. */
 export type Keyless<T> = Omit<T, 'mt' | 'i' | 'c'>;

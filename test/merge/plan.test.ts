@@ -1,6 +1,6 @@
 /** The /etc 3-way merge plan as pure data: rows in, actions/conflicts out. */
 import { describe, expect, it } from 'vitest';
-import type { ManifestEntry } from '../../src/fs/manifests/manifest.js';
+import type { ManifestEntry } from '../../src/fs/manifests/manifest-line.js';
 import { planMerge, type Row, type UpdatePaths } from '../../src/merge/plan.js';
 
 const f = (p: string, h: string, m = 0o644): ManifestEntry => ({ p, t: 'f', m, u: 0, g: 0, s: 1, h: h.repeat(64).slice(0, 64) });

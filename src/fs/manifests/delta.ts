@@ -1,7 +1,8 @@
 import * as fs from 'node:fs';
 import { z } from 'zod';
 import { StagedrootError, fieldPath } from '../../errors.js';
-import { manifestEntrySchema, readEntry, typeName, type ManifestEntry } from './manifest.js';
+import { readEntry, typeName } from './manifest.js';
+import { manifestEntrySchema, type ManifestEntry } from './manifest-line.js';
 import { hostPath } from '../core/names.js';
 import { compareEntry, type Drift } from './verify-tree.js';
 

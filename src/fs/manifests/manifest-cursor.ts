@@ -1,14 +1,11 @@
 import * as fs from 'node:fs';
 import { StagedrootError } from '../../errors.js';
-import { cheapPath, decode, parseManifestLine, type ManifestEntry, type ManifestWriter, type RawLine } from './manifest.js';
+import { decode, type ManifestWriter, type RawLine } from './manifest.js';
+import { LINE_HEAD, asciiPathEnd, cheapPath, parseManifestLine, sumSizes, type ManifestEntry } from './manifest-line.js';
 import { comparePaths, isUnder } from '../core/paths.js';
 
 const NL = 0x0a;
-const QUOTE = 0x22;
 const SLASH = 0x2f;
-const BACKSLASH = 0x5c;
-const HEAD = Buffer.from('{"p":"');
-const SIZE_KEY = Buffer.from(',"s":');
 const CHUNK = 1 << 20;
 
 /**
@@ -77,9 +74,9 @@ export class ManifestCursor {
     const under = Buffer.from(`${prefix}/`);
     const stopBytes = stop !== null && /^[\x20-\x7e]*$/.test(stop) && !stop.includes('\\') ? Buffer.from(stop, 'latin1') : null;
     const passes = (at: number, lineEnd: number): boolean => {
-      const end = this.fastPathEnd(at, lineEnd);
+      const end = asciiPathEnd(this.buf, at, lineEnd);
       if (end !== -1 && (stop === null || stopBytes !== null)) {
-        const from = at + HEAD.length;
+        const from = at + LINE_HEAD.length;
         return end - from > under.length && this.buf.compare(under, 0, under.length, from, from + under.length) === 0 && (stopBytes === null || compareBytes(this.buf, from, end, stopBytes) < 0);
       }
       const p = this.pathAt(at, lineEnd);
@@ -133,7 +130,7 @@ export class ManifestCursor {
       const lastEnd = ends[k - 1]!;
       const next = Math.min(lastEnd + 1, this.end);
       if (out !== null) {
-        bytes += this.sizesIn(this.start, lastEnd);
+        bytes += sumSizes(this.buf, this.start, lastEnd);
         const run = this.buf.subarray(this.start, next);
         // A last line without its newline gets one, as the writer would write it.
         out.writeRaw(lastEnd === this.end ? Buffer.concat([run, Buffer.from('\n')]) : run, k, this.pathAt(this.start, firstEnd), this.pathAt(starts[k - 1]!, lastEnd));
@@ -205,46 +202,12 @@ export class ManifestCursor {
     }
   }
 
-  /**
-   * The end of the path of the line at `at` when it is plain printable ASCII with no
-   * escape (compared as bytes); -1 otherwise (compared as a decoded string).
-   */
-  private fastPathEnd(at: number, lineEnd: number): number {
-    const b = this.buf;
-    if (lineEnd - at < HEAD.length || b.compare(HEAD, 0, HEAD.length, at, at + HEAD.length) !== 0) return -1;
-    for (let i = at + HEAD.length; i < lineEnd; i++) {
-      const c = b[i]!;
-      if (c === QUOTE) return i;
-      if (c === BACKSLASH || c >= 0x7f || c < 0x20) return -1;
-    }
-    return -1;
-  }
-
   /** The path of the line at `at`, decoded (the line parsed when it has another shape). */
   private pathAt(at: number, lineEnd: number): string {
-    const end = this.fastPathEnd(at, lineEnd);
-    if (end !== -1) return this.buf.toString('latin1', at + HEAD.length, end);
+    const end = asciiPathEnd(this.buf, at, lineEnd);
+    if (end !== -1) return this.buf.toString('latin1', at + LINE_HEAD.length, end);
     const line = decode(this.buf.subarray(at, lineEnd));
     return cheapPath(line) ?? parseManifestLine(line, this.file, `near line ${this.lineNo + 1}`).p;
-  }
-
-  /**
-   * The sum of the sizes the lines in buf[from, to) record (0 for entries other than
-   * files), as the snapshot manifest reads one: the digits after each `,"s":` key (which
-   * no JSON string can hold unescaped).
-   */
-  private sizesIn(from: number, to: number): number {
-    let sum = 0;
-    for (let i = this.buf.indexOf(SIZE_KEY, from); i !== -1 && i < to; i = this.buf.indexOf(SIZE_KEY, i + SIZE_KEY.length)) {
-      let n = 0;
-      for (let j = i + SIZE_KEY.length; j < to; j++) {
-        const c = this.buf[j]! - 0x30;
-        if (c < 0 || c > 9) break;
-        n = n * 10 + c;
-      }
-      sum += n;
-    }
-    return sum;
   }
 }
 

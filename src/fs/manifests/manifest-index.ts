@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { StagedrootError } from '../../errors.js';
-import { cheapPath, parseManifestLine, type ManifestEntry } from './manifest.js';
+import { cheapPath, parseManifestLine, type ManifestEntry } from './manifest-line.js';
 import { comparePaths } from '../core/paths.js';
 
 const BLOCK = 1 << 16;

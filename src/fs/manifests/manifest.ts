@@ -1,88 +1,20 @@
 import { isAscii } from 'node:buffer';
 import { createHash, type Hash } from 'node:crypto';
 import * as fs from 'node:fs';
-import { z } from 'zod';
-import { StagedrootError, fieldPath } from '../../errors.js';
+import { StagedrootError } from '../../errors.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
 import { hashFile } from '../core/hash.js';
 import { nameFromBytes } from '../core/names.js';
 import { comparePaths } from '../core/paths.js';
 import { readXattrs, xattrDigest } from '../core/xattr.js';
+import { cheapPath, ctimeUs, formatEntry, parseManifestLine, type ManifestEntry } from './manifest-line.js';
 
 /**
- * A manifest lists every entry of a deployment's tree, one JSON object per line, in
- * depth-first order with sorted children (see comparePaths). Two manifests, or a
- * manifest and a tree walk, are compared in one streaming pass: nothing is loaded whole.
+ * A manifest lists every entry of a deployment's tree, one JSON object per line (see
+ * manifest-line.ts, the line codec), in depth-first order with sorted children (see
+ * comparePaths). Two manifests, or a manifest and a tree walk, are compared in one
+ * streaming pass: nothing is loaded whole.
  */
-export const manifestEntrySchema = z
-  .object({
-    p: z.string().min(1), // tree-relative path
-    t: z.enum(['f', 'd', 'l', 'o']), // file, directory, symlink, other
-    m: z.number().int().min(0).max(0o7777), // permission bits
-    u: z.number().int().min(0),
-    g: z.number().int().min(0),
-    s: z.number().int().min(0).optional(), // size of a regular file
-    h: z.string().regex(/^[0-9a-f]{64}$/).optional(), // sha256 of a regular file
-    l: z.string().optional(), // symlink target
-    mt: z.number().int().optional(), // mtime in ms (with i and c, a cache key for re-hashing; not compared)
-    i: z.number().int().min(0).optional(), // inode number of a regular file (cache key only)
-    c: z.number().int().optional(), // ctime in µs of a regular file (cache key only: no user can set it)
-    x: z.string().regex(/^[0-9a-f]{32}$/).optional(), // digest of the extended attributes (see xattrDigest); absent: none
-  })
-  .strict();
-
-export type ManifestEntry = z.infer<typeof manifestEntrySchema>;
-
-const ENTRY_KEYS = new Set(['p', 't', 'm', 'u', 'g', 's', 'h', 'l', 'mt', 'i', 'c', 'x']);
-const HASH_RE = /^[0-9a-f]{64}$/;
-const XATTR_RE = /^[0-9a-f]{32}$/;
-const isNat = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 0;
-
-/**
- * manifestEntrySchema's checks written out by hand: zod costs several microseconds a
- * line, a large share of staging a big tree, and every stage reads a whole manifest
- * twice. Returns the entry (a new object, keys in schema order, as zod returns it) only
- * when zod would accept the line; otherwise null, and zod decides and words the error.
- */
-export function checkEntry(raw: unknown): ManifestEntry | null {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return null;
-  const o = raw as Record<string, unknown>;
-  for (const k in o) if (!ENTRY_KEYS.has(k)) return null;
-  const { p, t, m, u, g, s, h, l, mt, i, c, x } = o;
-  if (typeof p !== 'string' || p.length === 0) return null;
-  if (t !== 'f' && t !== 'd' && t !== 'l' && t !== 'o') return null;
-  if (!isNat(m) || m > 0o7777 || !isNat(u) || !isNat(g)) return null;
-  const e: ManifestEntry = { p, t, m, u, g };
-  if (s !== undefined) {
-    if (!isNat(s)) return null;
-    e.s = s;
-  }
-  if (h !== undefined) {
-    if (typeof h !== 'string' || !HASH_RE.test(h)) return null;
-    e.h = h;
-  }
-  if (l !== undefined) {
-    if (typeof l !== 'string') return null;
-    e.l = l;
-  }
-  if (mt !== undefined) {
-    if (typeof mt !== 'number' || !Number.isInteger(mt)) return null;
-    e.mt = mt;
-  }
-  if (i !== undefined) {
-    if (!isNat(i)) return null;
-    e.i = i;
-  }
-  if (c !== undefined) {
-    if (typeof c !== 'number' || !Number.isInteger(c)) return null;
-    e.c = c;
-  }
-  if (x !== undefined) {
-    if (typeof x !== 'string' || !XATTR_RE.test(x)) return null;
-    e.x = x;
-  }
-  return e;
-}
 
 const TYPE_NAMES: Record<ManifestEntry['t'], string> = { f: 'file', d: 'directory', l: 'symlink', o: 'other' };
 export function typeName(t: ManifestEntry['t']): string {
@@ -103,11 +35,6 @@ export function entryFromStat(rel: string, st: fs.Stats, extra: { h?: string; l?
   // Last, so that a line without attributes is the line older versions wrote.
   if (extra.x !== undefined) e.x = extra.x;
   return e;
-}
-
-/** A stat's ctime in whole microseconds, as a manifest records it. */
-export function ctimeUs(st: fs.Stats): number {
-  return Math.round(st.ctimeMs * 1000);
 }
 
 /**
@@ -161,7 +88,7 @@ export class ManifestWriter {
   }
 
   write(e: ManifestEntry): void {
-    this.writeLine(e.p, JSON.stringify(e));
+    this.writeLine(e.p, formatEntry(e));
   }
 
   /** Writes a line already in the writer's format (JSON.stringify of an entry, or such a line reused whole). */
@@ -236,31 +163,6 @@ export interface RawLine {
   line: string;
   lineNo: number;
   entry?: ManifestEntry;
-}
-
-/**
- * The path of a line as ManifestWriter writes it (`{"p":"…",…`), without JSON.parse;
- * null when the line has another shape, escapes in its path or a second "p" key (then
- * JSON.parse decides).
- */
-export function cheapPath(line: string): string | null {
-  if (!line.startsWith('{"p":"')) return null;
-  const end = line.indexOf('"', 6);
-  if (end === -1) return null;
-  const p = line.slice(6, end);
-  if (p.includes('\\') || line.indexOf('"p":', end) !== -1) return null;
-  return p;
-}
-
-/**
- * True when `line` is exactly the line ManifestWriter writes for the regular file `rel`
- * with stat `st` (inode and ctime included, see unchangedSince), some valid hash, and
- * the attribute digest `x` (undefined: none): the unchanged file's line can be reused whole.
- */
-export function isFileLineFor(line: string, rel: string, st: fs.Stats, x: string | undefined = undefined): boolean {
-  const head = `{"p":${JSON.stringify(rel)},"t":"f","m":${st.mode & 0o7777},"u":${st.uid},"g":${st.gid},"s":${st.size},"h":"`;
-  const tail = `","mt":${Math.trunc(st.mtimeMs)},"i":${st.ino},"c":${ctimeUs(st)}${x === undefined ? '' : `,"x":"${x}"`}}`;
-  return line.length === head.length + 64 + tail.length && line.startsWith(head) && line.endsWith(tail) && HASH_RE.test(line.slice(head.length, head.length + 64));
 }
 
 /** Reads manifest lines in order, synchronously, in 1 MiB chunks; each line checked against the schema. */
@@ -392,23 +294,6 @@ export class ManifestReader {
       this.fd = null;
     }
   }
-}
-
-/** Parses and checks one manifest line; `where` names it in the error ("line 12"). */
-export function parseManifestLine(line: string, file: string, where: string): ManifestEntry {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(line);
-  } catch (err) {
-    throw new StagedrootError('STATE_CORRUPT', `Manifest ${file} ${where} is not JSON`, { path: file, cause: err });
-  }
-  const fast = checkEntry(raw);
-  if (fast !== null) return fast;
-  const r = manifestEntrySchema.safeParse(raw);
-  if (!r.success) {
-    throw new StagedrootError('STATE_CORRUPT', `Manifest ${file} ${where} is invalid: ${r.error.issues.map((i) => `${fieldPath(i.path) || '(root)'}: ${i.message}`).join('; ')}`, { path: file });
-  }
-  return r.data;
 }
 
 /** Iterates a manifest file (for callers that want every entry). */

@@ -1,5 +1,6 @@
 import * as fs from 'node:fs';
-import { ManifestReader, ManifestWriter, readEntry, type ManifestEntry } from './manifest.js';
+import { ManifestReader, ManifestWriter, readEntry } from './manifest.js';
+import type { ManifestEntry } from './manifest-line.js';
 import { hostPath } from '../core/names.js';
 import { comparePaths, isUnder } from '../core/paths.js';
 import { noFaults, type FaultHook } from '../core/faults.js';

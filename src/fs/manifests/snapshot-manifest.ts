@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import { hashFile } from '../core/hash.js';
-import { ManifestWriter, entryFromStat, isFileLineFor, readEntry, unchangedSince, type ManifestEntry } from './manifest.js';
+import { ManifestWriter, entryFromStat, readEntry, unchangedSince } from './manifest.js';
+import { formatEntry, isFileLineFor, lineSize, type ManifestEntry } from './manifest-line.js';
 import { ManifestCursor } from './manifest-cursor.js';
 import { RemovedLines, changesOf, deltaOf, type PatchResult, type TouchEvent } from './patch-manifest.js';
 import { childPath, hostPath } from '../core/names.js';
@@ -95,7 +96,7 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
     out.writeLine(p, line);
     bytes += size;
   };
-  const emitEntry = (e: ManifestEntry): void => emit(e.p, JSON.stringify(e), e.t === 'f' ? (e.s ?? 0) : 0);
+  const emitEntry = (e: ManifestEntry): void => emit(e.p, formatEntry(e), e.t === 'f' ? (e.s ?? 0) : 0);
   /**
    * Everything before `rel` that the walk does not produce: the base lines under trusted
    * prefixes (untouched ones; a line outside them is a path gone from the tree) and the
@@ -124,7 +125,7 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
       }
       prev.nextRaw();
       const changed = ch.dirty.has(r!.p) || ch.underRemoved(r!.p);
-      if (t !== null && !changed) emit(r!.p, r!.line, sizeOf(r!.line));
+      if (t !== null && !changed) emit(r!.p, r!.line, lineSize(r!.line));
       // Not in the new tree because of the change set (a line outside the trusted prefixes
       // that the walk did not find, and the change set did not touch, is a local deletion).
       else if (changed) dropped.note(r!.p);
@@ -152,10 +153,10 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
           const old = raw === null ? null : prev.entryOf(raw);
           const known = old !== null && (unchangedSince(old, st) || copiedUnchanged(old, st, rel)) ? old.h : undefined;
           if (known === undefined) hashed += 1;
-          emit(rel, JSON.stringify(entryFromStat(rel, st, { h: known ?? hashFile(host), x })), st.size);
+          emit(rel, formatEntry(entryFromStat(rel, st, { h: known ?? hashFile(host), x })), st.size);
         }
       } else if (st.isDirectory() || st.isSymbolicLink() || st.isFIFO()) {
-        emit(rel, JSON.stringify(readEntry(rel, host, st)), 0);
+        emit(rel, formatEntry(readEntry(rel, host, st)), 0);
       } else {
         // As a copy skips them: sockets and device nodes are not kept, nor recorded.
         try {
@@ -180,11 +181,4 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
     out.close(false);
   }
   return { ...deltaOf(ch, entries, dropped), sha256: out.sha256(), bytes, walked, hashed };
-}
-
-/** The size recorded in a file's manifest line, read without a parse (0 for others). */
-function sizeOf(line: string): number {
-  const i = line.indexOf(',"s":');
-  if (i === -1) return 0;
-  return Number.parseInt(line.slice(i + 5, i + 25), 10) || 0;
 }

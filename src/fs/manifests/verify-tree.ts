@@ -1,4 +1,5 @@
-import { ManifestReader, entryFromStat, readEntry, typeName, type ManifestEntry } from './manifest.js';
+import { ManifestReader, entryFromStat, readEntry, typeName } from './manifest.js';
+import type { ManifestEntry } from './manifest-line.js';
 import { comparePaths } from '../core/paths.js';
 import { walkTree } from '../core/walk.js';
 

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import { StagedrootError } from '../../errors.js';
 import { finishDirectory, type CopyProgress, type CopyResult } from './copy-tree.js';
 import { noFaults } from '../core/faults.js';
-import { cheapPath, parseManifestLine } from '../manifests/manifest.js';
+import { cheapPath, parseManifestLine } from '../manifests/manifest-line.js';
 import { hostPath } from '../core/names.js';
 import { comparePaths } from '../core/paths.js';
 import { ioError } from '../core/io-error.js';

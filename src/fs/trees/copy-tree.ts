@@ -3,6 +3,7 @@ import { StagedrootError, errnoOf } from '../../errors.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
 import { hashFile } from '../core/hash.js';
 import { ManifestReader, ManifestWriter, entryFromStat, readLinkTarget, unchangedSince } from '../manifests/manifest.js';
+import { formatEntry } from '../manifests/manifest-line.js';
 import { bytesOfName, hasRawBytes, hostPath } from '../core/names.js';
 import { makeFifo } from '../core/path-tool.js';
 import { isUnder } from '../core/paths.js';
@@ -310,7 +311,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
         } else {
           // A directory, symlink or FIFO: its old line is consumed here (checked, unless it
           // is the same line), so that file seeks never parse lines they only pass over.
-          const line = JSON.stringify(entryFromStat(rel, st, extra));
+          const line = formatEntry(entryFromStat(rel, st, extra));
           const raw = prev?.seekRaw(rel) ?? null;
           if (raw !== null && raw.line !== line) prev!.entryOf(raw);
           out.writeLine(rel, line);

@@ -11,7 +11,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManifestCursor } from '../../../src/fs/manifests/manifest-cursor.js';
-import { ManifestReader, ManifestWriter, readManifest, type ManifestEntry } from '../../../src/fs/manifests/manifest.js';
+import { ManifestReader, ManifestWriter, readManifest } from '../../../src/fs/manifests/manifest.js';
+import type { ManifestEntry } from '../../../src/fs/manifests/manifest-line.js';
 import { sumFileSizes } from '../../../src/fs/manifests/manifest-sizes.js';
 import { comparePaths, isUnder } from '../../../src/fs/core/paths.js';
 

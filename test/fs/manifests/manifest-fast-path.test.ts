@@ -2,7 +2,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checkEntry, entryFromStat, isFileLineFor, manifestEntrySchema, ManifestReader, ManifestWriter, readManifest } from '../../../src/fs/manifests/manifest.js';
+import { entryFromStat, ManifestReader, ManifestWriter, readManifest } from '../../../src/fs/manifests/manifest.js';
+import { LINE_HEAD, asciiPathEnd, checkEntry, cheapPath, formatEntry, isFileLineFor, lineSize, manifestEntrySchema, parseManifestLine, sumSizes } from '../../../src/fs/manifests/manifest-line.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-manifest-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -102,5 +103,35 @@ describe('isFileLineFor', () => {
     expect(isFileLineFor(line.replace(H, H.toUpperCase()), rel, st)).toBe(false);
     expect(isFileLineFor(JSON.stringify(entryFromStat(rel, { ...st, size: 4, isFile: () => true, isDirectory: () => false, isSymbolicLink: () => false } as fs.Stats, { h: H })), rel, st)).toBe(false);
     expect(isFileLineFor(line, 'etc/other', st)).toBe(false);
+  });
+});
+
+describe('the line codec: its peeks read what a parse reads', () => {
+  it('cheapPath, lineSize, asciiPathEnd and sumSizes agree with parseManifestLine on random lines', () => {
+    let seed = 7;
+    const rnd = (n: number) => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return (seed >>> 8) % n;
+    };
+    const names = ['etc', 'a b', 'q"uote', 'back\\slash', 'caf\u00e9', '\udce9raw', 'tab\t', '"s":9', '"h":"x'];
+    const lines: string[] = [];
+    let total = 0;
+    for (let k = 0; k < 2_000; k++) {
+      const p = Array.from({ length: 1 + rnd(3) }, () => names[rnd(names.length)]!).join('/');
+      const t = (['f', 'd', 'l'] as const)[rnd(3)]!;
+      const e = t === 'f' ? { p, t, m: 0o644, u: 0, g: 0, s: rnd(1e6), h: H, mt: rnd(1e9), i: rnd(1e6), c: rnd(1e9) } : t === 'l' ? { p, t, m: 0o777, u: 0, g: 0, l: names[rnd(names.length)]! } : { p, t, m: 0o755, u: 0, g: 0 };
+      const line = formatEntry(e);
+      const parsed = parseManifestLine(line, 'm', `line ${k}`);
+      expect(formatEntry(parsed)).toBe(line); // byte for byte, both ways
+      expect(cheapPath(line) ?? parsed.p).toBe(parsed.p);
+      expect(lineSize(line)).toBe(parsed.s ?? 0);
+      const b = Buffer.from(line);
+      const end = asciiPathEnd(b, 0, b.length);
+      if (end !== -1) expect(b.toString('latin1', LINE_HEAD.length, end)).toBe(parsed.p);
+      lines.push(line);
+      total += parsed.s ?? 0;
+    }
+    const all = Buffer.from(lines.join('\n') + '\n');
+    expect(sumSizes(all, 0, all.length)).toBe(total);
   });
 });

@@ -2,7 +2,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isFileLineFor, parseManifestLine, readManifest } from '../../../src/fs/manifests/manifest.js';
+import { readManifest } from '../../../src/fs/manifests/manifest.js';
+import { isFileLineFor, parseManifestLine } from '../../../src/fs/manifests/manifest-line.js';
 
 let base: string | undefined;
 afterEach(() => {
