@@ -121,7 +121,7 @@ export class RemovedLines {
  * paths the change set removed by name and the base lines it dropped (see RemovedLines),
  * less what exists afterwards.
  */
-export function deltaOf(ch: TreeChanges, entries: number, dropped: RemovedLines): PatchResult {
+export function deltaOf(ch: TreeChanges, entries: number, dropped: RemovedLines = new RemovedLines()): PatchResult {
   const present = new Set(ch.fresh.map((e) => e.p));
   const removed = new Set([...ch.removed].filter((p) => !present.has(p)));
   for (const p of dropped.paths()) removed.add(p);

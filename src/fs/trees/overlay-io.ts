@@ -2,7 +2,8 @@ import { createHash, type Hash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { hashFile } from '../core/hash.js';
-import { entryFromStat, type ManifestEntry } from '../manifests/manifest.js';
+import { entryFromStat } from '../manifests/manifest.js';
+import type { ManifestEntry } from '../manifests/manifest-line.js';
 import { hostIo, type TreeIo } from './tree-io.js';
 import { xattrDigest, type Xattrs } from '../core/xattr.js';
 
