@@ -11,6 +11,8 @@ import { Sysroot, type SysrootOptions } from '../sysroot.js';
 import type { InitOptions } from '../stage/init.js';
 import type { BootResult } from '../boot/boot.js';
 import type { FinalizeResult } from '../commit/finalize.js';
+import { walkEntries } from '../fs/core/walk.js';
+import { readLinkTarget } from '../fs/manifests/manifest.js';
 
 export { killAfter, countingHook } from './faults.js';
 export type { FaultHook } from '../fs/core/faults.js';
@@ -57,21 +59,18 @@ export function buildTree(dir: string, spec: TreeSpec): string {
 export function hashTree(dir: string, o: { exclude?: readonly string[] } = {}): string {
   const exclude = o.exclude ?? [];
   const h = createHash('sha256');
-  const walk = (rel: string): void => {
-    const host = rel === '' ? dir : path.join(dir, rel);
-    for (const name of fs.readdirSync(host).sort()) {
-      const r = rel === '' ? name : `${rel}/${name}`;
-      if (exclude.some((e) => r === e || r.startsWith(`${e}/`))) continue;
-      const p = path.join(dir, r);
-      const st = fs.lstatSync(p);
+  // The byte walker (names that are not UTF-8 kept as they are, escaped in `rel`), in sorted order.
+  walkEntries(dir, {
+    enter(r, host) {
+      if (exclude.some((e) => r === e || r.startsWith(`${e}/`))) return false;
+      const st = fs.lstatSync(host);
       h.update(`${r}\0${st.mode}\0${st.uid}\0${st.gid}\0`);
-      if (st.isFile()) h.update(`${st.size}\0`).update(fs.readFileSync(p));
-      else if (st.isSymbolicLink()) h.update(fs.readlinkSync(p));
+      if (st.isFile()) h.update(`${st.size}\0`).update(fs.readFileSync(host));
+      else if (st.isSymbolicLink()) h.update(readLinkTarget(host));
       h.update('\n');
-      if (st.isDirectory()) walk(r);
-    }
-  };
-  walk('');
+      return st.isDirectory();
+    },
+  });
   return h.digest('hex');
 }
 

@@ -5,6 +5,8 @@ import { noFaults, type FaultHook } from '../core/faults.js';
 import { fsyncDir } from '../core/fsync-dir.js';
 import { ioError } from '../core/io-error.js';
 import { readXattrs, writeXattrs } from '../core/xattr.js';
+import { bytesOfName, childPath, hasRawBytes, nameFromBytes } from '../core/names.js';
+import { readEntries } from '../core/walk.js';
 
 const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
 const CHUNK = 1 << 20;
@@ -57,15 +59,15 @@ export function copyOut(srcHost: string | Buffer, dstHost: string, o: { recursiv
   const faults = o.faults ?? noFaults;
   const st = lstatOrNull(srcHost);
   if (st === null) return false;
-  if (lstatOrNull(dstHost) !== null) return true;
+  if (lstatOrNull(bytesOf(dstHost)) !== null) return true;
   mkdirsPrivate(path.dirname(dstHost), faults);
   const tmp = `${dstHost}.tmp-${process.pid}`;
-  fs.rmSync(tmp, { recursive: true, force: true });
+  fs.rmSync(bytesOf(tmp), { recursive: true, force: true });
   try {
-    copyAny(srcHost, tmp, st, o.recursive ?? false, faults);
-    fs.renameSync(tmp, dstHost);
+    copyAny(bytesOf(srcHost), bytesOf(tmp), st, o.recursive ?? false, faults);
+    fs.renameSync(bytesOf(tmp), bytesOf(dstHost));
   } catch (err) {
-    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.rmSync(bytesOf(tmp), { recursive: true, force: true });
     throw ioError(err, dstHost, String(srcHost), 'sysroot');
   }
   faults.afterMutation('rename', dstHost);
@@ -73,55 +75,71 @@ export function copyOut(srcHost: string | Buffer, dstHost: string, o: { recursiv
   return true;
 }
 
-function copyAny(src: string | Buffer, dst: string, st: fs.Stats, recursive: boolean, faults: FaultHook): void {
+/** A host path as the bytes the syscall takes (a tree path string escapes a name that is not UTF-8, names.ts). */
+function bytesOf(p: string | Buffer): Buffer {
+  return typeof p === 'string' ? (hasRawBytes(p) ? bytesOfName(p) : Buffer.from(p)) : p;
+}
+
+/** Paths are bytes all the way down: a name that is not UTF-8 is copied as it is. */
+function copyAny(src: Buffer, dst: Buffer, st: fs.Stats, recursive: boolean, faults: FaultHook): void {
+  const shown = nameFromBytes(dst);
   if (st.isDirectory()) {
     fs.mkdirSync(dst, { mode: 0o700 });
-    faults.afterMutation('mkdir', dst);
+    faults.afterMutation('mkdir', shown);
     if (recursive) {
-      for (const name of fs.readdirSync(src).sort()) {
-        const child = `${String(src)}/${name}`;
+      for (const e of readEntries(src)) {
+        const child = childPath(src, e.name) as Buffer;
         const cst = fs.lstatSync(child);
-        if (cst.isFile() || cst.isDirectory() || cst.isSymbolicLink()) copyAny(child, `${dst}/${name}`, cst, true, faults);
+        if (cst.isFile() || cst.isDirectory() || cst.isSymbolicLink()) copyAny(child, childPath(dst, e.name) as Buffer, cst, true, faults);
       }
     }
     setAttrs(dst, st);
     const attrs = readXattrs(src);
-    if (attrs.length > 0) writeXattrs(dst, attrs, { rel: dst });
-    fsyncDir(dst);
+    if (attrs.length > 0) writeXattrs(dst, attrs, { rel: shown });
+    fsyncDirBytes(dst);
   } else if (st.isSymbolicLink()) {
-    fs.symlinkSync(fs.readlinkSync(src), dst);
-    faults.afterMutation('symlink', dst);
+    fs.symlinkSync(fs.readlinkSync(src, { encoding: 'buffer' }), dst);
+    faults.afterMutation('symlink', shown);
     if (canChown) fs.lchownSync(dst, st.uid, st.gid);
   } else if (st.isFile()) {
     const fd = fs.openSync(dst, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
     try {
-      copyFileInto(src, fd, dst);
+      copyFileInto(src, fd, shown);
       if (canChown) fs.fchownSync(fd, st.uid, st.gid);
       // After the chown (which clears security.capability): the kept copy keeps its labels and ACLs.
       const attrs = readXattrs(src);
-      if (attrs.length > 0) writeXattrs(dst, attrs, { rel: dst });
+      if (attrs.length > 0) writeXattrs(dst, attrs, { rel: shown });
       fs.fchmodSync(fd, st.mode & 0o7777);
       fs.futimesSync(fd, st.atime, st.mtime);
       fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);
     }
-    faults.afterMutation('copy', dst);
+    faults.afterMutation('copy', shown);
   }
   // Devices, FIFOs and sockets are not state anyone keeps: skipped.
 }
 
-function setAttrs(dst: string, st: fs.Stats): void {
+function setAttrs(dst: string | Buffer, st: fs.Stats): void {
   if (canChown) fs.lchownSync(dst, st.uid, st.gid);
   fs.chmodSync(dst, st.mode & 0o7777);
   fs.utimesSync(dst, st.atime, st.mtime);
 }
 
+function fsyncDirBytes(dir: Buffer): void {
+  const fd = fs.openSync(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 function mkdirsPrivate(dir: string, faults: FaultHook): void {
-  if (lstatOrNull(dir) !== null) return;
+  if (lstatOrNull(bytesOf(dir)) !== null) return;
   mkdirsPrivate(path.dirname(dir), faults);
   try {
-    fs.mkdirSync(dir, { mode: 0o700 });
+    fs.mkdirSync(bytesOf(dir), { mode: 0o700 });
   } catch (err) {
     if (errnoOf(err) !== 'EEXIST') throw ioError(err, dir, dir, 'sysroot');
     return;

@@ -4,6 +4,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RootFs } from '../../../src/fs/trees/root-fs.js';
+import { copyOut } from '../../../src/fs/trees/copy-entry.js';
+import { hashTree } from '../../../src/testing/index.js';
 
 let base: string | undefined;
 afterEach(() => {
@@ -48,5 +50,30 @@ describe('RootFs.copyIn (the faithful single-entry copy the /etc merge uses)', (
     expect(fs.readFileSync(path.join(tree, 'old'), 'utf8')).toBe('bin\n');
     expect(fs.readlinkSync(path.join(tree, 'etc/link'))).toBe('tool');
     expect(fs.lstatSync(path.join(tree, 'etc/fifo')).isFIFO()).toBe(true);
+  });
+});
+
+describe('a name that is not UTF-8 (latin-1 "caf\\xe9")', () => {
+  it('copyOut copies it byte for byte (recursive), and hashTree reads it', () => {
+    base = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-copy-out-latin1-'));
+    const from = path.join(base, 'from');
+    const latin1 = Buffer.from('caf\xe9', 'latin1');
+    const dirBytes = Buffer.concat([Buffer.from(`${from}/`), latin1]);
+    fs.mkdirSync(from);
+    fs.mkdirSync(dirBytes);
+    fs.writeFileSync(Buffer.concat([dirBytes, Buffer.from('/'), latin1]), 'latin-1\n');
+    fs.symlinkSync(latin1, Buffer.concat([from, '/link'].map((x) => Buffer.from(x))));
+    const before = hashTree(from);
+    const dst = path.join(base, 'kept', 'from');
+    expect(copyOut(from, dst, { recursive: true })).toBe(true);
+    const names = fs.readdirSync(dst, { encoding: 'buffer' }).map((n) => n.toString('hex')).sort();
+    expect(names).toEqual([latin1.toString('hex'), Buffer.from('link').toString('hex')].sort());
+    const inner = Buffer.concat([Buffer.from(`${dst}/`), latin1, Buffer.from('/'), latin1]);
+    expect(fs.readFileSync(inner, 'utf8')).toBe('latin-1\n');
+    expect(fs.readlinkSync(Buffer.from(`${dst}/link`), { encoding: 'buffer' }).equals(latin1)).toBe(true);
+    // the hash reads the name's content: the copy hashes alike, a change to that file shows
+    expect(hashTree(dst)).toBe(before);
+    fs.writeFileSync(inner, 'changed\n');
+    expect(hashTree(dst)).not.toBe(before);
   });
 });
