@@ -63,7 +63,8 @@ function toSource(input: StageInput): Source {
  * never write.
  */
 export class Sysroot {
-  readonly ctx: Context;
+  /** The internals (context, layout, fault hook): never handed out, they would bypass the lock. */
+  private readonly ctx: Context;
   private readonly waitSeconds: number;
   /** What recovery did when this handle was opened (empty when nothing was needed or the lock was busy). */
   readonly recovery: RecoveryReport['actions'];

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import type { FaultHook } from '../fs/core/faults.js';
 import { EXIT } from '../exit-codes.js';
@@ -22,7 +23,8 @@ import { trustCommands } from './commands/trust.js';
 import { adoptCommand } from './commands/adopt.js';
 import { rebootCommand } from './commands/reboot.js';
 
-const VERSION = '0.1.0';
+// The version is package.json's (one place): ../../package.json from src/cli and from dist/cli alike.
+const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
 export function buildProgram(env: CliEnv): Command {
   const program = new Command('stagedroot')

@@ -191,6 +191,32 @@ describe('README.md and docs/', () => {
     expect(scripts.test!.startsWith('bash scripts/test-setup.sh && ')).toBe(true);
   });
 
+  it('the README stays short (under 200 lines) and links every section moved out of it', () => {
+    const readme = read('README.md');
+    expect(readme.split('\n').length).toBeLessThan(200);
+    for (const f of ['docs/install.md', 'docs/trees.md', 'docs/sources.md', 'BENCHMARKS.md', 'CONTRIBUTING.md']) expect(readme, `README.md links ${f}`).toContain(`](${f})`);
+  });
+
+  it('the README lists the public methods of Sysroot, and no other', async () => {
+    const { Sysroot } = await import('../../src/sysroot.js');
+    const sentence = /`Sysroot` has ([\s\S]*?)\. /.exec(read('README.md'));
+    expect(sentence, 'README.md has a "`Sysroot` has `a`, `b`, ... ." sentence').not.toBeNull();
+    const named = [...sentence![1]!.matchAll(/`([A-Za-z]+)`/g)].map((m) => m[1]!).sort();
+    const methods = Object.getOwnPropertyNames(Sysroot.prototype).filter((n) => n !== 'constructor');
+    const statics = Object.getOwnPropertyNames(Sysroot).filter((n) => typeof (Sysroot as unknown as Record<string, unknown>)[n] === 'function');
+    const source = read('src/sysroot.ts');
+    const privateNames = new Set([...source.matchAll(/^ {2}private (?:async |readonly |static )*([A-Za-z]+)/gm)].map((m) => m[1]!));
+    const props = [...source.matchAll(/^ {2}readonly ([A-Za-z]+):/gm)].map((m) => m[1]!);
+    const actual = [...new Set([...methods, ...statics, ...props])].filter((n) => !privateNames.has(n)).sort();
+    expect(named).toEqual(actual);
+  });
+
+  it('the CLI reports the version of package.json', async () => {
+    const { cli } = await import('../helpers/cli.js');
+    const r = await cli(['--version']);
+    expect(r.out.trim()).toBe((JSON.parse(read('package.json')) as { version: string }).version);
+  });
+
   it('link every page under docs/ from the README', () => {
     const readme = read('README.md');
     for (const f of docFiles().filter((x) => x !== 'README.md')) expect(readme, `README.md links ${f}`).toContain(`](${f})`);

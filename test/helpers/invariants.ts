@@ -33,7 +33,7 @@ export function expectReadable(dir: string, where: string): BaseState {
 
 /** What `verify` reports, computed in place (the same check, without its worker thread: these helpers are synchronous). */
 function verifySync(s: Sysroot, id: string): Drift[] {
-  return verifyTree(s.treePath(id), s.ctx.layout.manifest(id));
+  return verifyTree(s.treePath(id), new Layout(s.path).manifest(id));
 }
 
 /**
