@@ -89,6 +89,12 @@ export interface ChangeSet {
    * root. Returns the warnings found on the finished tree (they join `warnings`).
    */
   finish?: (root: RootFs) => Promise<Issue[] | void>;
+  /**
+   * A command to run inside the new tree once the ops are applied (`stage --run`): in a
+   * private mount and PID namespace, the tree its root. The tree is then a private copy
+   * (nothing hardlinked with another deployment), its manifest walked whole.
+   */
+  runInTree?: { command: string; timeoutMs: number };
 }
 
 export function bytes(data: string | Uint8Array): Content {

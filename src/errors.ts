@@ -27,6 +27,7 @@ export type ErrorCode =
   | 'ABORTED' // the caller's AbortSignal cancelled the operation
   | 'SIGNATURE_INVALID' // a source is unsigned, wrongly signed, or signed by a key the sysroot does not trust
   | 'HOOK_REJECTED' // a pre-stage hook failed: the update is rejected
+  | 'COMMAND_FAILED' // `stage --run`: the command failed (exit, signal, timeout) in the new tree
   | 'HOOK_FAILED' // a pre-finalize hook failed: finalize did not run
   | 'INVARIANT_VIOLATED' // a state write that would break an invariant was refused (a bug, nothing written)
   | 'XATTR_UNSUPPORTED' // the target filesystem refuses an extended attribute a tree carries
@@ -46,6 +47,7 @@ export const REJECTION_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'MERGE_CONFLICT',
   'SIGNATURE_INVALID',
   'HOOK_REJECTED',
+  'COMMAND_FAILED',
   'NAME_UNREPRESENTABLE',
 ]);
 

@@ -11,6 +11,7 @@ import { treeTasks } from '../fs/trees/tasks.js';
 import { manifestTasks } from '../fs/manifests/tasks.js';
 import { copyTreeSplit } from '../fs/trees/copy-split.js';
 import type { PatchResult } from '../fs/manifests/patch-manifest.js';
+import { ManifestIndex } from '../fs/manifests/manifest-index.js';
 import { noFaults, type FaultHook } from '../fs/core/faults.js';
 import type { TreeIo } from '../fs/trees/tree-io.js';
 import { availableParallelism } from 'node:os';
@@ -30,6 +31,12 @@ export interface BuildTreeOptions {
   onTreeBuilt?: () => void;
   /** Takes the change set's ops under shared directories (see SharedDivert). */
   divert?: (op: ChangeOp, root: RootFs, mode?: SharedContent) => Promise<number | null>;
+  /**
+   * Called after the change set, before the mount points are settled: something that
+   * changes the tree outside the safe-fs layer (a `stage --run` command). The manifest is
+   * then walked whole and the delta is the difference to the base manifest.
+   */
+  afterApply?: (tree: string) => Promise<void>;
   /** Called after the change set, with the tree (writes recorded in the manifest): shared mount points settled. */
   settle?: (root: RootFs) => void;
   /** Called as each step starts (a failure after it belongs to that step). */
@@ -143,6 +150,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     patched = await runTreeTask(manifestTasks.patchManifest, { tree, before: preParts, after: manifest, events }, jobs);
     for (const p of preParts) dfs.unlink(p);
   }
+  if (o.afterApply && trusted !== null) patched = { ...patched, ...(await deltaAgainst(trusted.manifest, manifest)) };
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
   return { tree, manifest, delta: patched.delta, removed: patched.removed, entries: patched.entries, bytes, storage, warnings, ...(patched.sha256 === undefined ? {} : { manifestSha256: patched.sha256 }) };
 }
@@ -162,7 +170,7 @@ export interface AppliedUpdate {
  * made. With `io` (a dry run's OverlayIo) every write lands in that layer, and nothing
  * is labelled (labelling runs a tool on the disk).
  */
-export async function applyUpdate(ctx: Context, tree: string, o: Pick<BuildTreeOptions, 'changes' | 'onApply' | 'divert' | 'settle'> & { io?: TreeIo }): Promise<AppliedUpdate> {
+export async function applyUpdate(ctx: Context, tree: string, o: Pick<BuildTreeOptions, 'changes' | 'onApply' | 'divert' | 'settle' | 'afterApply'> & { io?: TreeIo }): Promise<AppliedUpdate> {
   const events: TouchEvent[] = [];
   const warnings: Issue[] = [];
   let bytes = 0;
@@ -181,6 +189,7 @@ export async function applyUpdate(ctx: Context, tree: string, o: Pick<BuildTreeO
     // What the update wrote is labelled by the new tree's own SELinux policy, if it has one.
     if (!o.io) labelTouched(root, events, { policy: ctx.xattrPolicy, onDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`) });
   }
+  if (o.afterApply) await o.afterApply(tree);
   o.settle?.(root);
   ensureMountPoints(root);
   return { root, events, bytes, warnings };
@@ -204,4 +213,16 @@ function ensureMountPoints(root: RootFs): void {
   };
   if (!has('/sbin/init') && !has('/usr/sbin/init')) return;
   for (const p of MOUNT_POINTS) if (root.lstat(`/${p}`) === null) root.mkdir(`/${p}`, { mode: 0o755 });
+}
+
+/** What changed from one manifest to another, as a delta: the new entries of added and modified paths, the removed paths. */
+async function deltaAgainst(base: string, manifest: string): Promise<Pick<PatchResult, 'delta' | 'changed' | 'removed'>> {
+  const diff = await runTreeTask(manifestTasks.diffManifests, { a: base, b: manifest });
+  const index = new ManifestIndex(manifest);
+  try {
+    const changed = diff.filter((d) => d.change !== 'removed').map((d) => index.find(d.path)!);
+    return { delta: changed.map((e) => e.p), changed, removed: diff.filter((d) => d.change === 'removed').map((d) => d.path) };
+  } finally {
+    index.close();
+  }
 }

@@ -13,6 +13,8 @@ import { applyKernelArguments } from '../state/kernel-args.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
 import { buildTree, type BuiltTree } from './build-tree.js';
+import { runInTree, scratchVarLayout } from './run-in-tree.js';
+import { RootFs } from '../fs/trees/root-fs.js';
 import { SharedDivert } from './shared-divert.js';
 import { mergedDirs, sharedDirs } from '../machine-state/config.js';
 import { settleMountPoints } from '../machine-state/mount-points.js';
@@ -57,6 +59,8 @@ export interface StageOptions {
   signature?: string;
   /** Time limit of each phase hook (default 60 s). */
   hookTimeoutMs?: number;
+  /** The output of a `stage --run` command, as it comes. */
+  onCommandOutput?: (text: string) => void;
 }
 
 export interface StageResult {
@@ -109,7 +113,8 @@ interface Run {
   readonly builtins: ResolvedBuiltins;
   /** The command validators, their options checked once (startRun). */
   readonly commands: readonly PlannedValidator[];
-  readonly policy: CopyPolicy;
+  /** How the tree is built from the base (a command run in it gets a private copy: see plan). */
+  policy: CopyPolicy;
   readonly base: DeploymentRecord;
   readonly id: string;
   /** work/ID: the tree, its manifest and delta while the stage runs. */
@@ -204,6 +209,8 @@ async function plan(run: Run): Promise<ChangeSet> {
   const changes = await run.source.plan(new ReadOnlyTree(baseTree), { config: run.prior, ...(run.base.origin ? { origin: run.base.origin } : {}) });
   run.changes = changes;
   run.label = run.opts.label ?? changes.label ?? run.label;
+  // A command may write any file in place: nothing of its tree may share an inode with another deployment.
+  if (changes.runInTree) run.policy = { ...run.policy, hardlinkPrefixes: [] };
   return changes;
 }
 
@@ -252,12 +259,34 @@ async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
     signal: run.opts.signal,
     divert: (op, root, mode) => divert.divert(op, root, mode),
     settle: (root) => settleMountPoints(root, shared),
+    ...(changes.runInTree ? { afterApply: (tree: string) => runCommand(run, changes.runInTree!, tree) } : {}),
   });
   if (divert.ops.length > 0) writeJson(ctx.dfs, `${run.work}/shared-ops.json`, { ops: divert.ops });
   const config = changes.config ?? carriedConfig(run.prior ?? null, run.checked?.info.origin !== undefined);
   if (config !== null) writeConfigRecord(ctx.dfs, run.work, config);
   await checkMergeConflicts(run, built, divert);
   return built;
+}
+
+/**
+ * The command of a `stage --run`, in the new tree (see runInTree): its /var a scratch
+ * directory beside the tree whose package-database links point into the tree itself,
+ * removed afterwards (the shared /var is never written by a stage). Its output is kept
+ * for the failure record.
+ */
+async function runCommand(run: Run, what: { command: string; timeoutMs: number }, tree: string): Promise<void> {
+  const { ctx } = run;
+  const varDir = `${run.work}/run-var`;
+  ctx.dfs.mkdir(varDir, 0o755);
+  const scratch = new RootFs(varDir, { faults: ctx.faults });
+  const layout = scratchVarLayout((usr) => new ReadOnlyTree(tree).lstat(usr)?.isDirectory() ?? false);
+  for (const d of layout.dirs) scratch.mkdir(d.path, { mode: d.mode });
+  for (const l of layout.links) scratch.symlink(l.path, l.target);
+  try {
+    await runInTree({ command: what.command, tree, varDir, timeoutMs: what.timeoutMs, onOutput: run.opts.onCommandOutput, signal: run.opts.signal, onResult: (r) => void (run.output = r.output) });
+  } finally {
+    ctx.dfs.removeTree(varDir);
+  }
 }
 
 /**

@@ -42,7 +42,7 @@ const KILL_GRACE_MS = 2000;
  */
 export async function runCommand(
   cmd: CommandSpec,
-  o: { timeoutMs: number; env?: Record<string, string>; cwd?: string; signal?: AbortSignal; outputLimit?: number },
+  o: { timeoutMs: number; env?: Record<string, string>; cwd?: string; signal?: AbortSignal; outputLimit?: number; onOutput?: (text: string) => void },
 ): Promise<CommandResult> {
   const started = Date.now();
   const out = new BoundedOutput(o.outputLimit ?? OUTPUT_LIMIT);
@@ -56,7 +56,10 @@ export async function runCommand(
     env: o.env,
     extendEnv: true,
   });
-  sub.all?.on('data', (c: Buffer) => out.push(c));
+  sub.all?.on('data', (c: Buffer) => {
+    out.push(c);
+    o.onOutput?.(c.toString());
+  });
   let timedOut = false;
   const killGroup = (sig: NodeJS.Signals): void => {
     if (sub.pid === undefined) return;

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { StagedrootError, type Issue } from '../../errors.js';
 import { pathSource } from '../../sources/detect.js';
+import { commandSource } from '../../sources/command.js';
 import { parsePlatform } from '../../sources/oci/platform.js';
 import type { BuiltinOptions } from '../../validate/builtins.js';
 import { DEFAULT_SETUID_ALLOW_LIST } from '../../validate/unsafe-modes.js';
@@ -31,6 +32,8 @@ interface StageCliOptions extends CommonOptions {
   imageStore?: string;
   owner?: string;
   dryRun?: boolean;
+  run?: string;
+  runTimeout?: string;
 }
 
 const collect = (v: string, all: string[]): string[] => [...all, v];
@@ -55,7 +58,9 @@ function printWarnings(env: CliEnv, warnings: readonly Issue[]): void {
 export function stageCommand(program: Command, env: CliEnv): void {
   xattrOption(common(program.command('stage')))
     .description('stage an update (a spec, Ignition config, MachineConfig, tar layer, OCI image or directory; kind detected from its content)')
-    .argument('<source>', 'file or directory to stage')
+    .argument('[source]', 'file or directory to stage (none with --run)')
+    .option('--run <command>', 'instead of a source: run this shell command inside a copy of the booted tree (private mount and PID namespace; /proc, /sys, /dev, the network; nothing of the running system writable), then validate and commit what it changed, e.g. --run "apt-get update && apt-get -y upgrade"')
+    .option('--run-timeout <seconds>', 'time limit of the --run command (default 3600)')
     .option('--label <label>', 'a label for the new deployment')
     .option('--lock', 'finalization lock: stage now, but finalize leaves it in place until `unlock`')
     .option('--copy', 'copy the non-usr/ part of the tree instead of reflinking it')
@@ -77,8 +82,13 @@ export function stageCommand(program: Command, env: CliEnv): void {
     .option('--dry-run', 'print what the stage would add, modify and remove (the `diff` format) and its issues; write nothing; exit 3 when it would be rejected')
     .option('--signature <file>', 'the detached minisign signature of the source (default: SOURCE.minisig); required when the sysroot trusts a key')
     .action(
-      action(env, async (path: string, o: StageCliOptions) => {
-        const source = pathSource(path, { replace: o.replace, ref: o.ref, imageStore: o.imageStore, owner: o.owner, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }) });
+      action(env, async (path: string | undefined, o: StageCliOptions) => {
+        if ((path === undefined) === (o.run === undefined)) {
+          throw new StagedrootError('USAGE', path === undefined ? 'Nothing to stage: give a SOURCE, or --run COMMAND' : 'Give a SOURCE or --run COMMAND, not both', { option: 'run', value: o.run });
+        }
+        if (o.run !== undefined && o.dryRun) throw new StagedrootError('USAGE', '--dry-run cannot tell what a --run command would change without running it', { option: 'dryRun' });
+        const runTimeout = nonNegativeInt('run-timeout', o.runTimeout);
+        const source = o.run !== undefined ? commandSource(o.run, runTimeout === undefined ? {} : { timeoutMs: runTimeout * 1000 }) : pathSource(path!, { replace: o.replace, ref: o.ref, imageStore: o.imageStore, owner: o.owner, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }) });
         const builtins = builtinsFrom(o);
         const timeout = nonNegativeInt('validator-timeout', o.validatorTimeout);
         const commands = o.validator.map((command) => ({ command, ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }) }));
@@ -92,9 +102,10 @@ export function stageCommand(program: Command, env: CliEnv): void {
           return r.ok ? EXIT.OK : EXIT.REJECTED;
         }
         const s = await openSysroot(env, o);
-        const bar = progressBar(env.io);
+        // A command's output streams to stderr as it comes (no bar drawn over it).
+        const bar = o.run === undefined ? progressBar(env.io) : { update: () => {}, done: () => {} };
         try {
-          const r = await s.stage(source, { label: o.label, lock: o.lock, onProgress: bar.update, copyPolicy: o.copy ? { mode: 'copy' } : undefined, builtins, commands, signature: o.signature });
+          const r = await s.stage(source, { label: o.label, lock: o.lock, onProgress: bar.update, copyPolicy: o.copy ? { mode: 'copy' } : undefined, builtins, commands, signature: o.signature, onCommandOutput: (t) => env.io.err(t) });
           bar.done();
           if (o.json) printJson(env.io, { ok: true, ...r });
           else if (r.alreadyRunning) env.io.out(`the booted deployment ${r.id} (${r.label}) already runs this image: nothing staged\n`);

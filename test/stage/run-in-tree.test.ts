@@ -1,0 +1,141 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adoptRoot } from '../../src/install/adopt.js';
+import { Sysroot } from '../../src/sysroot.js';
+import { buildTree, hashTree } from '../../src/testing/index.js';
+import { cli } from '../helpers/cli.js';
+import { unavailable } from '../helpers/mounts.js';
+
+const APPLETS = ['sh', 'cat', 'echo', 'mkdir', 'rm', 'sleep', 'ls', 'test', 'hostname', 'touch', 'grep'];
+const BUSYBOX = ['/bin/busybox', '/usr/bin/busybox'].find((p) => fs.existsSync(p));
+
+/** A machine whose tree can run commands: a static busybox and its applets, dpkg-like records. */
+function machine(root: string): void {
+  buildTree(root, {
+    'etc/os-release': 'ID=debian\n',
+    'etc/hostname': 'machine\n',
+    'usr/lib/tool.conf': 'version 1\n',
+    'var/lib/dpkg/status': 'Package: base\nStatus: install ok installed\n\n',
+    'var/lib/apt/extended_states': '',
+    'var/log/old.log': 'old\n',
+    'proc/': { dir: true },
+  });
+  fs.mkdirSync(path.join(root, 'usr/bin'), { recursive: true });
+  fs.copyFileSync(BUSYBOX!, path.join(root, 'usr/bin/busybox'));
+  fs.chmodSync(path.join(root, 'usr/bin/busybox'), 0o755);
+  for (const a of APPLETS) fs.symlinkSync('busybox', path.join(root, 'usr/bin', a));
+  fs.symlinkSync('usr/bin', path.join(root, 'bin'));
+}
+
+const why = process.getuid?.() !== 0 ? 'not root (a mount namespace needs root)' : BUSYBOX === undefined ? 'no static busybox (apt-get install busybox-static)' : null;
+if (why !== null) {
+  describe('stage --run', () => unavailable(why));
+} else {
+  describe('stage --run: a command in the new tree, in a private mount and PID namespace', () => {
+    let base: string;
+    let root: string;
+    let sysroot: string;
+    let canary: string;
+    const run = async (cmd: string, ...more: string[]) => cli(['stage', '--run', cmd, '--sysroot', sysroot, '--no-verify-units', ...more]);
+
+    beforeAll(async () => {
+      base = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-run-'));
+      root = path.join(base, 'root');
+      machine(root);
+      sysroot = path.join(root, 'stagedroot');
+      await adoptRoot({ root });
+      canary = path.join(base, 'canary');
+      fs.writeFileSync(canary, 'host\n');
+    });
+    afterAll(() => fs.rmSync(base, { recursive: true, force: true }));
+
+    const tree = (id: string) => path.join(sysroot, 'deploy', id, 'tree');
+    const status = async () => (await Sysroot.open(sysroot)).status();
+
+    it('stages what the command writes (a private copy of the tree: the booted one never changes)', async () => {
+      const booted = hashTree(tree('0001'));
+      const r = await run('echo from-run > /etc/from-run && mkdir -p /usr/lib/new && echo lib > /usr/lib/new/file && echo v2 >> /usr/lib/tool.conf && echo streamed-line');
+      expect(r.code, r.err).toBe(0);
+      expect(r.err).toContain('streamed-line'); // the command's output, as progress on stderr
+      const st = await status();
+      expect(st.staged).toBe('0002');
+      expect(fs.readFileSync(path.join(tree('0002'), 'etc/from-run'), 'utf8')).toBe('from-run\n');
+      expect(fs.readFileSync(path.join(tree('0002'), 'usr/lib/tool.conf'), 'utf8')).toBe('version 1\nv2\n');
+      // Appended in place, yet the booted tree is untouched: nothing was hardlinked.
+      expect(hashTree(tree('0001'))).toBe(booted);
+      expect(fs.statSync(path.join(tree('0002'), 'usr/bin/busybox')).ino).not.toBe(fs.statSync(path.join(tree('0001'), 'usr/bin/busybox')).ino);
+      const s = await Sysroot.open(sysroot);
+      expect((await s.verify('0002')).drift).toEqual([]);
+      const delta = JSON.parse(fs.readFileSync(path.join(sysroot, 'deploy/0002/delta.json'), 'utf8')) as { changed: { p: string }[] };
+      expect(delta.changed.map((e) => e.p)).toEqual(expect.arrayContaining(['etc/from-run', 'usr/lib/new/file', 'usr/lib/tool.conf']));
+      expect(st.deployments.find((d) => d.id === '0002')).toMatchObject({ label: 'run' });
+    });
+
+    it('a failing command is a rejected update (exit 3) whose reason ends with its last lines', async () => {
+      const r = await run('echo step one; echo it broke >&2; exit 7', '--json');
+      expect(r.code).toBe(3);
+      const out = JSON.parse(r.out) as { error: { code: string; message: string } };
+      expect(out.error.code).toBe('COMMAND_FAILED');
+      expect(out.error.message).toContain('exited 7');
+      expect(out.error.message).toContain('it broke');
+      const st = await status();
+      expect(st.lastFailure).toMatchObject({ phase: 'apply' });
+      expect(st.booted).toBe('0001');
+      const t = await run('sleep 30', '--run-timeout', '1');
+      expect(t.code).toBe(3);
+      expect(t.err).toContain('timed out after 1s');
+    });
+
+    it('nothing of the running system is writable: not the host files, /proc/sys, /sys, the shared /var or the disks', async () => {
+      const hostname = fs.readFileSync('/proc/sys/kernel/hostname', 'utf8');
+      const sharedVar = hashTree(path.join(sysroot, 'shared/var'));
+      const script = [
+        `echo escaped > ${canary} 2>/dev/null && echo host-file-written >> /etc/report`,
+        `echo evil > /proc/sys/kernel/hostname 2>/dev/null && echo proc-sys-written >> /etc/report`,
+        `echo 1 > /sys/kernel/profiling 2>/dev/null && echo sys-written >> /etc/report`,
+        `ls /dev | grep -q -e sd -e vd -e nvme && echo disks-visible >> /etc/report`,
+        `echo state > /var/log/from-run && echo var-written >> /etc/report`,
+        `test -e /stagedroot/state.json && echo sysroot-visible >> /etc/report`,
+        `echo done >> /etc/report`,
+      ].join('; ');
+      const r = await run(script);
+      expect(r.code, r.err).toBe(0);
+      const id = (await status()).staged!;
+      expect(fs.readFileSync(path.join(tree(id), 'etc/report'), 'utf8')).toBe('var-written\ndone\n');
+      expect(fs.readFileSync(canary, 'utf8')).toBe('host\n');
+      expect(fs.readFileSync('/proc/sys/kernel/hostname', 'utf8')).toBe(hostname);
+      // /var was the command's own scratch: neither the shared /var nor the tree keeps it.
+      expect(hashTree(path.join(sysroot, 'shared/var'))).toBe(sharedVar);
+      expect(fs.readdirSync(path.join(tree(id), 'var'))).toEqual([]);
+      expect(fs.existsSync(path.join(sysroot, 'deploy', id, 'run-var'))).toBe(false);
+    });
+
+    it('the package records travel with the deployment: a change made by --run is in its tree, and a rollback goes back to the old records', async () => {
+      const r = await run('printf "Package: newpkg\\nStatus: install ok installed\\n\\n" >> /var/lib/dpkg/status', '--label', 'install newpkg');
+      expect(r.code, r.err).toBe(0);
+      const s = await Sysroot.open(sysroot);
+      const id = s.status().staged!;
+      const db = (t: string) => fs.readFileSync(path.join(tree(t), 'usr/lib/sysimage/dpkg/status'), 'utf8');
+      expect(db(id)).toContain('Package: newpkg');
+      expect(db('0001')).not.toContain('newpkg');
+      // The shared /var holds only the link: whichever deployment boots reads its own records.
+      expect(fs.readlinkSync(path.join(sysroot, 'shared/var/lib/dpkg'))).toBe('/usr/lib/sysimage/dpkg');
+      await s.finalize();
+      await s.boot({ runDir: path.join(base, 'no-run') });
+      expect(s.status()).toMatchObject({ current: id, booted: id });
+      await s.markGood();
+      const back = await s.rollback();
+      expect(back.current).toBe('0001');
+      expect(db(back.current)).not.toContain('newpkg');
+      expect(fs.readlinkSync(path.join(sysroot, 'shared/var/lib/dpkg'))).toBe('/usr/lib/sysimage/dpkg');
+    });
+
+    it('takes a SOURCE or --run, not both, not neither; no --dry-run with --run', async () => {
+      expect((await cli(['stage', '--sysroot', sysroot])).code).toBe(2);
+      expect((await cli(['stage', 'x.json', '--run', 'true', '--sysroot', sysroot])).code).toBe(2);
+      expect((await cli(['stage', '--run', 'true', '--dry-run', '--sysroot', sysroot])).code).toBe(2);
+    });
+  });
+}
