@@ -39,6 +39,16 @@ export interface AdoptOptions extends ContextOptions {
   /** Shared directories (default var, home, root, srv). */
   shared?: string[];
   bootTries?: number;
+  /** Boot entries are written here (see `init --boot-dir`), for the deployments that ship a kernel. */
+  bootDir?: string;
+  /**
+   * The first deployment's kernel arguments (with a boot dir). Default: those the machine
+   * booted with now (/proc/cmdline without BOOT_IMAGE=, initrd= and stagedroot ones),
+   * plus `stagedroot=SYSROOT` (the sysroot's path on the root filesystem).
+   */
+  kernelArguments?: string[];
+  /** Where the running kernel's command line is read (default /proc/cmdline). */
+  cmdline?: string;
   /** Where the mount table and the swap list are read (default /proc/self/mountinfo, /proc/swaps). */
   mountinfo?: string;
   swaps?: string;
@@ -156,6 +166,7 @@ export async function adoptRoot(o: AdoptOptions = {}): Promise<AdoptResult> {
       label: o.label ?? 'adopted',
       shared,
       bootTries: o.bootTries,
+      ...(o.bootDir === undefined ? {} : { bootDir: o.bootDir, kernelArguments: o.kernelArguments ?? adoptedKernelArguments(readText(o.cmdline ?? '/proc/cmdline') ?? '', sysrootInRoot) }),
       onCopy: o.onProgress,
       prepareTree: (tree) => {
         moved = relocatePackageDbs(tree);
@@ -172,4 +183,13 @@ export async function adoptRoot(o: AdoptOptions = {}): Promise<AdoptResult> {
 /** The source a first deployment adopted from records (how a re-run knows its own adoption). */
 function adoptionSource(root: string): string {
   return `adopted running root ${root}`;
+}
+
+/** The running kernel's arguments for the adopted deployment: what booted it, pointed at the sysroot. */
+export function adoptedKernelArguments(cmdline: string, sysrootInRoot: string): string[] {
+  const kept = cmdline
+    .trim()
+    .split(/\s+/)
+    .filter((a) => a !== '' && !/^(BOOT_IMAGE|initrd|stagedroot|stagedroot\.[a-z.-]+)=/.test(a) && a !== 'stagedroot');
+  return [...kept, `stagedroot=${sysrootInRoot}`];
 }

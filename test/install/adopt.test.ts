@@ -132,6 +132,11 @@ if (why !== null) {
       expect(warnings.join('\n')).not.toContain('device');
     });
 
+    it('derives the kernel arguments from the running kernel\'s, pointed at the sysroot', async () => {
+      const { adoptedKernelArguments } = await import('../../src/install/adopt.js');
+      expect(adoptedKernelArguments('BOOT_IMAGE=/boot/vmlinuz-6.1.0 root=UUID=abc ro quiet stagedroot=/old stagedroot.deployment=0003 initrd=x\n', '/stagedroot')).toEqual(['root=UUID=abc', 'ro', 'quiet', 'stagedroot=/stagedroot']);
+    });
+
     it('a second run says it is adopted already (the CLI, --json) and changes nothing', async () => {
       const r = await cli(['adopt', '--root', root, '--json']);
       expect(r.code, r.err).toBe(0);

@@ -10,6 +10,8 @@ interface AdoptCliOptions extends CommonOptions {
   label?: string;
   shared: string[];
   bootTries?: string;
+  bootDir?: string;
+  kernelArgument: string[];
 }
 
 /** Progress on stderr: a bar on a terminal, else a line every 5 seconds (an adoption takes minutes). */
@@ -38,6 +40,8 @@ export function adoptCommand(program: Command, env: CliEnv): void {
     .option('--label <label>', 'a label for the first deployment', 'adopted')
     .option('--shared <dir>', 'a shared directory (never rolled back); repeatable; default: var, home, root, srv', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--boot-tries <n>', 'boot tries a new deployment gets before automatic rollback (default 3)')
+    .option('--boot-dir <dir>', 'write boot entries here for the deployments that ship a kernel (as init --boot-dir)')
+    .option('--kernel-argument <arg>', 'with --boot-dir: a kernel argument of the first deployment (repeatable; default: this boot\'s /proc/cmdline plus stagedroot=SYSROOT)', (v: string, all: string[]) => [...all, v], [] as string[])
     .addHelpText('after', '\nThen: `stagedroot install` (units, initramfs step), rebuild the initramfs, and add stagedroot=/stagedroot to the kernel command line (docs/install.md).')
     .action(
       action(env, async (o: AdoptCliOptions) => {
@@ -51,6 +55,8 @@ export function adoptCommand(program: Command, env: CliEnv): void {
             label: o.label,
             shared: o.shared.length ? o.shared : undefined,
             bootTries: nonNegativeInt('boot-tries', o.bootTries),
+            ...(o.bootDir === undefined ? {} : { bootDir: o.bootDir }),
+            ...(o.kernelArgument.length ? { kernelArguments: o.kernelArgument } : {}),
             waitSeconds: waitSeconds(o),
             faults: env.faults,
             onWarning: (m) => env.io.err(`stagedroot: warning: ${m}\n`),
