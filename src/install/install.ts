@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { StagedrootError } from '../errors.js';
-import { readText, type statPath } from '../fs/trees/durable.js';
+import { readText, writableAt, type statPath } from '../fs/trees/durable.js';
 import { RootFs } from '../fs/trees/root-fs.js';
 import { runCommand } from '../util/run-command.js';
 import { INITRAMFS_FILES, UNIT_NAMES, packageDir } from './package-files.js';
@@ -67,15 +67,32 @@ export async function installHost(o: InstallOptions): Promise<InstallResult> {
   if (statIn(rfs, path.join(t.sysroot, 'state.json')) === null) {
     warnings.push(`there is no sysroot at ${t.sysroot} in ${root} yet: stagedroot-boot.service fails (loudly) until \`stagedroot init --sysroot ${t.sysroot}\` makes one there`);
   }
+  // Plan every file first (a missing package file stops here), then check that every
+  // target can be written, and only then write: never a half-install.
+  const plan: { path: string; text: string; mode: number }[] = [
+    { path: '/etc/stagedroot/environment', text: environmentFile(t), mode: 0o644 },
+    ...UNIT_NAMES.map((unit) => ({ path: `/etc/systemd/system/${unit}`, text: renderUnit(packageText(`units/${unit}`), t), mode: 0o644 })),
+    ...INITRAMFS_FILES.map((f) => ({ path: f.to, text: packageText(f.from), mode: f.mode })),
+  ];
+  const blocked = new Map<string, string>();
+  for (const f of plan) {
+    const w = writableAt(path.join(root, f.path), root);
+    if (!w.writable) blocked.set(w.dir, w.errno ?? 'not writable');
+  }
+  if (blocked.size > 0) {
+    const where = [...blocked].map(([d, e]) => `${d} (${e})`).join(', ');
+    throw new StagedrootError(
+      'READ_ONLY',
+      `Nothing was installed: ${where} cannot be written. On a machine booted through stagedroot, /usr is the booted deployment's and read-only; install into the next deployment instead: \`stagedroot stage --run 'stagedroot install --sysroot ${t.sysroot}'\`, then reboot`,
+      { path: [...blocked.keys()][0] },
+    );
+  }
   const written: string[] = [];
-  const write = (p: string, text: string, mode: number): void => {
-    rfs.mkdir(path.dirname(p));
-    rfs.writeFile(p, Buffer.from(text), { mode });
-    written.push(p);
-  };
-  write('/etc/stagedroot/environment', environmentFile(t), 0o644);
-  for (const unit of UNIT_NAMES) write(`/etc/systemd/system/${unit}`, renderUnit(packageText(`units/${unit}`), t), 0o644);
-  for (const f of INITRAMFS_FILES) write(f.to, packageText(f.from), f.mode);
+  for (const f of plan) {
+    rfs.mkdir(path.dirname(f.path));
+    rfs.writeFile(f.path, Buffer.from(f.text), { mode: f.mode });
+    written.push(f.path);
+  }
   const enabled: string[] = [];
   if (o.enable !== false) {
     const r = await runCommand({ file: 'systemctl', args: ['--root', root, 'enable', ...UNIT_NAMES], display: 'systemctl --root ROOT enable' }, { timeoutMs: 60_000 });

@@ -69,6 +69,25 @@ describe('stagedroot install', () => {
     }
   });
 
+  it('on a read-only /usr (a booted deployment) writes nothing and says how to install into the next deployment', async () => {
+    const root = hostRoot();
+    fs.mkdirSync(path.join(root, 'usr/lib'), { recursive: true });
+    execaSync('mount', ['--bind', path.join(root, 'usr'), path.join(root, 'usr')]);
+    try {
+      execaSync('mount', ['-o', 'remount,bind,ro', path.join(root, 'usr')]);
+      const r = await cli(['install', '--root', root, '--sysroot', '/stagedroot', '--cli', '/usr/local/bin/stagedroot', '--no-enable']);
+      expect(r.code).toBe(1);
+      expect(r.err).toContain('READ_ONLY');
+      expect(r.err).toContain(`${root}/usr/lib (EROFS)`);
+      expect(r.err).toContain("stagedroot stage --run 'stagedroot install --sysroot /stagedroot'");
+      // Nothing half done: not even the /etc files, which could have been written.
+      expect(fs.existsSync(path.join(root, 'etc/stagedroot/environment'))).toBe(false);
+      expect(fs.existsSync(path.join(root, 'etc/systemd/system/stagedroot-boot.service'))).toBe(false);
+    } finally {
+      execaSync('umount', [path.join(root, 'usr')]);
+    }
+  });
+
   it('refuses a CLI path that does not exist in the root (units that could never start)', async () => {
     const root = hostRoot();
     await expect(installHost({ root, sysroot: '/sysroot', cli: '/usr/bin/stagedroot', enable: false })).rejects.toMatchObject({ code: 'USAGE', message: expect.stringContaining('/usr/bin/stagedroot is not an executable file') });

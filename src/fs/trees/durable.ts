@@ -224,3 +224,19 @@ export function statPath(p: string): fs.Stats | null {
     return null;
   }
 }
+
+/**
+ * The nearest existing directory at or above `p` (never above `stop`), and whether this
+ * process may create entries in it: EROFS (a read-only mount, such as the booted /usr of
+ * a deployment) and EACCES both say no. Read only: nothing is written.
+ */
+export function writableAt(p: string, stop: string): { dir: string; writable: boolean; errno?: string } {
+  let dir = p;
+  while (dir !== stop && dir !== '/' && !isDirectory(dir)) dir = path.dirname(dir);
+  try {
+    fs.accessSync(dir, fs.constants.W_OK);
+    return { dir, writable: true };
+  } catch (err) {
+    return { dir, writable: false, errno: (err as NodeJS.ErrnoException).code };
+  }
+}
