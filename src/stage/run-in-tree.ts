@@ -98,7 +98,8 @@ export async function runInTree(o: RunInTreeOptions): Promise<CommandResult> {
   );
   o.onResult?.(r);
   if (r.notRunnable) throw new StagedrootError('TOOL_MISSING', `Cannot run a command in the new tree: unshare ${r.notRunnable} (util-linux)`, { value: 'unshare' });
-  if (r.exitCode === SETUP_FAILED) throw new StagedrootError('IO', `Cannot set up the namespace for the command (unshare, mount, chroot):\n${outputTail(r.output)}`, { value: o.command });
+  // A timeout is the command's (the update's), even when it struck during the set-up.
+  if (r.exitCode === SETUP_FAILED && !r.timedOut) throw new StagedrootError('IO', `Cannot set up the namespace for the command (unshare, mount, chroot):\n${outputTail(r.output)}`, { value: o.command });
   if (!r.ok) {
     const how = r.timedOut ? `timed out after ${o.timeoutMs / 1000}s` : r.signal ? `was killed by ${r.signal}` : `exited ${r.exitCode}`;
     throw new StagedrootError('COMMAND_FAILED', `The command \`${o.command}\` ${how} in the new tree; its last lines:\n${outputTail(r.output)}`, { value: o.command });

@@ -84,7 +84,7 @@ if (why !== null) {
       expect(st.lastFailure).toMatchObject({ phase: 'apply' });
       expect(st.booted).toBe('0001');
       const t = await run('sleep 30', '--run-timeout', '1');
-      expect(t.code).toBe(3);
+      expect(t.code, t.err).toBe(3);
       expect(t.err).toContain('timed out after 1s');
     });
 
