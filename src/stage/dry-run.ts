@@ -85,8 +85,12 @@ export async function dryRun(ctx: Context, state: BaseState, source: Source, o: 
     const applied = await applyUpdate(ctx, tree, { changes: cs, io, divert: (op, root) => divert.divert(op, root), settle: (root) => settleMountPoints(root, shared) });
     const ch = changesOf(tree, applied.events, (rel) => io.entry(rel, hostOf(tree, rel)));
     const delta = deltaOf(ch, 0);
-    result.delta = changedPaths(delta);
     result.changes = diffOf(tree, ch, io);
+    // As the stage's delta records the base lines a removal dropped (RemovedLines): the
+    // topmost booted path of each removed run, the paths below it left out.
+    const gone = new Set(result.changes.filter((c) => c.change === 'removed').map((c) => c.path));
+    const topmost = [...gone].filter((p) => !gone.has(p.slice(0, Math.max(0, p.lastIndexOf('/')))));
+    result.delta = changedPaths({ delta: delta.delta, removed: [...new Set([...delta.removed, ...topmost])] });
     result.warnings.push(...applied.warnings);
 
     // The built-in checks that read the new tree, reading it through the layer.
