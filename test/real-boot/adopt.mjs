@@ -56,7 +56,7 @@ ${POWEROFF}`);
   s.needs((b.results.get('record') ?? '').includes(`sysroot=${SYSROOT} `), 'bootlib: prepare-root records the booted path', `/run/stagedroot/booted should say sysroot=${SYSROOT}: ${b.results.get('record')}`);
   s.eq(b.results.get('usr'), 'read-only', '/usr');
   s.check((b.results.get('var') ?? '').includes('/stagedroot/shared/var'), `/var should be the shared one: ${b.results.get('var')}`);
-  s.needs(b.results.get('status-exit')?.startsWith('0 '), 'adopt: sysroot discovery', `\`stagedroot status\` with no sysroot given: ${b.results.get('status-exit')}`);
+  s.needs(b.results.get('status-exit')?.startsWith('0 '), 'bootlib: the recorded sysroot= that discovery reads', `\`stagedroot status\` with no sysroot given: ${b.results.get('status-exit')}`);
   s.eq(b.results.get('boot-unit'), 'active', 'stagedroot-boot.service');
   s.eq(b.results.get('health'), 'active', 'stagedroot-health.service');
   s.eq(b.status?.booted, '0001', 'status.booted');
