@@ -11,7 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Sysroot } from '../src/sysroot.js';
 import type { BaseState } from '../src/state/schema.js';
 import { buildTree, reboot } from '../src/testing/index.js';
-import { copySysroot, crashAt, requireDist, runChild, scratchDir, type ChildOp } from './helpers/crash.js';
+import { bootDirOf, copySysroot, crashAt, requireDist, runChild, scratchDir, type ChildOp } from './helpers/crash.js';
+import { entryDeployment, parseBootEntry } from '../src/state/boot-entries.js';
+import { findKernel } from '../src/store/kernels.js';
 import { expectConsistent, expectReadable, hashTreeOutside, readState } from './helpers/invariants.js';
 import { BASE_TREE, motdUpdate } from './helpers/trees.js';
 import { loopMount, whyNoBtrfsLoop, unavailable } from './helpers/mounts.js';
@@ -27,6 +29,12 @@ interface Scenario {
   prepare(s: Sysroot, dir: string): Promise<void>;
   /** Tree paths of the booted deployment the scenario edits as the running system would. */
   localEdits?: string[];
+  /**
+   * The sysroot writes boot entries (a boot directory beside it, bootDirOf), and its
+   * first deployment ships kernel 1.0: every crash point is also checked for entries
+   * that pair a kernel with another deployment's tree (expectEntriesOwnKernels).
+   */
+  bootDir?: boolean;
   /** Scenario-specific checks after recovery (`finished`: the operation's result is in effect). */
   check?(dir: string, state: BaseState, finished: boolean): void;
 }
@@ -191,6 +199,71 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
+/** An update that ships a new kernel (each deployment of the boot scenarios differs in its kernel). */
+function kernelUpdate(name: string, version: string): { label: string; files: { path: string; contents: string }[] } {
+  const u = motdUpdate(name);
+  return { ...u, files: [...u.files, { path: `/usr/lib/modules/${version}/vmlinuz`, contents: `kernel ${version}\n` }] };
+}
+
+/** The entries, finalize, rollback, mark-bad and the initramfs's fallback rewrite before `current` moves. */
+const BOOT_SCENARIOS: Scenario[] = [
+  {
+    name: 'finalize of an update with a new kernel (entries)',
+    op: 'finalize',
+    bootDir: true,
+    prepare: async (s) => void (await s.stage(kernelUpdate('A', '2.0'))),
+  },
+  {
+    name: 'rollback to the previous kernel (entries)',
+    op: 'rollback',
+    bootDir: true,
+    prepare: async (s) => {
+      await s.stage(kernelUpdate('A', '2.0'));
+      await reboot(s);
+      await s.markGood();
+    },
+  },
+  {
+    name: 'markBad of an update with a new kernel (entries)',
+    op: 'markBad',
+    bootDir: true,
+    prepare: async (s) => {
+      await s.stage(kernelUpdate('A', '2.0'));
+      await reboot(s);
+    },
+  },
+  {
+    name: 'boot with no tries left, a new kernel (entries)',
+    op: 'boot',
+    bootDir: true,
+    prepare: async (s) => {
+      await s.stage(kernelUpdate('A', '2.0'));
+      await s.finalize();
+      for (let i = 0; i < 3; i++) await s.boot();
+    },
+  },
+];
+
+/**
+ * Every entry the bootloader would read names a deployment whose tree is there and boots
+ * it with that deployment's own kernel; the default (highest version) boots `defaults`.
+ */
+function expectEntriesOwnKernels(dir: string, where: string, defaults: readonly string[]): void {
+  const entriesDir = path.join(bootDirOf(dir), 'loader', 'entries');
+  const entries: (Record<string, string> & { f: string })[] = fs.readdirSync(entriesDir).map((f) => ({ ...parseBootEntry(fs.readFileSync(path.join(entriesDir, f), 'utf8')), f }));
+  expect(entries.length, `${where}: boot entries`).toBeGreaterThan(0);
+  for (const e of entries) {
+    const id = entryDeployment(e.options ?? '');
+    expect(id, `${where}: ${e.f} names its deployment`).not.toBeNull();
+    const tree = path.join(dir, 'deploy', id!, 'tree');
+    expect(fs.existsSync(tree), `${where}: ${e.f} boots deployment ${id}, whose tree is there`).toBe(true);
+    const k = findKernel(tree)!;
+    expect(fs.readFileSync(path.join(bootDirOf(dir), e.linux!), 'utf8'), `${where}: ${e.f} boots ${id}'s own kernel`).toBe(fs.readFileSync(path.join(tree, k.kernelPath), 'utf8'));
+  }
+  const top = [...entries].sort((a, b) => Number(b.version) - Number(a.version))[0]!;
+  expect(defaults, `${where}: the default entry boots ${entryDeployment(top.options!)}`).toContain(entryDeployment(top.options!));
+}
+
 /** What must be the same after a crash as either before or after the operation (atomicity). */
 function summary(s: BaseState): string {
   const deps = [...s.deployments]
@@ -216,6 +289,7 @@ async function checkRecovered(p: Prepared, dir: string, n: number): Promise<void
   // Readers (which never recover) see the state before or after, never a torn one.
   const seen = expectReadable(dir, where);
   expect([summary(p.before), summary(p.after)], `${where}: before recovery`).toContain(summary(seen));
+  if (p.scenario.bootDir) expectEntriesOwnKernels(dir, `${where}: before recovery`, [p.before.current, p.after.current]);
 
   const warnings: string[] = [];
   const sysroot = await Sysroot.open(dir, { onWarning: (w) => warnings.push(w) });
@@ -227,6 +301,7 @@ async function checkRecovered(p: Prepared, dir: string, n: number): Promise<void
 
   // Atomic: the recovered state is the one before the operation or the one after it.
   expect([summary(p.before), summary(p.after)], where).toContain(summary(state));
+  if (p.scenario.bootDir) expectEntriesOwnKernels(dir, `${where}: after recovery`, [state.current]);
 
   // No lost good deployment (prune may remove the ones it was asked to); the booted one existed before.
   const removedByOp = new Set(p.before.deployments.map((d) => d.id).filter((id) => !p.after.deployments.some((d) => d.id === id)));
@@ -237,12 +312,16 @@ async function checkRecovered(p: Prepared, dir: string, n: number): Promise<void
 
   p.scenario.check?.(dir, state, summary(state) === summary(p.after) && summary(p.before) !== summary(p.after));
 
-  // The lifecycle goes on: another update stages, finalizes and boots.
+  // The lifecycle goes on: another update stages, finalizes and boots. The entry
+  // scenarios (the same lifecycle, on a sysroot that writes entries) check it at every
+  // fifth crash point and the last: most of their time went there.
+  if (p.scenario.bootDir && n % 5 !== 0 && n !== p.count) return;
   const staged = await sysroot.stage({ label: 'after-crash', files: [{ path: '/etc/after-crash', contents: `${n}\n` }] });
   const fin = await sysroot.finalize();
   expect(fin, where).toMatchObject({ finalized: true, id: staged.id });
   await sysroot.boot();
   expect(sysroot.status().booted, where).toBe(staged.id);
+  if (p.scenario.bootDir) expectEntriesOwnKernels(dir, `${where}: after the next update`, [staged.id]);
   expect((await sysroot.verify(staged.id)).drift, where).toEqual([]);
   expect(fs.readFileSync(path.join(dir, 'current', 'etc', 'after-crash'), 'utf8'), where).toBe(`${n}\n`);
 }
@@ -263,9 +342,11 @@ describe(title, () => {
     requireDist();
     ({ dir: scratch, cleanup } = scratchFor());
     const initialTree = buildTree(path.join(scratch, 'initial-tree'), BASE_TREE);
+    const kernelTree = buildTree(path.join(scratch, 'kernel-tree'), { ...BASE_TREE, 'usr/lib/modules/1.0/vmlinuz': 'kernel 1.0\n' });
     for (const scenario of scenarios) {
       const dir = path.join(scratch, `prepared-${prepared.size}`);
-      const init = await Sysroot.init(dir, { fromDirectory: initialTree });
+      if (scenario.bootDir) fs.mkdirSync(bootDirOf(dir));
+      const init = await Sysroot.init(dir, scenario.bootDir ? { fromDirectory: kernelTree, bootDir: bootDirOf(dir), kernelArguments: ['rw'] } : { fromDirectory: initialTree });
       await scenario.prepare(init, dir);
       const before = readState(dir);
       const treeHashes = new Map(before.deployments.map((d) => [d.id, hashTreeOutside(init.treePath(d.id), scenario.localEdits)] as const));
@@ -299,6 +380,7 @@ describe(title, () => {
         expect(r.signal, `${scenario.name}, crash point ${n}: ${r.stderr}`).toBe('SIGKILL');
         await checkRecovered(p, dir, n);
         fs.rmSync(dir, { recursive: true, force: true });
+        fs.rmSync(bootDirOf(dir), { recursive: true, force: true });
         total += 1;
       }
     }, timeoutMs);
@@ -307,6 +389,10 @@ describe(title, () => {
 }
 
 crashPointSuite('crash points: SIGKILL after every mutating filesystem call, then open() recovers', SCENARIOS, () => ({ dir: scratchDir('stagedroot-crash-') }));
+
+// Boot entries (each naming its deployment) are rewritten before `current` moves: at no
+// crash point does an entry pair a kernel with another deployment's tree.
+crashPointSuite('crash points with boot entries: every entry boots its own deployment with its own kernel', BOOT_SCENARIOS, () => ({ dir: scratchDir('stagedroot-crash-boot-') }));
 
 // The same on btrfs, where trees are subvolumes: snapshot, subvolume create and delete
 // are crash points too. Needs root, btrfs-progs and a loop device, or skips loudly.

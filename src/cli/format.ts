@@ -17,7 +17,8 @@ export function formatStatus(s: Status): string {
     if (d.failure) lines.push(`        failed in ${d.failure.phase}: ${d.failure.reason.split('\n')[0]}`);
     if (d.good && d.healthChecks === 0) lines.push('        marked good with no health checks configured: reaching the health service was all it took, not an assessment');
   }
-  if (s.pendingReboot) lines.push(`pending reboot: the next boot runs ${s.current} (booted: ${s.booted ?? 'none'})`);
+  if (s.bootedByChoice) lines.push(`booted by choice: ${s.booted} was picked at boot instead of current ${s.current} (nothing is marked bad for it; the next default boot runs ${s.current})`);
+  else if (s.pendingReboot) lines.push(`pending reboot: the next boot runs ${s.current} (booted: ${s.booted ?? 'none'})`);
   if (s.finalizationLocked) lines.push(`finalization locked: ${s.staged} stays staged until \`stagedroot unlock\``);
   if (s.lastFailure) {
     const f = s.lastFailure;

@@ -8,7 +8,9 @@ import { isTempName } from '../state/layout.js';
 import { newRecord } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
 import { saveState } from '../store/state-file.js';
-import { syncBootEntries } from '../store/boot-entries.js';
+import { syncBootEntries, type BootLoader } from '../store/boot-entries.js';
+import { findKernel, KERNEL_PLACES } from '../store/kernels.js';
+import { filesystemPath } from '../fs/core/mount-path.js';
 import { kernelArgumentProblem } from '../state/kernel-args.js';
 import * as path from 'node:path';
 import type { Source } from '../sources/source.js';
@@ -38,8 +40,10 @@ export interface InitOptions {
   merged?: string[];
   /** minisign/signify public key files: with one, every later stage needs a valid signature. */
   trustedKeys?: readonly string[];
-  /** A directory for Boot Loader Specification entries (e.g. /boot), rewritten by every transition. */
+  /** Where boot entries go, rewritten by every transition: /boot (bls), the ESP (systemd-boot), GRUB's directory /boot/grub (grub). */
   bootDir?: string;
+  /** The form of the entries (default `bls`): see BaseState.bootLoader. */
+  bootLoader?: BootLoader;
   /** The first deployment's kernel arguments (later ones inherit and change them). */
   kernelArguments?: string[];
   /** How `fromDirectory` is copied (default: reflinked or copied, nothing linked) and what of it is left out. */
@@ -73,6 +77,12 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
   const shared = normalizeDirs(o.shared ?? DEFAULT_SHARED, 'shared', merged);
   if (o.bootDir !== undefined && (!path.isAbsolute(o.bootDir) || !isDirectory(o.bootDir))) {
     throw new StagedrootError('USAGE', `Expected --boot-dir to be an existing directory given by its absolute path, got ${JSON.stringify(o.bootDir)}`, { option: 'bootDir', value: o.bootDir });
+  }
+  if (o.bootLoader !== undefined && !BOOT_LOADERS.includes(o.bootLoader)) {
+    throw new StagedrootError('USAGE', `Expected --boot-loader to be one of ${BOOT_LOADERS.join(', ')}, got ${JSON.stringify(o.bootLoader)}`, { option: 'bootLoader', value: o.bootLoader });
+  }
+  if (o.bootLoader !== undefined && o.bootDir === undefined) {
+    throw new StagedrootError('USAGE', '--boot-loader needs --boot-dir (where its entries go)', { option: 'bootLoader', value: o.bootLoader });
   }
   for (const a of o.kernelArguments ?? []) {
     const problem = kernelArgumentProblem(a);
@@ -118,6 +128,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
   dfs.rename(work, layout.deployment(id));
   dfs.writeFileAtomic(layout.sharedList, sharedListText(shared));
   dfs.replaceSymlink(layout.currentLink, layout.linkTarget(id));
+  const boot = o.bootDir === undefined ? {} : bootConfig(layout.root, o.bootDir, o.bootLoader, layout.tree(id));
   const manifestSha256 = built.manifestSha256 ?? (await runTreeTask(manifestTasks.hashFile, { file: layout.manifest(id) }));
   const state: BaseState = {
     version: 1,
@@ -133,10 +144,31 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
     merged,
     lastMerge: null,
     finishPending: null,
-    ...(o.bootDir === undefined ? {} : { bootDir: o.bootDir }),
+    ...boot,
     deployments: [newRecord({ id, label, parent: null, at: ctx.now().toISOString(), source: description, entries: built.entries, bytes: built.bytes, manifestSha256, good: true, kernelArguments: o.kernelArguments })],
   };
   for (const k of keys) addTrustedKey(ctx, k);
   saveState(layout, dfs, { ...state, intent: null });
   syncBootEntries(ctx, state);
+}
+
+const BOOT_LOADERS: readonly BootLoader[] = ['bls', 'systemd-boot', 'grub'];
+
+/**
+ * The state's boot fields for `--boot-dir`. Refuses a first deployment without a kernel
+ * (an init that writes no entry would look like it worked), and GRUB's directory on
+ * another filesystem than the sysroot (GRUB reads the kernels from the deployments'
+ * trees there).
+ */
+function bootConfig(root: string, bootDir: string, loader: BootLoader | undefined, tree: string): Pick<BaseState, 'bootDir' | 'bootLoader' | 'bootDirOnSysrootFs'> {
+  if (findKernel(tree) === null) {
+    throw new StagedrootError('USAGE', `--boot-dir ${bootDir}: the first deployment ships no kernel (looked for ${KERNEL_PLACES}), so there is nothing to boot from entries; give a tree with a kernel, or leave out --boot-dir (the initramfs then follows current)`, { option: 'bootDir', value: bootDir });
+  }
+  const sysrootFs = filesystemPath(root);
+  const bootFs = filesystemPath(bootDir);
+  const same = sysrootFs !== null && bootFs !== null && sysrootFs.dev === bootFs.dev;
+  if (loader === 'grub' && !same) {
+    throw new StagedrootError('USAGE', `--boot-loader grub: GRUB's directory ${bootDir} is not on the sysroot's filesystem; GRUB reads each deployment's kernel from its tree, which needs /boot on the same filesystem as the sysroot (Debian's default layout). With a separate /boot, use GRUB with blscfg (--boot-loader bls) or systemd-boot`, { option: 'bootDir', value: bootDir });
+  }
+  return { bootDir, ...(loader === undefined ? {} : { bootLoader: loader }), ...(same ? { bootDirOnSysrootFs: bootFs.onFilesystem } : {}) };
 }

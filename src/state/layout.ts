@@ -6,6 +6,7 @@ import { randomSuffix } from '../util/random.js';
  *
  *   state.json, state.json.bak   the state (and the last good copy of it)
  *   current -> deploy/ID/tree    the pointer the next boot follows
+ *   boot-tries/ID, fallback, rollback   what the initramfs reads (tries left, where to go when they run out or a tree is broken)
  *   deploy/ID/tree               a deployment's root tree
  *   deploy/ID/manifest.ndjson    its manifest;  deploy/ID/delta.json: paths its update changed
  *   work/ID/                     a stage in progress (removed by recovery after a crash)
@@ -53,6 +54,9 @@ export class Layout {
   }
   get fallbackLink(): string {
     return path.join(this.root, 'fallback');
+  }
+  get rollbackLink(): string {
+    return path.join(this.root, 'rollback');
   }
   get trustedKeysDir(): string {
     return path.join(this.root, 'trusted-keys');
@@ -138,7 +142,7 @@ export function tempPath(target: string, kind: 'file' | 'symlink'): string {
 }
 
 /** True for a name tempPath makes for one of the sysroot's own files (a leftover when no writer runs). */
-export function isTempName(name: string, of: readonly string[] = ['state.json', 'state.json.bak', 'current', 'fallback', 'shared.list']): boolean {
+export function isTempName(name: string, of: readonly string[] = ['state.json', 'state.json.bak', 'current', 'fallback', 'rollback', 'shared.list']): boolean {
   const m = /^\.(.+)\.(tmp|new)-\d+-[0-9a-f]+$/.exec(name);
   return m !== null && of.includes(m[1]!);
 }

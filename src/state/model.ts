@@ -167,12 +167,15 @@ export function fallbackTarget(s: BaseState, from: string): string | null {
 
 /**
  * The files the initramfs reads, as the state implies them: while the current deployment
- * is under assessment, its tries (boot-tries/ID) and the fallback; otherwise neither.
+ * is under assessment, its tries (boot-tries/ID) and the fallback; and the rollback
+ * deployment (where it goes when the deployment it was to boot is broken).
  */
-export function bootFiles(s: BaseState): { tries: { id: string; left: number } | null; fallback: string | null } {
+export function bootFiles(s: BaseState): { tries: { id: string; left: number } | null; fallback: string | null; rollback: string | null } {
   const cur = find(s, s.current);
-  if (!cur || cur.good || cur.triesLeft === null) return { tries: null, fallback: null };
-  return { tries: { id: cur.id, left: cur.triesLeft }, fallback: fallbackTarget(s, cur.id) };
+  // The last resort of the initramfs when the deployment it was to boot is broken.
+  const rollback = s.rollback !== null && find(s, s.rollback)?.good ? s.rollback : null;
+  if (!cur || cur.good || cur.triesLeft === null) return { tries: null, fallback: null, rollback };
+  return { tries: { id: cur.id, left: cur.triesLeft }, fallback: fallbackTarget(s, cur.id), rollback };
 }
 
 type BootOutcome = Transition & { event: BootEvent; finalizeFailure: Failure | null };
@@ -196,6 +199,13 @@ function fallBack(base: BaseState, cur: DeploymentRecord, to: string, reason: st
  * good one booted instead, the skipped one recorded as failed.
  */
 export function bootTransition(s: BaseState, at: string, record: BootRecord | null = null): BootOutcome {
+  const o = bootOutcome(s, at, record);
+  // Booted other than current, and not by a fallback of the initramfs: an entry picked at boot (a choice).
+  const choice = o.event.kind === 'booted' && o.next.booted !== o.next.current && (record?.fellBackFrom ?? null) === null;
+  return { ...o, next: { ...o.next, bootedByChoice: choice } };
+}
+
+function bootOutcome(s: BaseState, at: string, record: BootRecord | null): BootOutcome {
   const ff = s.finalizeFailure && !s.finalizeFailure.reported ? s.finalizeFailure : null;
   const base: BaseState = ff ? { ...s, finalizeFailure: { ...s.finalizeFailure!, reported: true } } : s;
   const cur = mustFind(base, base.current);

@@ -161,6 +161,20 @@ export const baseStateSchema = z
     lastId: z.string().regex(/^\d+$/).default('0000'),
     /** Where Boot Loader Specification entries are written (`init --boot-dir`); absent: none, the initramfs follows `current`. */
     bootDir: z.string().optional(),
+    /**
+     * The form the entries take in bootDir (absent: `bls`): `bls` (loader/entries swapped
+     * by a symlink, for GRUB with blscfg), `systemd-boot` (plain files on the ESP), `grub`
+     * (bootDir is GRUB's directory; stagedroot.cfg beside grub.cfg, for GRUB without blscfg).
+     */
+    bootLoader: z.enum(['bls', 'systemd-boot', 'grub']).optional(),
+    /** bootDir's path on the sysroot's own filesystem, when it is there (found through that filesystem's mount after the switch). */
+    bootDirOnSysrootFs: z.string().optional(),
+    /**
+     * The booted deployment was picked at boot by an entry that is not current's (an older
+     * entry chosen in the boot menu, `grub-reboot`, `bootctl set-oneshot`): a choice, not a
+     * failure; current is unchanged and the next default boot runs it.
+     */
+    bootedByChoice: z.boolean().optional(),
     deployments: z.array(deploymentRecordSchema),
     /**
      * Shared directories (tree-relative, e.g. "var"): one copy each under shared/, bound

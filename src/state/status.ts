@@ -47,6 +47,12 @@ export interface Status {
   rollback: string | null;
   /** True when the next boot changes what runs (current differs from booted). */
   pendingReboot: boolean;
+  /**
+   * The booted deployment is not current because an entry other than the default was
+   * picked at boot (the boot menu, `grub-reboot`, `bootctl set-oneshot`): a choice, not a
+   * failure. Nothing is marked bad for it; the next default boot runs current.
+   */
+  bootedByChoice: boolean;
   /** The staged deployment is held by a finalization lock. */
   finalizationLocked: boolean;
   lastFailure: Failure | null;
@@ -79,6 +85,7 @@ export function statusView(s: BaseState, layout: Layout, storage: Status['storag
     staged: s.staged,
     rollback: s.rollback,
     pendingReboot: s.booted !== s.current,
+    bootedByChoice: (s.bootedByChoice ?? false) && s.booted !== s.current,
     finalizationLocked: staged?.locked ?? false,
     lastFailure: s.lastFailure,
     finalizeFailure: s.finalizeFailure,

@@ -16,8 +16,8 @@ import { saveState } from './state-file.js';
  * recovery removes. A transition that breaks an invariant is refused before anything is
  * written (INVARIANT_VIOLATED; see state/invariants.ts).
  *
- * The initramfs's files (boot tries, fallback) for the next state are written before the
- * pointer moves and before the state, so a deployment under assessment is counted from
+ * The initramfs's files (boot tries, fallback) and the bootloader's entries for the next
+ * state are written before the pointer moves and before the state, so a deployment under assessment is counted from
  * its first boot and a crash never leaves more tries on disk than the state allows; what
  * the old state needed is removed only after the next state is durable. `tries: 'write'`
  * (the boot hook) sets the tries file from the state.
@@ -30,11 +30,13 @@ export function applyTransition(ctx: Context, from: BaseState, t: Transition, op
   // Tries only ever go down: written before the state that says so, a crash leaves the
   // file at or below the state's count (recovery keeps it), never above.
   syncBootFiles(ctx, t.next, { tries: o.tries ?? 'keep', cleanup: false });
+  // The bootloader's entries before the pointer: each names the deployment it boots, so
+  // whichever set a crash leaves, no entry pairs a kernel with another deployment's tree
+  // (recovery rewrites them for the state it settles on).
+  syncBootEntries(ctx, t.next);
   if (moves) dfs.replaceSymlink(layout.currentLink, layout.linkTarget(t.next.current));
   saveState(layout, dfs, { ...t.next, intent: null });
   syncBootFiles(ctx, t.next, { tries: 'keep', cleanup: true });
-  // The bootloader's entries follow the committed state (recovery redoes an interrupted swap).
-  syncBootEntries(ctx, t.next);
   removeDeployments(ctx, t.drop);
   return t.next;
 }

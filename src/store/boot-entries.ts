@@ -1,60 +1,90 @@
-import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import type { Context } from '../context.js';
-import { StagedrootError } from '../errors.js';
-import { exists, isDirectory, listDir, readBytes, readLink, readText } from '../fs/trees/durable.js';
-import { hashFile } from '../fs/core/hash.js';
-import { bootEntry, bootableDeployments, kernelDir, type BootEntry, type KernelImage } from '../state/boot-entries.js';
-import type { BaseState } from '../state/schema.js';
+import { isDirectory, listDir, readLink, readText } from '../fs/trees/durable.js';
+import { filesystemPath, pathHere } from '../fs/core/mount-path.js';
+import { bootableDeployments, bootEntry, parseBootEntry, type BootEntry, type KernelImage } from '../state/boot-entries.js';
+import { GRUB_MENU_FILE, grubMenu } from '../state/grub-menu.js';
+import type { BaseState, DeploymentRecord } from '../state/schema.js';
+import { findKernel, installKernel, KERNEL_PLACES, removeUnusedKernels } from './kernels.js';
 
-const MAX_IMAGE = 512 << 20;
+export type BootLoader = 'bls' | 'systemd-boot' | 'grub';
 
-/** The kernel a deployment ships (usr/lib/modules/VERSION/vmlinuz, initramfs.img beside it), the highest version; null when none. */
-export function findKernel(tree: string): (KernelImage & { kernel: string; initrd: string | null }) | null {
-  const modules = path.join(tree, 'usr/lib/modules');
-  const versions = listDir(modules)
-    .filter((v) => exists(path.join(modules, v, 'vmlinuz')))
-    .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
-  const version = versions.at(-1);
-  if (version === undefined) return null;
-  const kernel = path.join(modules, version, 'vmlinuz');
-  const initrdPath = path.join(modules, version, 'initramfs.img');
-  const initrd = exists(initrdPath) ? initrdPath : null;
-  const hash = createHash('sha256').update(hashFile(kernel)).update(initrd ? hashFile(initrd) : '').digest('hex');
-  return { version, hash, hasInitrd: initrd !== null, kernel, initrd };
-}
-
-function copyImage(ctx: Context, from: string, to: string): void {
-  const data = readBytes(from, MAX_IMAGE);
-  if (data === null) throw new StagedrootError('IO', `${from} is larger than ${MAX_IMAGE} bytes or unreadable`, { path: from });
-  ctx.dfs.writeFileAtomic(to, data);
+interface Bootable {
+  deployment: DeploymentRecord;
+  kernel: KernelImage;
 }
 
 /**
- * Rewrites the boot directory's entries for the state, as ostree swaps them: kernels are
- * copied in by checksum first (a directory renamed into place once complete), the whole
- * new set of entries is written into the `loader.N` that `loader` does not point at, each
- * file synced, then one rename of the `loader` symlink commits it. A crash leaves the old
- * set or the new one, never a mix; a later call (recovery) finishes the job. Idempotent:
- * nothing is written when the entries already match.
+ * The sysroot's path on its filesystem (what `stagedroot=` names and GRUB reads), the
+ * same before the first boot under stagedroot (`/stagedroot`) and after it
+ * (`/sysroot/stagedroot`).
+ */
+export function sysrootOnFilesystem(ctx: Context): string {
+  return filesystemPath(ctx.layout.root)?.onFilesystem ?? ctx.layout.root;
+}
+
+/**
+ * Where the boot directory is now. One on the sysroot's own filesystem (a GRUB
+ * directory under the physical root's /boot) is found through that filesystem's
+ * mount: `/boot/grub` before the first boot under stagedroot is `/sysroot/boot/grub`
+ * after it (the booted tree's own /boot is a copy nothing reads).
+ */
+export function bootDirectory(ctx: Context, s: BaseState): string | null {
+  if (!s.bootDir) return null;
+  if (s.bootDirOnSysrootFs) {
+    const fp = filesystemPath(ctx.layout.root);
+    const here = fp && pathHere(fp, s.bootDirOnSysrootFs);
+    if (here) return here;
+  }
+  return s.bootDir;
+}
+
+/** The deployments that get an entry, each with its kernel; one without a kernel is named in a warning. */
+function bootables(ctx: Context, s: BaseState): Bootable[] {
+  const out: Bootable[] = [];
+  for (const d of bootableDeployments(s)) {
+    const kernel = findKernel(ctx.layout.tree(d.id));
+    if (kernel === null) {
+      ctx.warn(`deployment ${d.id} (${d.label}) ships no kernel (looked for ${KERNEL_PLACES}): it gets no boot entry`);
+      continue;
+    }
+    out.push({ deployment: d, kernel });
+  }
+  return out;
+}
+
+/**
+ * Rewrites the bootloader's entries for the state, in the form the machine's bootloader
+ * reads (`bootLoader`): every entry names its deployment (`stagedroot.deployment=ID`) and
+ * boots it with its own kernel. Called before `current` moves (applyTransition), so a
+ * crash at any point leaves entries that each pair a kernel with its own tree.
+ * Idempotent: nothing is written when the entries already match.
  */
 export function syncBootEntries(ctx: Context, s: BaseState): void {
-  const boot = s.bootDir;
-  if (!boot) return;
+  const boot = bootDirectory(ctx, s);
+  if (boot === null) return;
+  const loader: BootLoader = s.bootLoader ?? 'bls';
+  const list = bootables(ctx, s);
+  const arg = sysrootOnFilesystem(ctx);
+  if (loader === 'grub') writeGrubMenu(ctx, boot, list, arg);
+  else if (loader === 'systemd-boot') writeEspEntries(ctx, boot, list, arg);
+  else writeLoaderSwap(ctx, boot, list, arg);
+}
+
+/**
+ * BLS entries swapped as ostree swaps them (GRUB with blscfg): kernels copied in by
+ * checksum first, the whole new set written into the `loader.N` that `loader` does not
+ * point at, then one rename of the `loader` symlink commits it. A crash leaves the old
+ * set or the new one, never a mix.
+ */
+function writeLoaderSwap(ctx: Context, boot: string, list: Bootable[], arg: string): void {
   const { dfs } = ctx;
-  const entries: BootEntry[] = [];
-  const kernels = new Map<string, ReturnType<typeof findKernel>>();
-  bootableDeployments(s).forEach((d, i, all) => {
-    const k = findKernel(ctx.layout.tree(d.id));
-    if (k === null) return;
-    kernels.set(k.hash, k);
-    entries.push(bootEntry(d, k, all.length - i));
-  });
+  const entries = list.map((b, i) => bootEntry(b.deployment, b.kernel, list.length - i, arg));
   const active = readLink(path.join(boot, 'loader'));
   const activeDir = active === null ? null : path.join(boot, active, 'entries');
   const same = activeDir !== null && isDirectory(activeDir) && sameEntries(activeDir, entries);
   if (!same) {
-    for (const k of kernels.values()) installKernel(ctx, boot, k!);
+    for (const b of list) installKernel(ctx, boot, ctx.layout.tree(b.deployment.id), b.kernel);
     const next = active === 'loader.1' ? 'loader.0' : 'loader.1';
     const nextDir = path.join(boot, next);
     dfs.removeTree(nextDir);
@@ -63,9 +93,7 @@ export function syncBootEntries(ctx: Context, s: BaseState): void {
     for (const e of entries) dfs.writeFileAtomic(path.join(nextDir, 'entries', e.file), e.text);
     dfs.replaceSymlink(path.join(boot, 'loader'), next);
   }
-  // Kernels no entry uses any more.
-  const kept = new Set([...kernels.keys()]);
-  for (const h of listDir(path.join(boot, 'stagedroot'))) if (!kept.has(h)) dfs.removeTree(path.join(boot, 'stagedroot', h));
+  removeUnusedKernels(ctx, boot, new Set(list.map((b) => b.kernel.hash)));
 }
 
 function sameEntries(dir: string, entries: BootEntry[]): boolean {
@@ -74,15 +102,53 @@ function sameEntries(dir: string, entries: BootEntry[]): boolean {
   return entries.every((e) => readText(path.join(dir, e.file)) === e.text);
 }
 
-function installKernel(ctx: Context, boot: string, k: KernelImage & { kernel: string; initrd: string | null }): void {
+const ESP_ENTRY = /^stagedroot-(\d{4,})\.conf$/;
+
+/**
+ * systemd-boot on an ESP (FAT: no symlinks): plain files in loader/entries/, each
+ * written and renamed on its own, so there is no set to swap. Versions only grow: the
+ * entries are written lowest first, each with a version above every one on disk, so at
+ * every point the highest (systemd-boot's default) is the old default or the new one,
+ * and every file on disk names a deployment that has its kernel in place. Entries no
+ * longer wanted go last, then their kernels.
+ */
+function writeEspEntries(ctx: Context, esp: string, list: Bootable[], arg: string): void {
   const { dfs } = ctx;
-  const dir = path.join(boot, kernelDir(k));
-  if (isDirectory(dir)) return;
-  dfs.mkdir(path.join(boot, 'stagedroot'));
-  const tmp = `${dir}.tmp`;
-  dfs.removeTree(tmp);
-  dfs.mkdir(tmp);
-  copyImage(ctx, k.kernel, path.join(tmp, `vmlinuz-${k.version}`));
-  if (k.initrd) copyImage(ctx, k.initrd, path.join(tmp, `initramfs-${k.version}.img`));
-  dfs.rename(tmp, dir);
+  const dir = path.join(esp, 'loader', 'entries');
+  const onDisk = listDir(dir)
+    .filter((f) => ESP_ENTRY.test(f))
+    .map((f) => {
+      const text = readText(path.join(dir, f)) ?? '';
+      return { file: f, text, version: Number(parseBootEntry(text).version ?? 0) || 0 };
+    })
+    .sort((a, b) => b.version - a.version);
+  const top = onDisk[0]?.version ?? 0;
+  const withVersions = (base: number): BootEntry[] => list.map((b, i) => bootEntry(b.deployment, b.kernel, base + list.length - 1 - i, arg));
+  // Up to date: the same files, in the same order, with the same text but for their versions.
+  const unversioned = (t: string): string => t.replace(/^version .*$/m, '');
+  const want = withVersions(0);
+  const same = want.length === onDisk.length && want.every((e, i) => onDisk[i]!.file === e.file && unversioned(onDisk[i]!.text) === unversioned(e.text));
+  if (!same) {
+    dfs.mkdir(path.join(esp, 'loader'));
+    dfs.mkdir(dir);
+    for (const b of list) installKernel(ctx, esp, ctx.layout.tree(b.deployment.id), b.kernel);
+    const entries = withVersions(top + 1);
+    for (const e of [...entries].reverse()) dfs.writeFileAtomic(path.join(dir, e.file), e.text);
+    const keep = new Set(entries.map((e) => e.file));
+    for (const e of onDisk) if (!keep.has(e.file)) dfs.unlink(path.join(dir, e.file));
+  }
+  // Temp files of a write a crash interrupted (systemd-boot reads only *.conf).
+  for (const f of listDir(dir)) if (/^\.stagedroot-\d+\.conf\.tmp-/.test(f)) dfs.unlink(path.join(dir, f));
+  removeUnusedKernels(ctx, esp, new Set(list.map((b) => b.kernel.hash)));
+}
+
+/**
+ * GRUB without blscfg: stagedroot's own menu file beside grub.cfg, one atomic write
+ * (temp + fsync + rename + fsync of the directory on the boot filesystem); grub.cfg
+ * itself is never rewritten here. The kernels are read from the deployments' trees.
+ */
+function writeGrubMenu(ctx: Context, grubDir: string, list: Bootable[], arg: string): void {
+  const text = grubMenu(list, arg, arg);
+  const file = path.join(grubDir, GRUB_MENU_FILE);
+  if (readText(file) !== text) ctx.dfs.writeFileAtomic(file, text);
 }

@@ -5,8 +5,9 @@ import type { BaseState } from '../state/schema.js';
 
 /**
  * Keeps the files the initramfs reads in line with the state: `boot-tries/ID` for the
- * current deployment while it is under assessment, and the `fallback` symlink to what it
- * boots when those tries are used up. Each is one atomic rename, so the initramfs (which
+ * current deployment while it is under assessment, the `fallback` symlink to what it
+ * boots when those tries are used up, and the `rollback` symlink (its last resort when
+ * the deployment it was to boot is broken). Each is one atomic rename, so the initramfs (which
  * reads them without the lock, at any power cut) sees the old or the new, never a mix.
  *
  * `tries`: 'keep' leaves an existing tries file as it is when it is at or below the
@@ -24,13 +25,14 @@ export function syncBootFiles(ctx: Context, s: BaseState, o: { tries: 'keep' | '
     const onDisk = text !== null && /^\d+\n?$/.test(text) ? Number(text) : null;
     if (o.tries === 'write' || onDisk === null || onDisk > want.tries.left) dfs.writeFileAtomic(file, `${want.tries.left}\n`);
   }
-  if (want.fallback !== null) {
-    const target = layout.linkTarget(want.fallback);
-    if (readLink(layout.fallbackLink) !== target) dfs.replaceSymlink(layout.fallbackLink, target);
+  for (const [link, id] of [[layout.fallbackLink, want.fallback], [layout.rollbackLink, want.rollback]] as const) {
+    if (id !== null && readLink(link) !== layout.linkTarget(id)) dfs.replaceSymlink(link, layout.linkTarget(id));
   }
   if (!o.cleanup) return;
   for (const name of listDir(layout.bootTriesDir)) {
     if (want.tries === null || name !== want.tries.id) dfs.unlink(`${layout.bootTriesDir}/${name}`);
   }
-  if (want.fallback === null && exists(layout.fallbackLink)) dfs.unlink(layout.fallbackLink);
+  for (const [link, id] of [[layout.fallbackLink, want.fallback], [layout.rollbackLink, want.rollback]] as const) {
+    if (id === null && (exists(link) || readLink(link) !== null)) dfs.unlink(link);
+  }
 }

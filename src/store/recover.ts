@@ -61,6 +61,8 @@ export function recover(ctx: Context): RecoveryReport {
   }
   if (dirty) saveState(layout, dfs, { ...state, intent: null });
 
+  // Entries before the pointer, as in every transition.
+  syncBootEntries(ctx, state);
   if (linkId !== state.current) {
     dfs.replaceSymlink(layout.currentLink, layout.linkTarget(state.current));
     actions.push(`pointed current at deployment ${state.current}`);

@@ -77,6 +77,7 @@ export function copySysroot(from: string, to: string): void {
   fs.rmSync(to, { recursive: true, force: true });
   const r = spawnSync('cp', ['-a', from, to], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`cp -a ${from} ${to} failed: ${r.stderr}`);
+  copyBootDir(from, to);
   for (const sub of ['deploy', 'work', 'trash']) {
     for (const id of fs.existsSync(path.join(from, sub)) ? fs.readdirSync(path.join(from, sub)) : []) {
       const tree = path.join(from, sub, id, 'tree');
@@ -176,4 +177,27 @@ export async function bundledCrashChild(dir: string): Promise<string> {
     console.warn(`crash-child not bundled (${(err as Error).message.split('\n')[0]}): the children start slower`);
     return CRASH_CHILD;
   }
+}
+
+/**
+ * A sysroot's boot directory lives beside it (`DIR.boot`, see bootDirOf): the copy gets
+ * its own, and its state (which names the boot directory by path) is pointed at it.
+ */
+function copyBootDir(from: string, to: string): void {
+  const boot = bootDirOf(from);
+  if (!fs.existsSync(boot)) return;
+  fs.rmSync(bootDirOf(to), { recursive: true, force: true });
+  const r = spawnSync('cp', ['-a', boot, bootDirOf(to)], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`cp -a ${boot} failed: ${r.stderr}`);
+  for (const f of ['state.json', 'state.json.bak']) {
+    const file = path.join(to, f);
+    if (!fs.existsSync(file)) continue;
+    const text = fs.readFileSync(file, 'utf8').split(`/${path.basename(from)}.boot"`).join(`/${path.basename(to)}.boot"`);
+    fs.writeFileSync(file, text);
+  }
+}
+
+/** Where the crash tests keep a sysroot's boot directory (beside it, on the same filesystem). */
+export function bootDirOf(sysroot: string): string {
+  return `${sysroot}.boot`;
 }

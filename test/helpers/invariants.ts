@@ -15,7 +15,7 @@ import { hashTree } from '../../src/testing/index.js';
 import { verifyTree, type Drift } from '../../src/fs/manifests/verify-tree.js';
 
 /** What may be at the top of a sysroot when no writer runs (no lock, no temp files). */
-export const ALLOWED_ROOT_ENTRIES = new Set(['state.json', 'state.json.bak', 'current', 'deploy', 'work', 'trash', 'shared', 'shared.list', 'kept', 'boot-tries', 'fallback']);
+export const ALLOWED_ROOT_ENTRIES = new Set(['state.json', 'state.json.bak', 'current', 'deploy', 'work', 'trash', 'shared', 'shared.list', 'kept', 'boot-tries', 'fallback', 'rollback']);
 
 /** The state a reader sees, without recovering anything. */
 export function readState(dir: string): BaseState {
@@ -138,6 +138,8 @@ export function expectBootFiles(dir: string, state: BaseState, where: string): v
   }
   const link = path.join(dir, 'fallback');
   expect(fs.existsSync(link) || isLink(link) ? fs.readlinkSync(link) : null, `${where}: fallback`).toBe(want.fallback === null ? null : `deploy/${want.fallback}/tree`);
+  const rb = path.join(dir, 'rollback');
+  expect(isLink(rb) ? fs.readlinkSync(rb) : null, `${where}: rollback`).toBe(want.rollback === null ? null : `deploy/${want.rollback}/tree`);
 }
 
 function isLink(p: string): boolean {

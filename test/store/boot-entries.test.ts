@@ -6,6 +6,8 @@ import { makeContext } from '../../src/context.js';
 import { parseBootEntry } from '../../src/state/boot-entries.js';
 import type { BaseState } from '../../src/state/schema.js';
 import { syncBootEntries } from '../../src/store/boot-entries.js';
+import { findKernel } from '../../src/store/kernels.js';
+import { filesystemPath } from '../../src/fs/core/mount-path.js';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 
 let t: TempSysroot | undefined;
@@ -45,8 +47,8 @@ describe('Boot Loader Specification entries in --boot-dir', () => {
     await t!.sysroot.stage({ label: 'web-2', files: [{ path: '/etc/motd', contents: 'hi\n' }], kernelArguments: { shouldExist: ['quiet'] } });
     await t!.sysroot.finalize();
     const [first, second] = entries();
-    expect(first).toMatchObject({ file: 'stagedroot-0002.conf', title: 'web-2 (stagedroot 0002)', options: 'root=LABEL=root rw stagedroot=/sysroot quiet' });
-    expect(second).toMatchObject({ file: 'stagedroot-0001.conf', options: 'root=LABEL=root rw stagedroot=/sysroot' });
+    expect(first).toMatchObject({ file: 'stagedroot-0002.conf', title: 'web-2 (stagedroot 0002)', options: 'root=LABEL=root rw stagedroot=/sysroot quiet stagedroot.deployment=0002' });
+    expect(second).toMatchObject({ file: 'stagedroot-0001.conf', options: 'root=LABEL=root rw stagedroot=/sysroot stagedroot.deployment=0001' });
     // Same kernel and initramfs: one copy.
     expect(first!.linux).toBe(second!.linux);
     expect(first!.linux).toMatch(/^\/stagedroot\/[0-9a-f]{64}\/vmlinuz-6\.1\.0-1$/);
@@ -74,6 +76,48 @@ describe('Boot Loader Specification entries in --boot-dir', () => {
     e = entries();
     expect(e.map((x) => x.file)).toEqual(['stagedroot-0003.conf', 'stagedroot-0002.conf']);
     expect(fs.readdirSync(path.join(boot!, 'stagedroot'))).toHaveLength(1);
+  });
+
+  it('every entry names its deployment and boots that deployment\'s own kernel; stagedroot= is the sysroot\'s path on its filesystem when no argument gives it', async () => {
+    await withBootDir(['root=LABEL=root', 'rw']);
+    await t!.sysroot.stage({ label: 'k2', files: [{ path: '/usr/lib/modules/6.2.0-1/vmlinuz', contents: 'kernel 6.2.0-1\n' }] });
+    await t!.sysroot.finalize();
+    const onFs = filesystemPath(t!.dir)!.onFilesystem;
+    for (const e of entries()) {
+      const id = /^stagedroot-(\d+)\.conf$/.exec(e.file!)![1]!;
+      expect(e.options).toBe(`root=LABEL=root rw stagedroot=${onFs} stagedroot.deployment=${id}`);
+      const k = findKernel(t!.sysroot.treePath(id))!;
+      expect(fs.readFileSync(path.join(boot!, e.linux!), 'utf8')).toBe(fs.readFileSync(path.join(t!.sysroot.treePath(id), k.kernelPath), 'utf8'));
+    }
+    expect(entries().map((e) => e.linux!.replace(/.*\//, ''))).toEqual(['vmlinuz-6.2.0-1', 'vmlinuz-6.1.0-1']);
+  });
+
+  it('reads Debian\'s kernels in the tree\'s /boot (vmlinuz-V, initrd.img-V), never through a symlink', async () => {
+    boot = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-boot-dir-'));
+    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=debian\n', 'boot/vmlinuz-6.1.0-18-amd64': 'debian kernel\n', 'boot/initrd.img-6.1.0-18-amd64': 'debian initrd\n', 'boot/config-6.1.0-18-amd64': 'x\n', 'usr/lib/modules/6.1.0-18-amd64/modules.dep': '\n' }, bootDir: boot });
+    const [e] = entries();
+    expect(fs.readFileSync(path.join(boot, e!.linux!), 'utf8')).toBe('debian kernel\n');
+    expect(fs.readFileSync(path.join(boot, e!.initrd!), 'utf8')).toBe('debian initrd\n');
+    expect(findKernel(t.sysroot.treePath('0001'))).toMatchObject({ version: '6.1.0-18-amd64', kernelPath: 'boot/vmlinuz-6.1.0-18-amd64', initrdPath: 'boot/initrd.img-6.1.0-18-amd64' });
+    // A kernel that is a symlink (it could lead out of the tree) is not a kernel.
+    const tree = t.sysroot.treePath('0001');
+    fs.writeFileSync(path.join(os.tmpdir(), `stagedroot-host-file-${process.pid}`), 'host\n');
+    fs.symlinkSync(path.join(os.tmpdir(), `stagedroot-host-file-${process.pid}`), path.join(tree, 'boot/vmlinuz-9.9'));
+    expect(findKernel(tree)!.version).toBe('6.1.0-18-amd64');
+    // Nor is one reached through a symlinked directory.
+    fs.mkdirSync(path.join(tree, 'usr/lib/modules/9.9-other'));
+    fs.symlinkSync(path.dirname(path.join(tree, 'boot/vmlinuz-6.1.0-18-amd64')), path.join(tree, 'usr/lib/modules/9.9'));
+    fs.writeFileSync(path.join(tree, 'boot/vmlinuz'), 'x\n');
+    expect(findKernel(tree)!.version).toBe('6.1.0-18-amd64');
+    fs.rmSync(path.join(os.tmpdir(), `stagedroot-host-file-${process.pid}`));
+  });
+
+  it('init --boot-dir refuses a tree without a kernel, naming where it looked', async () => {
+    boot = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-boot-dir-'));
+    const err = await tempSysroot({ tree: { 'etc/os-release': 'ID=debian\n', 'boot/grub/grub.cfg': '\n' }, bootDir: boot }).then(() => null, (e: unknown) => e);
+    expect(err).toMatchObject({ code: 'USAGE' });
+    expect((err as Error).message).toContain('ships no kernel (looked for usr/lib/modules/VERSION/vmlinuz, boot/vmlinuz-VERSION)');
+    expect(fs.readdirSync(boot)).toEqual([]);
   });
 
   it('a crash at any point of the swap leaves the old set or the new set, never a mix; the next sync completes it', async () => {

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { statPath } from '../../fs/trees/durable.js';
 import { Sysroot } from '../../sysroot.js';
+import type { BootLoader } from '../../store/boot-entries.js';
 import { sourceFromPath } from '../../sources/detect.js';
 import { action, common, xattrOption, nonNegativeInt, sysrootDir, waitSeconds, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson } from '../io.js';
@@ -13,11 +14,12 @@ export function initCommand(program: Command, env: CliEnv): void {
     .option('--boot-tries <n>', 'boot tries a new deployment gets before automatic rollback (default 3)')
     .option('--shared <dir>', 'a shared directory (machine state in no deployment, never rolled back); repeatable; default: var', collect, [])
     .option('--merged <dir>', 'a directory whose local changes finalize carries into the new deployment; repeatable; default: etc', collect, [])
-    .option('--boot-dir <dir>', 'write Boot Loader Specification entries here (e.g. /boot) when deployments ship kernels')
+    .option('--boot-dir <dir>', 'write boot entries here, each naming its deployment: /boot (bls), the ESP (systemd-boot) or GRUB\'s directory /boot/grub (grub)')
+    .option('--boot-loader <kind>', 'the form of the entries: bls (GRUB with blscfg; default), systemd-boot, grub (GRUB without blscfg: Debian, Ubuntu)')
     .option('--kernel-argument <arg>', 'a kernel argument of the first deployment (repeatable; later deployments inherit them)', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--trusted-key <file>', 'a minisign/signify public key; with one, every stage needs a valid signature (repeatable)', (v: string, all: string[]) => [...all, v], [] as string[])
     .action(
-      action(env, async (o: CommonOptions & { from?: string; label?: string; bootTries?: string; shared: string[]; merged: string[]; trustedKey: string[]; bootDir?: string; kernelArgument: string[] }) => {
+      action(env, async (o: CommonOptions & { from?: string; label?: string; bootTries?: string; shared: string[]; merged: string[]; trustedKey: string[]; bootDir?: string; bootLoader?: string; kernelArgument: string[] }) => {
         const isDir = o.from !== undefined && statSafe(o.from);
         const s = await Sysroot.init(sysrootDir(env, o), {
           fromDirectory: isDir ? o.from : undefined,
@@ -27,6 +29,7 @@ export function initCommand(program: Command, env: CliEnv): void {
           shared: o.shared.length ? o.shared : undefined,
           merged: o.merged.length ? o.merged : undefined,
           bootDir: o.bootDir,
+          bootLoader: o.bootLoader as BootLoader | undefined,
           kernelArguments: o.kernelArgument,
           trustedKeys: o.trustedKey,
           waitSeconds: waitSeconds(o),

@@ -240,3 +240,12 @@ export function writableAt(p: string, stop: string): { dir: string; writable: bo
     return { dir, writable: false, errno: (err as NodeJS.ErrnoException).code };
   }
 }
+
+/** The path's own stat (a symlink is not followed), or null when it does not exist. */
+export function lstatPath(p: string): fs.Stats | null {
+  try {
+    return fs.lstatSync(p);
+  } catch {
+    return null;
+  }
+}

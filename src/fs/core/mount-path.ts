@@ -1,0 +1,55 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+/** A directory's place on its filesystem, as a bootloader or the initramfs sees that filesystem. */
+export interface FilesystemPath {
+  /** Where the filesystem (or the bind mount holding the directory) is mounted here. */
+  mountPoint: string;
+  /** The path of the filesystem that is mounted there (mountinfo's root: `/` unless a bind mount of a subdirectory). */
+  mountRoot: string;
+  /** The directory's path from the filesystem's root (a bind mount's root included). */
+  onFilesystem: string;
+  dev: number;
+}
+
+/** /proc/self/mountinfo escapes space, tab, newline and backslash as octal. */
+function unescape(field: string): string {
+  return field.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
+}
+
+/**
+ * Where `dir` sits on its filesystem: the mount that holds it (the longest mount point
+ * above its real path; the later of two on one point) and its path from that
+ * filesystem's root. `/stagedroot` before the first boot under stagedroot and
+ * `/sysroot/stagedroot` after it are both `/stagedroot` on the physical root. Null when
+ * mountinfo cannot be read (not Linux).
+ */
+export function filesystemPath(dir: string, mountinfo = '/proc/self/mountinfo'): FilesystemPath | null {
+  let text: string;
+  let real: string;
+  try {
+    text = fs.readFileSync(mountinfo, 'utf8');
+    real = fs.realpathSync(dir);
+  } catch {
+    return null;
+  }
+  let best: { point: string; root: string } | null = null;
+  for (const line of text.split('\n')) {
+    const f = line.split(' ');
+    if (f.length < 5) continue;
+    const root = unescape(f[3]!);
+    const point = unescape(f[4]!);
+    const inside = point === '/' || real === point || real.startsWith(`${point}/`);
+    if (inside && (best === null || point.length >= best.point.length)) best = { point, root };
+  }
+  if (best === null) return null;
+  const rel = path.relative(best.point, real);
+  return { mountPoint: best.point, mountRoot: best.root, onFilesystem: path.posix.join(best.root, rel), dev: fs.statSync(real).dev };
+}
+
+/** Where a path on the filesystem of `fp` is reachable here (through the mount `fp` was found under), or null when it is outside that mount. */
+export function pathHere(fp: FilesystemPath, onFilesystem: string): string | null {
+  const rel = path.posix.relative(fp.mountRoot, onFilesystem);
+  if (rel.startsWith('..') || path.isAbsolute(rel)) return null;
+  return path.join(fp.mountPoint, rel);
+}

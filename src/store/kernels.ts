@@ -1,0 +1,88 @@
+import { createHash } from 'node:crypto';
+import * as path from 'node:path';
+import type { Context } from '../context.js';
+import { StagedrootError } from '../errors.js';
+import { isDirectory, listDir, lstatPath, readBytes } from '../fs/trees/durable.js';
+import { hashFile } from '../fs/core/hash.js';
+import { copiedNames, kernelDir, type KernelImage } from '../state/boot-entries.js';
+
+const MAX_IMAGE = 512 << 20;
+
+/** Where kernels are looked for, in words (for the warning when none is found). */
+export const KERNEL_PLACES = 'usr/lib/modules/VERSION/vmlinuz, boot/vmlinuz-VERSION';
+
+/** A regular file inside the tree reached through real directories, no symlink on the way (a tree's link must not lead to a host file). */
+function isFileInTree(tree: string, rel: string): boolean {
+  const parts = rel.split('/');
+  for (let i = 1; i < parts.length; i++) {
+    if (!(lstatPath(path.join(tree, ...parts.slice(0, i)))?.isDirectory() ?? false)) return false;
+  }
+  return lstatPath(path.join(tree, rel))?.isFile() ?? false;
+}
+
+/** Candidates, both layouts: usr/lib/modules/V/vmlinuz (+ initramfs.img), Debian's boot/vmlinuz-V (+ boot/initrd.img-V). */
+function candidates(tree: string): { version: string; kernelPath: string; initrdPath: string | null }[] {
+  const out: { version: string; kernelPath: string; initrdPath: string | null }[] = [];
+  for (const v of listDir(path.join(tree, 'usr/lib/modules'))) {
+    const kernelPath = `usr/lib/modules/${v}/vmlinuz`;
+    if (!isFileInTree(tree, kernelPath)) continue;
+    const initrd = `usr/lib/modules/${v}/initramfs.img`;
+    out.push({ version: v, kernelPath, initrdPath: isFileInTree(tree, initrd) ? initrd : null });
+  }
+  for (const name of listDir(path.join(tree, 'boot'))) {
+    const m = /^vmlinuz-(.+)$/.exec(name);
+    if (!m || out.some((c) => c.version === m[1])) continue;
+    const kernelPath = `boot/${name}`;
+    if (!isFileInTree(tree, kernelPath)) continue;
+    const initrd = `boot/initrd.img-${m[1]}`;
+    out.push({ version: m[1]!, kernelPath, initrdPath: isFileInTree(tree, initrd) ? initrd : null });
+  }
+  return out;
+}
+
+/**
+ * The kernel a deployment ships, where its distribution keeps it: the highest version of
+ * usr/lib/modules/V/vmlinuz (initramfs.img beside it) and Debian's boot/vmlinuz-V
+ * (boot/initrd.img-V). Null when the tree has none.
+ */
+export function findKernel(tree: string): KernelImage | null {
+  const all = candidates(tree).sort((a, b) => a.version.localeCompare(b.version, 'en', { numeric: true }));
+  const k = all.at(-1);
+  if (k === undefined) return null;
+  const hash = createHash('sha256')
+    .update(hashFile(path.join(tree, k.kernelPath)))
+    .update(k.initrdPath ? hashFile(path.join(tree, k.initrdPath)) : '')
+    .digest('hex');
+  return { ...k, hash };
+}
+
+function copyImage(ctx: Context, from: string, to: string): void {
+  const data = readBytes(from, MAX_IMAGE);
+  if (data === null) throw new StagedrootError('IO', `${from} is larger than ${MAX_IMAGE} bytes or unreadable`, { path: from });
+  ctx.dfs.writeFileAtomic(to, data);
+}
+
+/**
+ * Copies a deployment's kernel (and initramfs) into a boot directory under
+ * stagedroot/HASH/, as plain files (an ESP is FAT: no symlinks, no hardlinks): a
+ * directory filled beside its place and renamed there once complete. Nothing when the
+ * copy is there already.
+ */
+export function installKernel(ctx: Context, boot: string, tree: string, k: KernelImage): void {
+  const { dfs } = ctx;
+  const dir = path.join(boot, kernelDir(k));
+  if (isDirectory(dir)) return;
+  dfs.mkdir(path.join(boot, 'stagedroot'));
+  const tmp = `${dir}.tmp`;
+  dfs.removeTree(tmp);
+  dfs.mkdir(tmp);
+  const names = copiedNames(k);
+  copyImage(ctx, path.join(tree, k.kernelPath), path.join(tmp, names.kernel));
+  if (k.initrdPath !== null) copyImage(ctx, path.join(tree, k.initrdPath), path.join(tmp, names.initrd!));
+  dfs.rename(tmp, dir);
+}
+
+/** Removes the kernel copies under stagedroot/ that no entry uses (and an interrupted copy). */
+export function removeUnusedKernels(ctx: Context, boot: string, used: ReadonlySet<string>): void {
+  for (const h of listDir(path.join(boot, 'stagedroot'))) if (!used.has(h)) ctx.dfs.removeTree(path.join(boot, 'stagedroot', h));
+}

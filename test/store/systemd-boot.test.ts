@@ -1,0 +1,151 @@
+/**
+ * systemd-boot entries on an ESP, read back by systemd's own `bootctl list` (the ESP is a
+ * tmpfs mount: bootctl wants the root of a filesystem, and SYSTEMD_RELAX_ESP_CHECKS lets
+ * it be other than FAT; this kernel has no vfat). bootctl lists in systemd-boot's menu
+ * order, the default first.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { execa, execaSync } from 'execa';
+import { afterEach, describe, expect, it } from 'vitest';
+import { makeContext } from '../../src/context.js';
+import type { BaseState } from '../../src/state/schema.js';
+import { syncBootEntries } from '../../src/store/boot-entries.js';
+import { findKernel } from '../../src/store/kernels.js';
+import { entryDeployment } from '../../src/state/boot-entries.js';
+import { filesystemPath } from '../../src/fs/core/mount-path.js';
+import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
+import { unavailable } from '../helpers/mounts.js';
+
+function why(): string | null {
+  if (process.getuid?.() !== 0) return 'not root (the ESP is a tmpfs mount)';
+  try {
+    execaSync('bootctl', ['--version']);
+  } catch {
+    return 'bootctl is not installed (apt-get install systemd-boot)';
+  }
+  return null;
+}
+const NO = why();
+
+let t: TempSysroot | undefined;
+let esp: string | undefined;
+afterEach(() => {
+  t?.cleanup();
+  if (esp) {
+    execaSync('umount', [esp]);
+    fs.rmSync(esp, { recursive: true, force: true });
+  }
+  t = esp = undefined;
+});
+
+const KERNEL_TREE = { 'etc/os-release': 'ID=test\n', 'usr/lib/modules/6.1.0-1/vmlinuz': 'kernel 6.1.0-1\n', 'usr/lib/modules/6.1.0-1/initramfs.img': 'initramfs 6.1.0-1\n' };
+const NEW_KERNEL = [
+  { path: '/usr/lib/modules/6.2.0-1/vmlinuz', contents: 'kernel 6.2.0-1\n' },
+  { path: '/usr/lib/modules/6.2.0-1/initramfs.img', contents: 'initramfs 6.2.0-1\n' },
+];
+
+async function withEsp(): Promise<TempSysroot> {
+  esp = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-esp-'));
+  execaSync('mount', ['-t', 'tmpfs', '-o', 'size=64m', 'tmpfs', esp]);
+  t = await tempSysroot({ tree: KERNEL_TREE, bootDir: esp, bootLoader: 'systemd-boot', kernelArguments: ['root=LABEL=root', 'rw'] });
+  return t;
+}
+
+interface Listed {
+  id: string;
+  options: string;
+  linux: string;
+  initrd?: string[];
+  version: string;
+}
+
+/** `bootctl list` of the ESP: the entries in systemd-boot's order, default first. */
+async function bootctlList(): Promise<Listed[]> {
+  const r = await execa('bootctl', [`--esp-path=${esp}`, '--json=short', '--no-pager', 'list'], { env: { SYSTEMD_RELAX_ESP_CHECKS: '1' }, reject: false });
+  expect(r.exitCode, r.stderr).toBe(0);
+  return r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Listed);
+}
+
+/** Each entry boots the deployment it names with that deployment's own kernel and initramfs. */
+function expectOwnKernels(list: Listed[], where: string): void {
+  for (const e of list) {
+    const id = entryDeployment(e.options)!;
+    const tree = t!.sysroot.treePath(id);
+    const k = findKernel(tree)!;
+    expect(fs.readFileSync(path.join(esp!, e.linux), 'utf8'), `${where}: ${e.id}`).toBe(fs.readFileSync(path.join(tree, k.kernelPath), 'utf8'));
+    expect(fs.readFileSync(path.join(esp!, e.initrd![0]!), 'utf8'), `${where}: ${e.id}`).toBe(fs.readFileSync(path.join(tree, k.initrdPath!), 'utf8'));
+  }
+}
+
+/** Nothing on the ESP is a symlink or a hardlink (FAT has neither). */
+function expectPlainFiles(dir: string): void {
+  for (const name of fs.readdirSync(dir, { recursive: true }) as string[]) {
+    const st = fs.lstatSync(path.join(dir, name));
+    expect(st.isSymbolicLink(), name).toBe(false);
+    if (st.isFile()) expect(st.nlink, name).toBe(1);
+  }
+}
+
+if (NO !== null) {
+  if (process.env.CI) throw new Error(`the systemd-boot tests need: ${NO}`);
+  describe('systemd-boot entries', () => unavailable(NO));
+} else {
+  describe('systemd-boot entries on the ESP, as bootctl lists them', () => {
+    it('plain files named after their deployment, default first; finalize, rollback reorder them; no boot counting in the names', async () => {
+      await withEsp();
+      let list = await bootctlList();
+      expect(list.map((e) => [e.id, e.options])).toEqual([['stagedroot-0001.conf', `root=LABEL=root rw stagedroot=${filesystemPath(t!.dir)!.onFilesystem} stagedroot.deployment=0001`]]);
+      await t!.sysroot.stage({ label: 'k2', files: NEW_KERNEL });
+      await t!.sysroot.finalize();
+      list = await bootctlList();
+      expect(list.map((e) => e.id)).toEqual(['stagedroot-0002.conf', 'stagedroot-0001.conf']);
+      expectOwnKernels(list, 'after finalize');
+      await t!.sysroot.boot({ runDir: '/nonexistent' });
+      await t!.sysroot.markGood();
+      await t!.sysroot.rollback();
+      list = await bootctlList();
+      expect(list.map((e) => e.id)).toEqual(['stagedroot-0001.conf', 'stagedroot-0002.conf']);
+      expectOwnKernels(list, 'after rollback');
+      expectPlainFiles(esp!);
+      expect(fs.readdirSync(path.join(esp!, 'loader/entries')).every((f) => !f.includes('+'))).toBe(true);
+      // Nothing rewritten when nothing changed.
+      const before = fs.statSync(path.join(esp!, 'loader/entries/stagedroot-0001.conf')).mtimeMs;
+      syncBootEntries(makeContext(t!.dir), t!.sysroot.state());
+      expect(fs.statSync(path.join(esp!, 'loader/entries/stagedroot-0001.conf')).mtimeMs).toBe(before);
+    });
+
+    it('a crash after any write leaves a bootable set: every entry boots its own kernel, the default is the old or the new current', async () => {
+      await withEsp();
+      await t!.sysroot.stage({ label: 'k2', files: NEW_KERNEL });
+      await t!.sysroot.finalize();
+      await t!.sysroot.boot({ runDir: '/nonexistent' });
+      await t!.sysroot.markGood();
+      const before: BaseState = t!.sysroot.state();
+      // The rollback's entries: 0001 becomes the default.
+      const after: BaseState = { ...before, current: before.rollback!, rollback: before.current };
+      let points = 0;
+      for (let n = 1; ; n++) {
+        let count = 0;
+        const ctx = makeContext(t!.dir, { faults: { afterMutation() { if (++count === n) throw new Error('crash'); } } });
+        let crashed = false;
+        try {
+          syncBootEntries(ctx, after);
+        } catch (err) {
+          if ((err as Error).message !== 'crash' && !String((err as Error).cause).includes('crash')) throw err;
+          crashed = true;
+        }
+        const list = await bootctlList();
+        expectOwnKernels(list, `crash point ${n}`);
+        expect(['stagedroot-0002.conf', 'stagedroot-0001.conf'], `crash point ${n}: default`).toContain(list[0]!.id);
+        expect(list.length, `crash point ${n}`).toBeGreaterThan(0);
+        syncBootEntries(makeContext(t!.dir), before);
+        expect((await bootctlList()).map((e) => e.id)).toEqual(['stagedroot-0002.conf', 'stagedroot-0001.conf']);
+        if (!crashed) break;
+        points++;
+      }
+      expect(points).toBeGreaterThanOrEqual(2);
+    });
+  });
+}
