@@ -38,6 +38,10 @@ cmd zstd zstd
 # (unshare, findmnt, losetup), qemu-system-x86, cpio, debootstrap, e2fsprogs (mkfs.ext4 -d)
 # and the Debian cloud kernel.
 cmd shellcheck shellcheck
+# Boot entries checked with the bootloaders' own tools: grub-script-check (grub-common)
+# for stagedroot.cfg and 09_stagedroot, bootctl (systemd-boot) for the ESP's entries.
+cmd grub-script-check grub-common
+cmd bootctl systemd-boot
 file /bin/busybox busybox-static
 cmd unshare util-linux
 cmd findmnt util-linux

@@ -14,6 +14,8 @@ export const INITRAMFS_FILES: readonly { from: string; to: string; mode: number 
   { from: 'initramfs/stagedroot-prepare-root.service', to: '/usr/lib/dracut/modules.d/50stagedroot/stagedroot-prepare-root.service', mode: 0o644 },
   { from: 'initramfs/initramfs-tools/hook', to: '/usr/share/initramfs-tools/hooks/stagedroot', mode: 0o755 },
   { from: 'initramfs/initramfs-tools/local-bottom', to: '/usr/share/initramfs-tools/scripts/local-bottom/stagedroot', mode: 0o755 },
+  // GRUB without blscfg: grub.cfg loads stagedroot's own menu (update-grub once; harmless where stagedroot.cfg is absent).
+  { from: 'initramfs/grub/09_stagedroot', to: '/etc/grub.d/09_stagedroot', mode: 0o755 },
 ];
 
 export const UNIT_NAMES = ['stagedroot-boot.service', 'stagedroot-finalize.service', 'stagedroot-health.service'] as const;

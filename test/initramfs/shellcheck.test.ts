@@ -4,7 +4,7 @@ import { tool } from '../helpers/tools.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 /** Shell that runs at boot or builds the boot test: POSIX sh (dracut's module-setup.sh is bash). */
-const SH = ['initramfs/stagedroot-prepare-root', 'initramfs/dracut/pre-pivot.sh', 'initramfs/initramfs-tools/hook', 'initramfs/initramfs-tools/local-bottom', 'test/real-boot/build-userspace.sh'];
+const SH = ['initramfs/stagedroot-prepare-root', 'initramfs/grub/09_stagedroot', 'initramfs/dracut/pre-pivot.sh', 'initramfs/initramfs-tools/hook', 'initramfs/initramfs-tools/local-bottom', 'test/real-boot/build-userspace.sh'];
 const BASH = ['initramfs/dracut/module-setup.sh'];
 
 describe('the boot-time shell scripts', () => {

@@ -57,7 +57,7 @@ describe('stagedroot install', () => {
     // The initramfs step and its wiring.
     expect(fs.statSync(path.join(root, 'usr/lib/stagedroot/stagedroot-prepare-root')).mode & 0o777).toBe(0o755);
     expect(read(root, 'usr/lib/stagedroot/stagedroot-prepare-root')).toBe(fs.readFileSync(path.resolve(import.meta.dirname, '../../initramfs/stagedroot-prepare-root'), 'utf8'));
-    for (const p of ['usr/lib/dracut/modules.d/50stagedroot/module-setup.sh', 'usr/lib/dracut/modules.d/50stagedroot/stagedroot-prepare-root.service', 'usr/share/initramfs-tools/hooks/stagedroot', 'usr/share/initramfs-tools/scripts/local-bottom/stagedroot']) {
+    for (const p of ['usr/lib/dracut/modules.d/50stagedroot/module-setup.sh', 'usr/lib/dracut/modules.d/50stagedroot/stagedroot-prepare-root.service', 'usr/share/initramfs-tools/hooks/stagedroot', 'usr/share/initramfs-tools/scripts/local-bottom/stagedroot', 'etc/grub.d/09_stagedroot']) {
       expect(fs.existsSync(path.join(root, p)), p).toBe(true);
     }
     expect(r.warnings.join('\n')).toContain('there is no sysroot at /srv/stagedroot');
