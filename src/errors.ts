@@ -24,7 +24,7 @@ export type ErrorCode =
   | 'FINALIZE_FAILED'
   | 'MERGE_CONFLICT' // local changes and the update disagree on a path's type (directory or not)
   | 'TOOL_MISSING' // an external tool (systemctl, sync) is not installed
-  | 'READ_ONLY' // `install`: a target is on a read-only filesystem (the booted /usr); nothing was written
+  | 'READ_ONLY' // `install`: a target is on a read-only filesystem (the booted /usr), nothing written
   | 'ABORTED' // the caller's AbortSignal cancelled the operation
   | 'SIGNATURE_INVALID' // a source is unsigned, wrongly signed, or signed by a key the sysroot does not trust
   | 'HOOK_REJECTED' // a pre-stage hook failed: the update is rejected
