@@ -79,7 +79,9 @@ describe('layers/downward-only', () => {
     expect(await layerErrors('src/fs/trees/root-fs.ts', rootFs)).toEqual([]);
     const copyEntry = read('src/fs/trees/copy-entry.ts');
     const circle = await layerErrors('src/fs/trees/copy-entry.ts', `import type { RootFs } from './root-fs.js';\nexport type Probe = RootFs;\n${copyEntry}`);
-    expect(circle).toEqual(['import circle: fs/trees/copy-entry.ts → fs/trees/root-fs.ts → fs/trees/copy-entry.ts (break it: move what both need one layer down, or into the importing module)']);
+    // root-fs reaches copy-entry through the tree-io seam now; the circle named is the real one.
+    expect(circle).toHaveLength(1);
+    expect(circle[0]).toMatch(/^import circle: fs\/trees\/copy-entry\.ts → fs\/trees\/root-fs\.ts → (\S+ → )*fs\/trees\/copy-entry\.ts \(break it: move what both need one layer down, or into the importing module\)$/);
   });
 
   it('finds nothing to refuse in src/ as it is (what `npm run lint` checks)', async () => {

@@ -64,7 +64,9 @@ function entries(view: ReadOnlyTree, top: string[], entryOf: (rel: string) => un
   const walk = (rel: string): void => {
     for (const name of (rel === '' ? top : view.readdir(rel)) ?? []) {
       const r = rel === '' ? name : `${rel}/${name}`;
-      out.push(JSON.stringify(entryOf(r)));
+      // Inode and ctime belong to the disk (the layer has its own): compare the rest.
+      const { i: _i, c: _c, ...rest } = entryOf(r) as Record<string, unknown>;
+      out.push(JSON.stringify(rest));
       if (view.lstat(r)?.isDirectory()) walk(r);
     }
   };
