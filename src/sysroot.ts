@@ -12,7 +12,7 @@ import type { Drift } from './fs/manifests/verify-tree.js';
 import { runTreeTask, warmTreeWorker } from './fs/jobs/tree-jobs.js';
 import { manifestTasks } from './fs/manifests/tasks.js';
 import { storageKind, type StorageKind } from './fs/trees/storage.js';
-import { discardStaged, prune } from './gc/prune.js';
+import { discardStaged, prune } from './store/prune.js';
 import { markBad, rollback } from './rollback/rollback.js';
 import { effectiveState, mustFind, setLocked, setPinned } from './state/model.js';
 import { recover, type RecoveryReport } from './store/recover.js';

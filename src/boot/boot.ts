@@ -1,3 +1,9 @@
+/**
+ * The boot step (src/boot): this hook and the mark-good after health checks, one
+ * transition each (state/model.ts), beside what they read: the initramfs's record
+ * (boot-record.ts), the sysroot's discovery (find-sysroot.ts) and the health checks
+ * (health.ts).
+ */
 import type { Context } from '../context.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { readBootRecord, type BootRecordPlace } from './boot-record.js';

@@ -1,3 +1,9 @@
+/**
+ * src/rollback is a lifecycle step's folder, as src/stage and src/commit (the names users
+ * were promised). Both ways back are one transition each in the pure model
+ * (state/model.ts: rollbackTransition, markBadTransition), written by the transition
+ * writer: the manual rollback, and the one a failed boot assessment makes (markBad).
+ */
 import type { Context } from '../context.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { markBadTransition, mustFind, rollbackTransition } from '../state/model.js';

@@ -8,7 +8,7 @@ import { isTempName } from '../state/layout.js';
 import { newRecord } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
 import { saveState } from '../store/state-file.js';
-import { syncBootEntries, type BootLoader } from '../store/boot-entries.js';
+import { syncBootEntries, type BootLoader } from '../store/sync-boot-entries.js';
 import { findKernel, KERNEL_PLACES } from '../store/kernels.js';
 import { filesystemPath } from '../fs/core/mount-path.js';
 import { kernelArgumentProblem } from '../state/kernel-args.js';

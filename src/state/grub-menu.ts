@@ -1,5 +1,5 @@
-import { entryOptions, entryTitle } from './boot-entries.js';
-import type { KernelImage } from './boot-entries.js';
+import { entryOptions, entryTitle } from './boot-entry-text.js';
+import type { KernelImage } from './boot-entry-text.js';
 import type { DeploymentRecord } from './schema.js';
 
 /**

@@ -4,7 +4,7 @@ import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
 import { isDirectory, listDir, lstatPath, readBytes } from '../fs/trees/durable.js';
 import { hashFile } from '../fs/core/hash.js';
-import { copiedNames, kernelDir, type KernelImage } from '../state/boot-entries.js';
+import { copiedNames, kernelDir, type KernelImage } from '../state/boot-entry-text.js';
 
 const MAX_IMAGE = 512 << 20;
 

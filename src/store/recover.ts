@@ -5,7 +5,7 @@ import { cleanLockLeftovers } from '../fs/core/lock.js';
 import { isTempName } from '../state/layout.js';
 import { dropIds, effectiveState } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
-import { syncBootEntries } from './boot-entries.js';
+import { syncBootEntries } from './sync-boot-entries.js';
 import { syncBootFiles } from './boot-files.js';
 import { removeDeployments } from './remove-deployments.js';
 import { loadState, saveState } from './state-file.js';

@@ -1,8 +1,13 @@
+/**
+ * Writes the boot entries (their text: state/boot-entry-text.ts) in the form the machine's
+ * bootloader reads (BLS entries, systemd-boot's files on the ESP, GRUB's stagedroot.cfg),
+ * with the kernels they name, and removes the ones no deployment needs any more.
+ */
 import * as path from 'node:path';
 import type { Context } from '../context.js';
 import { isDirectory, listDir, readLink, readText } from '../fs/trees/durable.js';
 import { filesystemPath, pathHere } from '../fs/core/mount-path.js';
-import { bootableDeployments, bootEntry, parseBootEntry, type BootEntry, type KernelImage } from '../state/boot-entries.js';
+import { bootableDeployments, bootEntry, parseBootEntry, type BootEntry, type KernelImage } from '../state/boot-entry-text.js';
 import { GRUB_MENU_FILE, grubMenu } from '../state/grub-menu.js';
 import type { BaseState, DeploymentRecord } from '../state/schema.js';
 import { findKernel, installKernel, KERNEL_PLACES, removeUnusedKernels } from './kernels.js';

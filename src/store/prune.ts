@@ -1,5 +1,10 @@
+/**
+ * Garbage collection: prune and discard are one transition each (state/model.ts) written
+ * by the transition writer, so they live beside it and beside the removal of deployments
+ * (remove-deployments.ts) rather than in a lifecycle folder of their own.
+ */
 import type { Context } from '../context.js';
-import { applyTransition } from '../store/apply-transition.js';
+import { applyTransition } from './apply-transition.js';
 import { discardTransition, pruneTransition } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
 
