@@ -165,7 +165,7 @@ export class Sysroot {
     return this.write('stage', async (s) => {
       let r: StageResult;
       try {
-        r = await stage(this.ctx, s, source, { ...o, builtins: { ...this.builtins, ...o.builtins } });
+        r = await stage(this.ctx, s, source, { ...o, builtins: { ...this.builtins, ...o.builtins } }, (phase, c) => this.hooks(phase, c, o));
       } catch (err) {
         // Only a failure the stage recorded (not a bad option) is the update failing.
         const f = this.state().lastFailure;

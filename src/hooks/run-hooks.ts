@@ -29,6 +29,12 @@ export interface HookRun {
   durationMs: number;
 }
 
+/**
+ * Runs a phase's hooks for an operation. The sysroot's handle is the one runner (it keeps
+ * each phase's runs in hook-runs/PHASE.json); the stage gets it for its pre-stage hooks.
+ */
+export type PhaseHookRunner = (phase: HookPhase, c: Omit<HookContext, 'sysroot'>) => Promise<HookRun[]>;
+
 export interface HookOptions {
   timeoutMs?: number;
   /** Stop at the first failing hook (pre-* phases). */

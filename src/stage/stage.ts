@@ -21,7 +21,7 @@ import { settleMountPoints } from '../machine-state/mount-points.js';
 import { planShared } from '../machine-state/apply.js';
 import { conflictIssue, etcTypeConflicts } from '../merge/merge.js';
 import { checkSource, type CheckedSource } from './check-source.js';
-import { describeHookFailure, runHooks, type HookRun } from '../hooks/run-hooks.js';
+import { describeHookFailure, type HookRun, type PhaseHookRunner } from '../hooks/run-hooks.js';
 import { checkTimeoutMs } from '../util/options.js';
 import type { Source } from '../sources/source.js';
 import type { ChangeSet } from '../changeset.js';
@@ -88,8 +88,8 @@ export const DEFAULT_COPY_POLICY: CopyPolicy = { hardlinkPrefixes: ['usr'], mode
  * trees untouched and is recorded in lastFailure under the step that failed (reason,
  * issues); the tree of a rejected update is kept for diagnosis.
  */
-export async function stage(ctx: Context, state: BaseState, source: Source, opts: StageOptions = {}): Promise<StageResult> {
-  const run = startRun(ctx, state, source, opts);
+export async function stage(ctx: Context, state: BaseState, source: Source, opts: StageOptions, hooks: PhaseHookRunner): Promise<StageResult> {
+  const run = startRun(ctx, state, source, opts, hooks);
   try {
     await check(run);
     if (run.checked?.info.origin !== undefined && !run.checked.info.withConfig && run.base.origin?.digest === run.checked.info.origin.digest) return alreadyRunning(run);
@@ -133,6 +133,8 @@ interface Run {
   changes?: ChangeSet;
   /** The config record of the base deployment (what the config it came from owns). */
   prior?: ConfigRecord | null;
+  /** Runs the pre-stage hooks (the sysroot's one hook runner). */
+  readonly runHooks: PhaseHookRunner;
   /** Hooks that ran (pre-stage). */
   hooks: HookRun[];
   /** The source's identity and verified signature (see checkSource). */
@@ -145,7 +147,7 @@ interface Run {
 }
 
 /** Checks the options (bad ones: USAGE, before anything is recorded) and picks the new id. */
-function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOptions): Run {
+function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOptions, runHooks: PhaseHookRunner): Run {
   const { layout } = ctx;
   const builtins = resolveBuiltins(opts.builtins);
   if (opts.hookTimeoutMs !== undefined) checkTimeoutMs(opts.hookTimeoutMs, 'hookTimeoutMs');
@@ -165,6 +167,7 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOpt
     phase: 'plan',
     treeBuilt: false,
     freeAtStart: null,
+    runHooks,
     hooks: [],
   };
 }
@@ -185,8 +188,7 @@ async function check(run: Run): Promise<void> {
 
 /** The pre-stage hooks: the first that fails rejects the update, its output the reason. */
 async function preStage(run: Run): Promise<void> {
-  const { layout } = run.ctx;
-  const runs = await runHooks(layout.hooksDir, 'pre-stage', { sysroot: layout.root, id: run.id, label: run.label, bootedTree: layout.tree(run.base.id) }, { stopOnFailure: true, timeoutMs: run.opts.hookTimeoutMs });
+  const runs = await run.runHooks('pre-stage', { id: run.id, label: run.label, bootedTree: run.ctx.layout.tree(run.base.id) });
   run.hooks.push(...runs);
   const bad = runs.find((r) => !r.ok);
   if (bad) {

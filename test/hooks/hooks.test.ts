@@ -45,6 +45,10 @@ describe('phase hooks', () => {
     expect(r.hooks![0]!.output).toBe('output of 10-a\n');
     const kept = JSON.parse(fs.readFileSync(path.join(t.dir, 'hook-runs', 'post-stage.json'), 'utf8'));
     expect(kept.runs[0].output).toBe('output of after\n');
+    // One runner for every phase: pre-stage's runs are kept as the others' are.
+    const pre = JSON.parse(fs.readFileSync(path.join(t.dir, 'hook-runs', 'pre-stage.json'), 'utf8'));
+    expect(pre).toMatchObject({ phase: 'pre-stage', id: r.id, label: 'web-2' });
+    expect(pre.runs.map((h: { hook: string }) => h.hook)).toEqual(['10-a', '2-c', '20-b']);
   });
 
   it('a failing pre-stage hook rejects the update (exit 3) with its output as the reason; on-failure hooks run', async () => {
