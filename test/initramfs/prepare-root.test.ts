@@ -110,13 +110,14 @@ interface Run {
 }
 
 /** Runs the step in a fresh mount namespace; everything is unmounted when the namespace ends. */
-async function runStep(dir: string, shell: 'sh' | 'busybox', rootSub = ''): Promise<Run> {
+async function runStep(dir: string, shell: 'sh' | 'busybox', rootSub = '', o: { readOnlyRoot?: boolean } = {}): Promise<Run> {
   const phys = path.join(dir, 'phys', rootSub);
   const out = path.join(dir, 'out');
   const invoke = shell === 'busybox' ? `PATH="${dir}/bb" "${dir}/bb/sh" "${SCRIPT}" "${phys}"` : `sh "${SCRIPT}" "${phys}"`;
   const script = `
 set -e
 mount --bind "${phys}" "${phys}"
+${o.readOnlyRoot ? `mount -o remount,bind,ro "${phys}"` : ''}
 mount --bind "${dir}/cmdline" /proc/cmdline
 mount -t tmpfs tmpfs /run
 ls -a / >"${out}/root-before"
@@ -129,6 +130,9 @@ for f in marker var/lib/kept srv/www sysroot/sr/state.json; do
   if [ -f "${phys}/$f" ]; then cp "${phys}/$f" "${out}/$(echo "$f" | tr / _)"; fi
 done
 if touch "${phys}/usr/probe" 2>/dev/null; then echo yes >"${out}/usr-writable"; rm -f "${phys}/usr/probe"; fi
+for d in var sysroot/sr; do
+  if touch "${phys}/$d/probe" 2>/dev/null; then echo yes >"${out}/writable-$(echo "$d" | tr / _)"; rm -f "${phys}/$d/probe"; fi
+done
 if [ -f /run/stagedroot/booted ]; then cp /run/stagedroot/booted "${out}/record"; fi
 `;
   await execa('unshare', ['-m', '--propagation', 'private', 'sh', '-c', script]);
@@ -169,6 +173,26 @@ describe.skipIf(NO_NS !== null)('stagedroot-prepare-root in a mount namespace', 
           ['sysroot', false],
         ]);
         expect(r.record).toBe('id=0002\nsysroot=/sysroot/sr\n');
+      });
+
+      // Debian's GRUB passes `ro`: the physical root is mounted read-only, and a bind
+      // inherits that per-mount flag. systemd-remount-fs later makes `/` (the tree) and the
+      // filesystem writable, but nothing remounts the other binds: /var and /sysroot stayed
+      // read-only for the whole boot (EROFS from stagedroot-boot.service, seen in the VM).
+      itShell('on a physical root mounted read-only, the shared binds and sysroot/ are writable at the mount level; /usr stays read-only', async () => {
+        const r = await runStep(fixture({ cmdline: 'root=/dev/vda ro stagedroot=/sr' }), shell, '', { readOnlyRoot: true });
+        expect(r.stderr).toContain('stagedroot: booting deployment 0002');
+        expect(r.code).toBe(0);
+        // The physical root and the tree bound over it keep the read-only flag: systemd-remount-fs's job.
+        expect(r.mounts.filter((m) => m.target === '.').map((m) => m.ro)).toEqual([true, true]);
+        expect(r.mounts.filter((m) => m.target !== '.').map((m) => [m.target, m.ro])).toEqual([
+          ['var', false],
+          ['usr', true],
+          ['sysroot', false],
+        ]);
+        expect(r.read('writable-var')).toBe('yes\n');
+        expect(r.read('writable-sysroot_sr')).toBe('yes\n');
+        expect(r.usrWritable).toBe(false);
       });
 
       itShell('uses one boot try of a deployment under assessment, with a rename', async () => {

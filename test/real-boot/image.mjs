@@ -190,6 +190,12 @@ ExecStart=/bin/sh -c 'tr -d "\\\\000" </dev/vdb >/run/step.sh && exec /bin/sh /r
 WantedBy=multi-user.target
 `;
 
+/** The stagedroot units' output on the serial console too (the console log keeps it when the journal is lost). */
+const CONSOLE_DROPIN = `[Service]
+StandardOutput=journal+console
+StandardError=journal+console
+`;
+
 /** A required health check that passes when prepare-root made the root (the record exists). */
 const HEALTH_CHECK = `#!/bin/sh
 test -f /run/stagedroot/booted
@@ -250,6 +256,10 @@ export function buildMachine({ firmware, us, work, tarball, log }) {
     fs.writeFileSync(path.join(root, 'etc/systemd/system/stagedroot-test-step.service'), STEP_UNIT);
     fs.mkdirSync(path.join(root, 'etc/systemd/system/multi-user.target.wants'), { recursive: true });
     fs.symlinkSync('../stagedroot-test-step.service', path.join(root, 'etc/systemd/system/multi-user.target.wants/stagedroot-test-step.service'));
+    for (const unit of ['stagedroot-boot', 'stagedroot-health', 'stagedroot-finalize']) {
+      fs.mkdirSync(path.join(root, `etc/systemd/system/${unit}.service.d`), { recursive: true });
+      fs.writeFileSync(path.join(root, `etc/systemd/system/${unit}.service.d/test-console.conf`), CONSOLE_DROPIN);
+    }
     fs.mkdirSync(path.join(root, 'etc/stagedroot/health/required.d'), { recursive: true });
     fs.writeFileSync(path.join(root, 'etc/stagedroot/health/required.d/10-prepare-root-ran'), HEALTH_CHECK, { mode: 0o755 });
     return version;

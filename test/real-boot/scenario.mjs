@@ -14,6 +14,8 @@ export const SYSROOT = '/sysroot/stagedroot';
 const HELPERS = `
 r() { printf '@%s %s\\n' "$1" "$2"; }
 st() { stagedroot status --json | base64 -w0; }
+# A unit's journal of this boot, base64 (one line), for the host to decode on failure.
+jr() { journalctl -b -u "$1" --no-pager -o short-monotonic 2>&1 | tail -n 60 | base64 -w0; }
 unit_ms() {
 	s=$(systemctl show -P InactiveExitTimestampMonotonic "$1"); e=$(systemctl show -P ActiveEnterTimestampMonotonic "$1")
 	if [ "\${e:-0}" -gt 0 ] && [ "\${s:-0}" -gt 0 ]; then echo "$(( (e - s) / 1000 ))ms"; else echo "$(systemctl is-active "$1")"; fi
@@ -24,6 +26,8 @@ r cmdline "$(cat /proc/cmdline)"
 r root "$(findmnt -no SOURCE /)"
 r record "$(tr '\\n' ' ' 2>&1 </run/stagedroot/booted)"
 r unit-times "boot $(unit_ms stagedroot-boot.service), health $(unit_ms stagedroot-health.service)"
+r boot-journal "$(jr stagedroot-boot.service)"
+r health-journal "$(jr stagedroot-health.service)"
 `;
 
 export const spec = (o) => `cat >/run/spec.json <<'SPEC'\n${JSON.stringify(o)}\nSPEC\n`;
@@ -61,6 +65,11 @@ export class Scenario {
       fs.renameSync(r.consoleLog, `${logBase}.console.before-retry-${retry}.log`);
       this.env.log(`  boot ${n} ${label}: the kernel died before it ran the initramfs (${r.ended}); booting again`);
       r = await boot({ ...this.machine, logBase, step: HELPERS + step, ...o });
+    }
+    // The boot units' journals, kept beside the console log (the step sends them base64).
+    for (const unit of ['boot', 'health']) {
+      const j = r.results.get(`${unit}-journal`);
+      if (j) fs.writeFileSync(`${logBase}.${unit}-unit.log`, Buffer.from(j, 'base64'));
     }
     const initramfs = consoleTime(r.consoleLog, /stagedroot: booting deployment/);
     const unitTimes = r.results.get('unit-times') ?? null;
