@@ -163,15 +163,14 @@ export class Sysroot {
     const source = toSource(input);
     warmTreeWorker(); // its start overlaps the lock, recovery and the source's plan
     return this.write('stage', async (s) => {
-      let r: StageResult;
-      try {
-        r = await stage(this.ctx, s, source, { ...o, builtins: { ...this.builtins, ...o.builtins } }, (phase, c) => this.hooks(phase, c, o));
-      } catch (err) {
+      const out = await stage(this.ctx, s, source, { ...o, builtins: { ...this.builtins, ...o.builtins } }, (phase, c) => this.hooks(phase, c, o));
+      if (!out.ok) {
         // Only a failure the stage recorded (not a bad option) is the update failing.
-        const f = this.state().lastFailure;
-        if (f !== null && f !== s.lastFailure && (f.id !== s.lastFailure?.id || f.at !== s.lastFailure?.at)) await this.hooks('on-failure', { id: f.id, label: f.label, reason: f.reason }, o);
-        throw err;
+        const f = out.failure;
+        if (f !== null) await this.hooks('on-failure', { id: f.id, label: f.label, reason: f.reason }, o);
+        throw out.error;
       }
+      const r = out.result;
       if (!r.alreadyRunning) r.hooks = [...(r.hooks ?? []), ...(await this.hooks('post-stage', { id: r.id, label: r.label, tree: r.path }, o))];
       return r;
     });

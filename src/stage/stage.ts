@@ -88,21 +88,32 @@ export const DEFAULT_COPY_POLICY: CopyPolicy = { hardlinkPrefixes: ['usr'], mode
  * trees untouched and is recorded in lastFailure under the step that failed (reason,
  * issues); the tree of a rejected update is kept for diagnosis.
  */
-export async function stage(ctx: Context, state: BaseState, source: Source, opts: StageOptions, hooks: PhaseHookRunner): Promise<StageResult> {
-  const run = startRun(ctx, state, source, opts, hooks);
+export async function stage(ctx: Context, state: BaseState, source: Source, opts: StageOptions, hooks: PhaseHookRunner): Promise<StageOutcome> {
+  let run: Run;
+  try {
+    run = startRun(ctx, state, source, opts, hooks);
+  } catch (error) {
+    return { ok: false, error, failure: null }; // a bad option: nothing was recorded
+  }
   try {
     await check(run);
-    if (run.checked?.info.origin !== undefined && !run.checked.info.withConfig && run.base.origin?.digest === run.checked.info.origin.digest) return alreadyRunning(run);
+    if (run.checked?.info.origin !== undefined && !run.checked.info.withConfig && run.base.origin?.digest === run.checked.info.origin.digest) return { ok: true, result: alreadyRunning(run) };
     const changes = await plan(run);
     await preflight(run, changes);
     const built = await build(run, changes);
     const warnings = await validate(run, built);
     await sync(run, built);
-    return await commit(run, changes, built, warnings);
+    return { ok: true, result: await commit(run, changes, built, warnings) };
   } catch (err) {
     return recordFailure(run, err);
   }
 }
+
+/**
+ * How a stage ended: staged (or already running), or failed with the failure it recorded
+ * in lastFailure (null when nothing was recorded: a bad option, refused before the run).
+ */
+export type StageOutcome = { ok: true; result: StageResult } | { ok: false; error: unknown; failure: Failure | null };
 
 /** One stage in progress: what its steps share, and what a failure record needs. */
 interface Run {
@@ -374,10 +385,10 @@ async function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: 
 }
 
 /**
- * Records a failed stage in lastFailure, then rethrows. The update's own fault (a
+ * Records a failed stage in lastFailure, and returns the failure with the error. The update's own fault (a
  * rejection) keeps its tree for diagnosis; a machine fault (disk full, I/O) frees the space.
  */
-async function recordFailure(run: Run, err: unknown): Promise<never> {
+async function recordFailure(run: Run, err: unknown): Promise<StageOutcome> {
   const { ctx, state, id, work } = run;
   const { layout } = ctx;
   let e = err instanceof StagedrootError ? err : new StagedrootError('IO', (err as Error)?.message ?? String(err), { cause: err });
@@ -405,7 +416,7 @@ async function recordFailure(run: Run, err: unknown): Promise<never> {
   const rec = e.isRejection && run.treeBuilt ? await keepForDiagnosis(run, failure) : null;
   if (rec === null) await runTreeTask(treeTasks.removeTree, { path: work }, { faults: ctx.faults });
   applyTransition(ctx, state, stageFailed(state, failure, rec), 'stage-failed');
-  throw e;
+  return { ok: false, error: e, failure };
 }
 
 /**

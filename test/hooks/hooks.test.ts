@@ -69,6 +69,25 @@ describe('phase hooks', () => {
     expect(lines[0]).toMatch(/^on-failure notify id=\d+ label=blocked .*reason=The update was stopped by the hook pre-stage\/10-policy exited 4/);
   });
 
+  it('on-failure hooks run when, and only when, the stage recorded a failure: once per recorded failure, never for a bad option', async () => {
+    t = await tempSysroot({ tree: BASE });
+    logger(t, 'on-failure', 'notify');
+    // A bad option is refused before the run: nothing recorded, no hook.
+    const bad = await t.sysroot.stage(spec('x'), { hookTimeoutMs: -1 }).catch((e: unknown) => e);
+    expect(isStagedrootError(bad) && bad.code).toBe('USAGE');
+    expect(t.sysroot.status().lastFailure).toBeNull();
+    expect(log(t)).toEqual([]);
+    // Two rejected updates in a row: each recorded failure runs the hook once, about itself.
+    hook(t, 'pre-stage', '10-policy', 'exit 4');
+    const ids: string[] = [];
+    for (const label of ['first', 'second']) {
+      await expect(t.sysroot.stage(spec(label), { label })).rejects.toMatchObject({ code: 'HOOK_REJECTED' });
+      ids.push(t.sysroot.status().lastFailure!.id);
+    }
+    expect(ids[0]).not.toBe(ids[1]);
+    expect(log(t).map((l) => l.split(' ').slice(0, 4).join(' '))).toEqual([`on-failure notify id=${ids[0]} label=first`, `on-failure notify id=${ids[1]} label=second`]);
+  });
+
   it('a failing post-stage hook is reported, the stage stands', async () => {
     t = await tempSysroot({ tree: BASE });
     hook(t, 'post-stage', 'fails', 'echo broken; exit 1');
