@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { StagedrootError } from '../errors.js';
 import { findSysroot } from '../boot/find-sysroot.js';
+import { checkWaitSeconds } from '../util/options.js';
 import type { FaultHook } from '../fs/core/faults.js';
 import { Sysroot } from '../sysroot.js';
 import { reportError, type Io } from './io.js';
@@ -37,11 +38,9 @@ export function sysrootDir(env: CliEnv, o: CommonOptions): string {
   return findSysroot({ option: o.sysroot, env: env.io.env, places: env.io.places }).path;
 }
 
+/** --wait, checked as the library checks waitSeconds (one check, util/options.ts). */
 export function waitSeconds(o: CommonOptions): number {
-  if (o.wait === undefined) return 0;
-  const n = Number(o.wait);
-  if (!Number.isFinite(n) || n < 0) throw new StagedrootError('USAGE', `Expected --wait to be a non-negative number of seconds, got ${JSON.stringify(o.wait)}`, { option: 'wait', value: o.wait });
-  return n;
+  return o.wait === undefined ? 0 : checkWaitSeconds(Number(o.wait), '--wait', o.wait);
 }
 
 export function nonNegativeInt(name: string, v: string | undefined): number | undefined {

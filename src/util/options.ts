@@ -24,9 +24,13 @@ function typeName(v: unknown): string {
   return typeof v;
 }
 
-/** Seconds a writer waits for the lock: a non-negative finite number (0: fail at once with BUSY). */
-export function checkWaitSeconds(v: unknown, option = 'waitSeconds'): number {
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw optionError(option, 'a non-negative number of seconds', v);
+/**
+ * Seconds a writer waits for the lock: a non-negative finite number (0: fail at once with
+ * BUSY). The one check of it, for the library's `waitSeconds` and the CLI's `--wait` (which
+ * passes the number its text reads as, and the text as given, for the message).
+ */
+export function checkWaitSeconds(v: unknown, option = 'waitSeconds', given: unknown = v): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw optionError(option, 'a non-negative number of seconds', given);
   return v;
 }
 
