@@ -66,19 +66,22 @@ const defaultWhere = (layout: Layout, staged: string): { manifest: string; delta
 /**
  * Plans the merge of the booted deployment's local changes into the staged one: reads
  * the two manifests and walks the live merged directories; writes nothing. The walk runs
- * on a worker thread (a tree task) and hands back only the rows the planner acts on.
+ * on a worker thread (a tree task) and hands back only the rows the planner acts on;
+ * recovery, which runs synchronously when a sysroot is opened, walks on its own thread
+ * (`{ thread: 'caller' }`): the same rows, the same plan.
  */
-export async function planEtcMerge(layout: Layout, booted: string, staged: string, merged: readonly string[], where = defaultWhere(layout, staged)): Promise<PlannedMerge> {
-  const m = mergeSources(layout, booted, staged, where);
-  const rows = [];
-  for (const dir of merged) rows.push({ dir, rows: await runTreeTask(rowTasks.changedRows, { ...m.sources(dir), always: rowsAlwaysPlanned(dir) }) });
-  return combine(booted, staged, m.update, rows);
-}
-
-/** planEtcMerge on the caller's thread, for recovery (which runs synchronously when a sysroot is opened). */
-export function planEtcMergeSync(layout: Layout, booted: string, staged: string, merged: readonly string[]): PlannedMerge {
+export function planEtcMerge(layout: Layout, booted: string, staged: string, merged: readonly string[], o: { thread: 'caller' }): PlannedMerge;
+export function planEtcMerge(layout: Layout, booted: string, staged: string, merged: readonly string[], o?: { thread?: 'worker' }): Promise<PlannedMerge>;
+export function planEtcMerge(layout: Layout, booted: string, staged: string, merged: readonly string[], o: { thread?: 'caller' | 'worker' } = {}): PlannedMerge | Promise<PlannedMerge> {
   const m = mergeSources(layout, booted, staged, defaultWhere(layout, staged));
-  return combine(booted, staged, m.update, merged.map((dir) => ({ dir, rows: changedRows({ ...m.sources(dir), always: rowsAlwaysPlanned(dir) }) })));
+  const walks = merged.map((dir) => ({ ...m.sources(dir), always: rowsAlwaysPlanned(dir) }));
+  const plan = (rows: Row[][]) => combine(booted, staged, m.update, merged.map((dir, i) => ({ dir, rows: rows[i]! })));
+  if (o.thread === 'caller') return plan(walks.map((w) => changedRows(w)));
+  return (async () => {
+    const rows: Row[][] = [];
+    for (const w of walks) rows.push(await runTreeTask(rowTasks.changedRows, w));
+    return plan(rows);
+  })();
 }
 
 /**
@@ -191,7 +194,7 @@ export function redoEtcMerge(ctx: Context, id: string, marker: MergeMarker): str
   // Writes the crash cut short left temp files beside the paths they were writing.
   const tree = new RootFs(layout.tree(id), { faults: ctx.faults });
   for (const dir of new Set(marker.paths.map((p) => (p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '')))) tree.removeTempLeftovers(dir);
-  const m = planEtcMergeSync(layout, marker.booted, id, marker.merged);
+  const m = planEtcMerge(layout, marker.booted, id, marker.merged, { thread: 'caller' });
   const w = writeEtcMerge(ctx, m, marker.merged, marker.paths);
   const patched = patchManifest(w.tree, w.manifest, w.next, w.events, ctx.faults, true);
   ctx.dfs.rename(w.next, w.manifest);

@@ -1,0 +1,33 @@
+/**
+ * planEtcMerge is one planner for finalize (rows walked on a worker thread) and for
+ * recovery (walked on the caller's thread, as recovery runs synchronously): the same
+ * sources give the same plan either way.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { planEtcMerge } from '../../src/merge/merge.js';
+import { Layout } from '../../src/state/layout.js';
+import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
+import { BASE_TREE } from '../helpers/trees.js';
+
+let t: TempSysroot | null = null;
+afterEach(() => {
+  t?.cleanup();
+  t = null;
+});
+
+it('plans the same merge on the caller thread as on a worker thread', async () => {
+  t = await tempSysroot({ tree: { ...BASE_TREE, 'etc/app.conf': 'a=1\n', 'etc/gone.conf': 'x\n', 'etc/same.conf': 's\n' } });
+  const r = await t.sysroot.stage({ version: 1, label: 'next', files: [{ path: '/etc/app.conf', contents: 'a=2\n' }, { path: '/etc/new.conf', contents: 'n\n' }] });
+  const booted = path.join(t.dir, 'deploy', t.sysroot.status().booted!, 'tree');
+  fs.writeFileSync(path.join(booted, 'etc/app.conf'), 'a=local\n'); // a conflict: both changed it
+  fs.writeFileSync(path.join(booted, 'etc/local.conf'), 'mine\n'); // an addition, carried
+  fs.unlinkSync(path.join(booted, 'etc/gone.conf')); // a removal, carried
+  const layout = new Layout(t.dir);
+  const onWorker = await planEtcMerge(layout, t.sysroot.status().booted!, r.id, ['etc']);
+  const onCaller = planEtcMerge(layout, t.sysroot.status().booted!, r.id, ['etc'], { thread: 'caller' });
+  expect(onWorker.actions.length).toBeGreaterThanOrEqual(2);
+  expect(onWorker.conflicts.map((c) => c.path)).toEqual(['etc/app.conf']);
+  expect(onCaller).toEqual(onWorker);
+});
