@@ -19,10 +19,10 @@ export type { XattrPolicy } from './fs/core/xattr.js';
 export { displayPath, nameFromBytes, bytesOfName } from './fs/core/names.js';
 export type { Source, BaseTree, SourceInfo, PlanContext } from './sources/source.js';
 export { ReadOnlyTree } from './fs/trees/read-only-tree.js';
-export { specSource, parseUpdateSpec, updateSpecSchema, type UpdateSpec } from './sources/spec.js';
+export { specSource, parseUpdateSpec, type UpdateSpec } from './sources/spec.js';
 export { ignitionSource, ignitionFileSource, type IgnitionOptions } from './sources/ignition/index.js';
-export { sourceFromPath, detectKind, type SourceKind, type SourceOptions } from './sources/detect.js';
-export { machineConfigSource, machineConfigDocumentSource, checkMachineConfig, type MachineConfigOptions, type CheckedMachineConfig } from './sources/machine-config/index.js';
+export { sourceFromPath, type SourceOptions } from './sources/detect.js';
+export { machineConfigSource, type MachineConfigOptions } from './sources/machine-config/index.js';
 export type { ConfigRecord, OwnedPath } from './state/config-record.js';
 export { tarLayerSource, type TarLayerOptions } from './sources/tar-layer.js';
 export { directorySource, type DirectorySourceOptions } from './sources/directory.js';
@@ -30,7 +30,6 @@ export { DEFAULT_LAYER_LIMITS, type LayerLimits } from './sources/entry-checks.j
 export type { PathChange } from './fs/manifests/diff-manifests.js';
 export type { Drift, DriftKind } from './fs/manifests/verify-tree.js';
 export type { CopyPolicy } from './fs/trees/copy-tree.js';
-export type { FaultHook } from './fs/core/faults.js';
 export { exitCodeFor, EXIT } from './exit-codes.js';
 export type { BuiltinOptions } from './validate/builtins.js';
 export type { CommandValidator } from './validate/command-validators.js';
@@ -52,4 +51,3 @@ export { FleetLockClient, FleetLockError, DEFAULT_FLEETLOCK_TIMEOUT_MS, type Fle
 export type { FleetLockConfig } from './fleetlock/config.js';
 export { adoptRoot, ADOPT_SHARED, type AdoptOptions, type AdoptResult } from './install/adopt.js';
 export { findSysroot, type FoundSysroot, type SysrootPlaces } from './boot/find-sysroot.js';
-export { PACKAGE_DBS } from './install/package-db.js';
