@@ -4,8 +4,10 @@ import type { PathChange } from '../fs/manifests/diff-manifests.js';
 import { OverlayIo } from '../fs/trees/overlay-io.js';
 import { changedPaths, changesOf, deltaOf, readOnDisk, type TreeChanges } from '../fs/manifests/patch-manifest.js';
 import { comparePaths } from '../fs/core/paths.js';
+import { walkEntries } from '../fs/core/walk.js';
 import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import { RootFs } from '../fs/trees/root-fs.js';
+import { B } from '../fs/trees/tree-io.js';
 import { snapshotsFrom } from '../fs/trees/storage.js';
 import { compareEntry } from '../fs/manifests/verify-tree.js';
 import { sharedDirs } from '../machine-state/config.js';
@@ -121,13 +123,8 @@ const hostOf = (tree: string, rel: string): string => (rel === '' ? tree : `${tr
 function diffOf(tree: string, ch: TreeChanges, io: OverlayIo): PathChange[] {
   const booted = new ReadOnlyTree(tree);
   const paths = new Set(ch.dirty);
-  const below = (rel: string): void => {
-    for (const name of booted.readdir(rel) ?? []) {
-      const child = `${rel}/${name}`;
-      paths.add(child);
-      if (booted.lstat(child)?.isDirectory()) below(child);
-    }
-  };
+  // Everything below a removed directory (the one walker, walk.ts: names kept as bytes).
+  const below = (rel: string): void => walkEntries(B(booted.resolve(rel)!.hostPath), { enter: (r, _h, e) => (paths.add(`${rel}/${r}`), e.dirent.isDirectory()) });
   for (const r of ch.removed) if (booted.lstat(r)?.isDirectory()) below(r);
   const out: PathChange[] = [];
   for (const p of [...paths].sort(comparePaths)) {

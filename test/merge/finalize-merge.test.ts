@@ -201,3 +201,30 @@ describe('/etc merge at finalize', () => {
     expect(read(path.join(again.treePath(r.id), 'etc/motd'))).toBe('new motd\n');
   });
 });
+
+describe('/etc merge at finalize over names that are not UTF-8', () => {
+  let t: TempSysroot | undefined;
+  afterEach(() => t?.cleanup());
+
+  it('carries a locally added directory with latin-1 names byte for byte', async () => {
+    const L = Buffer.from('caf\xe9', 'latin1');
+    const at = (...parts: (string | Buffer)[]): Buffer => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
+    t = await tempSysroot({ tree: TREE });
+    const s = t.sysroot;
+    const live = s.treePath('0001');
+    await s.stage({ files: [{ path: '/etc/motd', contents: 'new motd\n' }] });
+    // The running system adds etc/café/café and etc/café.conf (latin-1 bytes) after the stage.
+    fs.mkdirSync(at(live, '/etc/', L));
+    fs.writeFileSync(at(live, '/etc/', L, '/', L), 'inner\n');
+    fs.writeFileSync(at(live, '/etc/', L, '.conf'), 'beside\n');
+    const liveHash = hashTree(path.join(live, 'etc'), { exclude: ['motd'] });
+    await reboot(s);
+    expect(s.status().lastMerge).toMatchObject({ carried: 3, conflicts: [] }); // the directory and its two latin-1 names
+    const now = path.join(t.dir, 'current');
+    expect(read(path.join(now, 'etc/motd'))).toBe('new motd\n');
+    expect(fs.readFileSync(at(now, '/etc/', L, '/', L), 'utf8')).toBe('inner\n');
+    expect(fs.readFileSync(at(now, '/etc/', L, '.conf'), 'utf8')).toBe('beside\n');
+    expect(hashTree(path.join(now, 'etc'), { exclude: ['motd'] })).toBe(liveHash);
+    expect((await s.verify()).drift).toEqual([]);
+  });
+});

@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -208,5 +209,33 @@ describe('stage --dry-run agrees with the real stage (one planner)', () => {
     const warnings = (s: string) => s.split('\n').filter((l) => l.startsWith('stagedroot: warning:'));
     expect(warnings(real.err).length).toBe(2);
     expect(warnings(dry.err)).toEqual(warnings(real.err));
+  });
+});
+
+describe('stage --dry-run over names that are not UTF-8', () => {
+  it('lists everything below a removed directory with latin-1 names, as `diff` does after the real stage', async () => {
+    const latin1 = Buffer.from('caf\xe9', 'latin1');
+    const esc = 'caf\udce9'; // the name's byte escaped, as tree paths carry it
+    const src = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-dry-latin1-'));
+    try {
+      for (const [p, c] of Object.entries(BASE)) {
+        fs.mkdirSync(path.dirname(path.join(src, p)), { recursive: true });
+        fs.writeFileSync(path.join(src, p), c);
+      }
+      const dir = Buffer.concat([Buffer.from(`${src}/srv/data/`), latin1]);
+      fs.mkdirSync(dir);
+      fs.writeFileSync(Buffer.concat([dir, Buffer.from('/'), latin1]), 'x\n');
+      t = await tempSysroot({ fromDirectory: src });
+    } finally {
+      fs.rmSync(src, { recursive: true, force: true });
+    }
+    const spec = writeJson(t, 'rm.json', { version: 1, remove: [{ path: '/srv/data', recursive: true }] });
+    const before = snapshot(t);
+    const plan = await t.sysroot.dryRun(spec);
+    expect(snapshot(t)).toBe(before);
+    const listed = (cs: { path: string; change: string }[]): string[] => cs.map((c) => `${c.change} ${c.path}`);
+    expect(listed(plan.changes)).toEqual(['removed srv/data', 'removed srv/data/a', 'removed srv/data/b', `removed srv/data/${esc}`, `removed srv/data/${esc}/${esc}`]);
+    const staged = await t.sysroot.stage(spec);
+    expect(listed(await t.sysroot.diff(t.sysroot.status().booted!, staged.id))).toEqual(listed(plan.changes));
   });
 });

@@ -4,9 +4,9 @@ import { ManifestWriter, entryFromStat, readEntry, unchangedSince } from './mani
 import { formatEntry, isFileLineFor, lineSize, type ManifestEntry } from './manifest-line.js';
 import { ManifestCursor } from './manifest-cursor.js';
 import { RemovedLines, changesOf, deltaOf, type PatchResult, type TouchEvent } from './patch-manifest.js';
-import { childPath, hostPath } from '../core/names.js';
+import { hostPath } from '../core/names.js';
 import type { TaskHooks } from '../jobs/tree-tasks.js';
-import { readNames } from '../core/walk.js';
+import { walk } from '../core/walk.js';
 import { readXattrs, xattrDigest, xattrsSupported } from '../core/xattr.js';
 import { comparePaths, isUnder } from '../core/paths.js';
 import { ioError } from '../core/io-error.js';
@@ -131,12 +131,14 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
       else if (changed) dropped.note(r!.p);
     }
   };
-  const visit = (relDir: string, hostDir: string | Buffer): void => {
-    for (const name of readNames(hostDir)) {
+  /** The walk of the snapshot (the one walker, walk.ts), trusted prefixes not entered. */
+  const walkSnapshot = (): void => {
+    for (const step of walk(a.tree)) {
+      if (step.leave) continue;
       h.checkAbort();
-      const rel = relDir === '' ? name : `${relDir}/${name}`;
-      const host = childPath(hostDir, name);
+      const { rel, host } = step;
       const st = fs.lstatSync(host);
+      if (!st.isDirectory() || trust.includes(rel)) step.skip();
       drain(rel);
       const raw = prev.peekRaw()?.p === rel ? prev.nextRaw() : null;
       walked += 1;
@@ -166,14 +168,12 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
         }
         h.faults.afterMutation('unlink', String(host));
         h.skip(rel, st.isSocket() ? 'socket' : 'device node');
-        continue;
       }
-      if (st.isDirectory() && !trust.includes(rel)) visit(rel, host);
     }
   };
   let entries = 0;
   try {
-    visit('', a.tree);
+    walkSnapshot();
     drain(null);
     entries = out.count;
   } finally {

@@ -6,7 +6,7 @@ import { fsyncDir } from '../core/fsync-dir.js';
 import { ioError } from '../core/io-error.js';
 import { readXattrs, writeXattrs } from '../core/xattr.js';
 import { bytesOfName, childPath, hasRawBytes, nameFromBytes } from '../core/names.js';
-import { readEntries } from '../core/walk.js';
+import { walk } from '../core/walk.js';
 
 const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
 const CHUNK = 1 << 20;
@@ -80,24 +80,52 @@ function bytesOf(p: string | Buffer): Buffer {
   return typeof p === 'string' ? (hasRawBytes(p) ? bytesOfName(p) : Buffer.from(p)) : p;
 }
 
-/** Paths are bytes all the way down: a name that is not UTF-8 is copied as it is. */
+/**
+ * Paths are bytes all the way down: a name that is not UTF-8 is copied as it is. A
+ * directory's children come from the one walker (walk.ts); each directory gets its
+ * attributes and an fsync after its children, as the copy of a single directory does.
+ */
 function copyAny(src: Buffer, dst: Buffer, st: fs.Stats, recursive: boolean, faults: FaultHook): void {
-  const shown = nameFromBytes(dst);
-  if (st.isDirectory()) {
-    fs.mkdirSync(dst, { mode: 0o700 });
-    faults.afterMutation('mkdir', shown);
-    if (recursive) {
-      for (const e of readEntries(src)) {
-        const child = childPath(src, e.name) as Buffer;
-        const cst = fs.lstatSync(child);
-        if (cst.isFile() || cst.isDirectory() || cst.isSymbolicLink()) copyAny(child, childPath(dst, e.name) as Buffer, cst, true, faults);
+  if (!st.isDirectory()) return copyLeaf(src, dst, st, faults);
+  makeDir(dst, faults);
+  if (recursive) {
+    const dirs: fs.Stats[] = []; // the source directories entered and not yet left
+    for (const step of walk(src)) {
+      const to = childPath(dst, step.rel) as Buffer;
+      if (step.leave) {
+        finishDir(step.host as Buffer, to, dirs.pop()!);
+        continue;
+      }
+      const cst = fs.lstatSync(step.host);
+      if (cst.isDirectory() && step.entry.dirent.isDirectory()) {
+        makeDir(to, faults);
+        dirs.push(cst);
+      } else {
+        step.skip();
+        copyLeaf(step.host as Buffer, to, cst, faults);
       }
     }
-    setAttrs(dst, st);
-    const attrs = readXattrs(src);
-    if (attrs.length > 0) writeXattrs(dst, attrs, { rel: shown });
-    fsyncDirBytes(dst);
-  } else if (st.isSymbolicLink()) {
+  }
+  finishDir(src, dst, st);
+}
+
+function makeDir(dst: Buffer, faults: FaultHook): void {
+  fs.mkdirSync(dst, { mode: 0o700 });
+  faults.afterMutation('mkdir', nameFromBytes(dst));
+}
+
+/** A copied directory's owner, mode, times and extended attributes, then an fsync: after its children. */
+function finishDir(src: Buffer, dst: Buffer, st: fs.Stats): void {
+  setAttrs(dst, st);
+  const attrs = readXattrs(src);
+  if (attrs.length > 0) writeXattrs(dst, attrs, { rel: nameFromBytes(dst) });
+  fsyncDirBytes(dst);
+}
+
+/** A symlink or a regular file; devices, FIFOs and sockets are not state anyone keeps: skipped. */
+function copyLeaf(src: Buffer, dst: Buffer, st: fs.Stats, faults: FaultHook): void {
+  const shown = nameFromBytes(dst);
+  if (st.isSymbolicLink()) {
     fs.symlinkSync(fs.readlinkSync(src, { encoding: 'buffer' }), dst);
     faults.afterMutation('symlink', shown);
     if (canChown) fs.lchownSync(dst, st.uid, st.gid);
@@ -117,7 +145,6 @@ function copyAny(src: Buffer, dst: Buffer, st: fs.Stats, recursive: boolean, fau
     }
     faults.afterMutation('copy', shown);
   }
-  // Devices, FIFOs and sockets are not state anyone keeps: skipped.
 }
 
 function setAttrs(dst: string | Buffer, st: fs.Stats): void {

@@ -1,9 +1,8 @@
 import * as fs from 'node:fs';
 import { StagedrootError, errnoOf } from '../../errors.js';
 import { readLinkTarget } from '../manifests/manifest.js';
-import { childPath } from '../core/names.js';
 import { ioError } from '../core/io-error.js';
-import { readNames } from '../core/walk.js';
+import { walk } from '../core/walk.js';
 import { readXattrs, type Xattrs } from '../core/xattr.js';
 
 export type TreeEntryKind = 'file' | 'dir' | 'symlink' | 'char-device' | 'block-device' | 'fifo' | 'socket';
@@ -42,22 +41,17 @@ function kindOf(st: fs.Stats): TreeEntryKind {
 
 /**
  * Yields a tree's entries lazily, depth first with sorted children (a parent before its
- * children), never following symlinks. Only the names of the directories on the current
- * path are held, so memory follows depth × width, not the size of the tree.
+ * children), never following symlinks, names kept as bytes. Only the names of the
+ * directories on the current path are held, so memory follows depth × width, not the
+ * size of the tree.
  */
 export function* readTree(root: string): Generator<TreeEntry> {
   const rootSt = statOrThrow(root, root, true);
   if (!rootSt.isDirectory()) throw new StagedrootError('USAGE', `The source ${root} is not a directory`, { value: root });
-  const stack: { rel: string; host: string | Buffer; names: string[]; i: number }[] = [{ rel: '', host: root, names: listSorted(root), i: 0 }];
-  while (stack.length > 0) {
-    const top = stack[stack.length - 1]!;
-    if (top.i >= top.names.length) {
-      stack.pop();
-      continue;
-    }
-    const name = top.names[top.i++]!;
-    const rel = top.rel === '' ? name : `${top.rel}/${name}`;
-    const host = childPath(top.host, name);
+  // The one walker (walk.ts); a directory it cannot read is an error naming it.
+  for (const step of walk(root, { onReadError: (err, _rel, host) => ioError(err, String(host), String(host)) })) {
+    if (step.leave) continue;
+    const { rel, host } = step;
     const st = statOrThrow(host, rel, false);
     const kind = kindOf(st);
     const e: TreeEntry = {
@@ -81,8 +75,9 @@ export function* readTree(root: string): Generator<TreeEntry> {
     }
     const xattrs = readXattrs(host);
     if (xattrs.length > 0) e.xattrs = xattrs;
+    // Walked into only when lstat agrees it is a directory (readdir's type could be stale).
+    if (kind !== 'dir') step.skip();
     yield e;
-    if (kind === 'dir') stack.push({ rel, host, names: listSorted(host), i: 0 });
   }
 }
 
@@ -118,14 +113,6 @@ export async function* readFileChunks(hostPath: string | Buffer, rel: string, ex
     }
   } finally {
     fs.closeSync(fd);
-  }
-}
-
-function listSorted(host: string | Buffer): string[] {
-  try {
-    return readNames(host);
-  } catch (err) {
-    throw ioError(err, String(host), String(host));
   }
 }
 
