@@ -6,6 +6,9 @@
  *
  *   --quick                  every target ratio, fast: 1 round, no ostree, rsync, full
  *                            copy, verify or XFS rows (context for no target)
+ *   --cli                    only issue 21's CLI rows (scripts/bench/cli.mjs: the CLI's
+ *                            start against `node -e 0`, a CLI stage on 50,000 files),
+ *                            about a minute; replaces their section of BENCHMARKS.md
  *   BENCH_REPS=5             repetitions per measurement (median reported; 1 with --quick)
  *   BENCH_SIZES=10000,100000 tree sizes in files
  *   BENCH_SEED=20240611      the seed of the generated trees and update
@@ -22,9 +25,11 @@ import { CONTEXT_ROUNDS, prepareSize } from './bench/measure-size.mjs';
 import { resultsTable, targets, targets12, targetsTable } from './bench/report.mjs';
 import { loopMount } from './bench/loop-mount.mjs';
 import { ensureTools, run, versionOf } from './bench/tools.mjs';
+import { cliSection, measureCli, spliceCliSection } from './bench/cli.mjs';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const quick = process.argv.includes('--quick');
+const cliOnly = process.argv.includes('--cli');
 const reps = Number(process.env.BENCH_REPS ?? (quick ? 1 : 5));
 const sizes = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map((s) => Number(s.trim()));
 const seed = Number(process.env.BENCH_SEED ?? 20240611);
@@ -34,6 +39,19 @@ if (sizes.some((n) => !Number.isInteger(n) || n < 100)) throw new Error(`BENCH_S
 
 const log = (m) => console.log(m);
 const started = performance.now();
+const cliWhen = () => `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npm run bench${cliOnly ? ' -- --cli' : ''}\`; load average at the start ${os.loadavg().map((x) => x.toFixed(2)).join(' ')} (2 cores: above 2, every process waits for a core, Node's start included). Each command is a fresh process, timed from spawn to exit; the rounds interleave the commands.`;
+
+if (cliOnly) {
+  const when = cliWhen();
+  const m = await measureCli({ dir: fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'stagedroot-bench-cli-')), seed, log, starts: Number(process.env.BENCH_CLI_STARTS ?? 15), stages: Number(process.env.BENCH_CLI_STAGES ?? 3) });
+  const section = cliSection(m, targetsTable, when);
+  console.log(`\n${section}\n(run took ${((performance.now() - started) / 60000).toFixed(1)} min)`);
+  if (out !== '-' && fs.existsSync(out)) {
+    fs.writeFileSync(out, spliceCliSection(fs.readFileSync(out, 'utf8'), section));
+    log(`updated its section of ${out}`);
+  }
+  process.exit(0);
+}
 
 const { available, notes } = quick ? { available: {}, notes: ['--quick: ostree, rsync, the full copy, verify and the XFS rows are not run'] } : ensureTools([{ cmd: 'ostree', pkg: 'ostree' }, { cmd: 'rsync', pkg: 'rsync' }], log);
 for (const n of notes) log(`NOTE: ${n}`);
@@ -58,6 +76,10 @@ const env = {
   cp: versionOf('cp'),
 };
 log(`stagedroot benchmark: sizes ${sizes.join(', ')}, ${reps} repetitions, seed ${seed}, in ${base} (${fsType})`);
+
+log('issue 21: the CLI rows');
+const cliWhenFull = cliWhen();
+const cli = await measureCli({ dir: path.join(base, 'cli'), seed, log, starts: quick ? 7 : 15, stages: quick ? 1 : reps });
 
 const results = [];
 /** Rows of the other filesystems: name -> { results } or { why } when it could not be made. */
@@ -118,6 +140,7 @@ Every figure is a median over ${reps} round${reps === 1 ? '' : 's'} of this one 
 samples, the full copy and rsync fewer: see Method); ratios compare medians measured in the
 same run, on the same trees and the same update.
 
+${cliSection(cli, targetsTable, cliWhenFull)}
 ## Targets (issue 12: btrfs, the portable path, the event loop)
 
 ${tt12}

@@ -2,7 +2,7 @@ import { makeContext, type Context, type ContextOptions } from './context.js';
 import { StagedrootError } from './errors.js';
 import { boot, markGood, type BootResult } from './boot/boot.js';
 import type { BootRecordPlace } from './boot/boot-record.js';
-import { finalize, type FinalizeOptions, type FinalizeResult } from './commit/finalize.js';
+import type { FinalizeOptions, FinalizeResult } from './commit/finalize.js';
 import { applyTransition } from './store/apply-transition.js';
 import { emptyTrash } from './store/remove-deployments.js';
 import type { PathChange } from './fs/manifests/diff-manifests.js';
@@ -10,7 +10,6 @@ import { exists, readLink, writeJson } from './fs/trees/durable.js';
 import { acquireLock } from './fs/core/lock.js';
 import type { Drift } from './fs/manifests/verify-tree.js';
 import { runTreeTask, warmTreeWorker } from './fs/jobs/tree-jobs.js';
-import { manifestTasks } from './fs/manifests/tasks.js';
 import { storageKind, type StorageKind } from './fs/trees/storage.js';
 import { discardStaged, prune } from './store/prune.js';
 import { markBad, rollback } from './rollback/rollback.js';
@@ -19,16 +18,13 @@ import { recover, type RecoveryReport } from './store/recover.js';
 import type { BaseState, Phase } from './state/schema.js';
 import { statusView, type Status } from './state/status.js';
 import { loadState } from './store/state-file.js';
-import { pathSource } from './sources/detect.js';
 import { checkWaitSeconds } from './util/options.js';
-import { specSource } from './sources/spec.js';
-import { ignitionSource } from './sources/ignition/index.js';
 import type { Source } from './sources/source.js';
-import { initSysroot, type InitOptions } from './stage/init.js';
+import type { InitOptions } from './stage/init.js';
 import { addTrustedKey, loadTrustedKeys, readPublicKeyFile, removeTrustedKey } from './trust/keys.js';
-import { stage, type StageOptions, type StageResult } from './stage/stage.js';
-import { dryRun, type DryRunOptions, type DryRunResult } from './stage/dry-run.js';
-import { describeHookFailure, runHooks, type HookContext, type HookRun } from './hooks/run-hooks.js';
+import type { StageOptions, StageResult } from './stage/stage.js';
+import type { DryRunOptions, DryRunResult } from './stage/dry-run.js';
+import type { HookContext, HookRun } from './hooks/run-hooks.js';
 import type { HookPhase } from './hooks/phases.js';
 import type { BuiltinOptions } from './validate/builtins.js';
 
@@ -47,14 +43,17 @@ export interface SysrootOptions extends ContextOptions {
 /** What `stage` accepts: a Source, a path (kind detected from content), or a spec object. */
 export type StageInput = Source | string | { [key: string]: unknown };
 
-function toSource(input: StageInput): Source {
-  if (typeof input === 'string') return pathSource(input);
+// The modules of staging, finalizing, the sources and the hooks are loaded by the
+// operation that uses them: `status`, `boot` and `mark-good` (at every boot, by the CLI)
+// and a library import do not parse, compile and run them.
+async function toSource(input: StageInput): Promise<Source> {
+  if (typeof input === 'string') return (await import('./sources/detect.js')).pathSource(input);
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     throw new StagedrootError('USAGE', `stage() takes a path, a Source or an update spec object, got ${Array.isArray(input) ? 'an array' : input === null ? 'null' : typeof input}`, { option: 'source', value: input });
   }
   if (typeof (input as Source).plan === 'function' && typeof (input as Source).kind === 'string') return input as Source;
-  if ('ignition' in input) return ignitionSource(input);
-  return specSource(input);
+  if ('ignition' in input) return (await import('./sources/ignition/index.js')).ignitionSource(input);
+  return (await import('./sources/spec.js')).specSource(input);
 }
 
 /**
@@ -89,7 +88,7 @@ export class Sysroot {
     ctx.dfs.mkdir(ctx.layout.root);
     const lock = await acquireLock(ctx.layout.root, { waitSeconds, operation: 'init', faults: ctx.faults });
     try {
-      await initSysroot(ctx, o);
+      await (await import('./stage/init.js')).initSysroot(ctx, o);
     } finally {
       lock.release();
     }
@@ -160,8 +159,8 @@ export class Sysroot {
    * (async, like `prune`: bad input rejects the promise rather than throwing synchronously)
    */
   async stage(input: StageInput, o: StageOptions = {}): Promise<StageResult> {
-    const source = toSource(input);
-    warmTreeWorker(); // its start overlaps the lock, recovery and the source's plan
+    warmTreeWorker(); // its start overlaps loading the stage's modules, the lock, recovery and the source's plan
+    const [source, { stage }] = await Promise.all([toSource(input), import('./stage/stage.js')]);
     return this.write('stage', async (s) => {
       const out = await stage(this.ctx, s, source, { ...o, builtins: { ...this.builtins, ...o.builtins } }, (phase, c) => this.hooks(phase, c, o));
       if (!out.ok) {
@@ -183,6 +182,7 @@ export class Sysroot {
   private async hooks(phase: HookPhase, c: Omit<HookContext, 'sysroot'>, o: { hookTimeoutMs?: number } = {}): Promise<HookRun[]> {
     const { layout, dfs } = this.ctx;
     const s = this.state();
+    const { runHooks, describeHookFailure } = await import('./hooks/run-hooks.js');
     const runs = await runHooks(layout.hooksDir, phase, { sysroot: layout.root, bootedTree: s.booted ? layout.tree(s.booted) : null, ...c }, { timeoutMs: o.hookTimeoutMs, stopOnFailure: phase.startsWith('pre-') });
     if (runs.length > 0) {
       dfs.mkdir(layout.hookRunsDir);
@@ -197,7 +197,7 @@ export class Sysroot {
    * the booted tree and every check that needs no new tree. Takes no lock.
    */
   async dryRun(input: StageInput, o: DryRunOptions = {}): Promise<DryRunResult> {
-    const source = toSource(input);
+    const [source, { dryRun }] = await Promise.all([toSource(input), import('./stage/dry-run.js')]);
     return dryRun(this.ctx, this.state(), source, { ...o, builtins: { ...this.builtins, ...o.builtins } });
   }
 
@@ -211,8 +211,10 @@ export class Sysroot {
       if (staged && !staged.locked) {
         const runs = await this.hooks('pre-finalize', { id: staged.id, label: staged.label, tree: this.ctx.layout.tree(staged.id) }, o);
         const bad = runs.find((r) => !r.ok);
+        const { describeHookFailure } = await import('./hooks/run-hooks.js');
         if (bad) throw new StagedrootError('HOOK_FAILED', `Finalize of deployment ${staged.id} (${staged.label}) was stopped by the ${describeHookFailure(bad)}; it stays staged`, { path: `hooks/pre-finalize/${bad.hook}`, value: staged.id });
       }
+      const { finalize } = await import('./commit/finalize.js');
       let r: FinalizeResult;
       try {
         r = await finalize(this.ctx, s, o);
@@ -289,6 +291,7 @@ export class Sysroot {
   /** Changed paths between two deployments, by manifest (compared on a worker thread). */
   async diff(a: string, b: string): Promise<PathChange[]> {
     const s = this.state();
+    const { manifestTasks } = await import('./fs/manifests/tasks.js');
     return runTreeTask(manifestTasks.diffManifests, { a: this.manifestOf(s, a), b: this.manifestOf(s, b) });
   }
 
@@ -311,6 +314,7 @@ export class Sysroot {
   async verify(id?: string, o: { onProgress?: (done: number) => void; signal?: AbortSignal } = {}): Promise<{ id: string; drift: Drift[] }> {
     const s = this.state();
     const which = id ?? s.booted ?? s.current;
+    const { manifestTasks } = await import('./fs/manifests/tasks.js');
     const drift = await runTreeTask(manifestTasks.verifyTree, { tree: this.ctx.layout.tree(which), manifest: this.manifestOf(s, which) }, { onProgress: o.onProgress, signal: o.signal });
     return { id: which, drift };
   }

@@ -110,9 +110,10 @@ function planTree(files, rng) {
 
 /**
  * Generates `<dir>/base`, `<dir>/new`, `<dir>/update.json` and the ostree-shaped trees
- * `<dir>/base-ostree`, `<dir>/new-ostree` (etc/ moved to usr/etc, as ostree requires).
+ * `<dir>/base-ostree`, `<dir>/new-ostree` (etc/ moved to usr/etc, as ostree requires;
+ * not with `o.ostree` false).
  */
-export function generate(dir, files, seed) {
+export function generate(dir, files, seed, o = {}) {
   const rng = prng(seed);
   const pool = randomPool(rng, POOL);
   const base = path.join(dir, 'base');
@@ -187,7 +188,7 @@ export function generate(dir, files, seed) {
 
   // ostree keeps the default /etc in /usr/etc (rpm-ostree moves it there at compose time).
   const ostreeTrees = {};
-  for (const [name, src] of [['base-ostree', base], ['new-ostree', newTree]]) {
+  for (const [name, src] of o.ostree === false ? [] : [['base-ostree', base], ['new-ostree', newTree]]) {
     const t = path.join(dir, name);
     cpal(src, t);
     fs.renameSync(path.join(t, 'etc'), path.join(t, 'usr/etc'));

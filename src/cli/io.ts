@@ -1,6 +1,7 @@
 import { StagedrootError, formatIssues } from '../errors.js';
 import { exitCodeFor } from '../exit-codes.js';
 import type { SysrootPlaces } from '../boot/find-sysroot.js';
+import { debugFlagged } from './debug.js';
 
 /** Where the CLI prints: injectable so tests can run the program in-process. */
 export interface Io {
@@ -24,8 +25,7 @@ export const processIo: Io = {
 
 /** Stacks of unexpected errors are printed with --debug on the command line or STAGEDROOT_DEBUG set (not "0"). */
 export function debugWanted(io: Io): boolean {
-  const v = io.env.STAGEDROOT_DEBUG;
-  return (v !== undefined && v !== '' && v !== '0') || io.debug === true;
+  return debugFlagged(io.env) || io.debug === true;
 }
 
 export function printJson(io: Io, value: unknown): void {

@@ -1,7 +1,9 @@
 #!/usr/bin/env node
-import { processIo } from './io.js';
-import { runCli } from './program.js';
+import { debugFlagged } from './debug.js';
 
-// No fault hook here: crash tests kill a CLI through src/testing/crash-cli.ts, never this entry.
-const code = await runCli(process.argv.slice(2), processIo);
-process.exitCode = code;
+// The `stagedroot` bin. The CLI itself is one bundled file (dist/cli/run.js, made by
+// scripts/build-cli.mjs), loaded after this: with --debug or STAGEDROOT_DEBUG its stacks
+// name the TypeScript sources through its source map, which Node reads only for modules
+// loaded after source maps are turned on (and only then: parsing the map costs a start).
+if (debugFlagged(process.env, process.argv.slice(2))) process.setSourceMapsEnabled(true);
+await import('./run.js');

@@ -1,4 +1,3 @@
-import { execa, parseCommandString } from 'execa';
 import { optionError } from './options.js';
 import { BoundedOutput, OUTPUT_LIMIT } from './bounded-output.js';
 
@@ -20,6 +19,23 @@ export interface CommandResult {
   /** Combined stdout+stderr, bounded (first and last halves kept). */
   output: string;
   durationMs: number;
+}
+
+/**
+ * execa's parseCommandString (execa 9, lib/methods/command.js), here so that reading a
+ * command line does not load execa (a verb that runs nothing should not pay for it):
+ * words split on spaces, a space escaped by a backslash kept in its word.
+ */
+function parseCommandString(command: string): string[] {
+  const trimmed = command.trim();
+  if (trimmed === '') return [];
+  const tokens: string[] = [];
+  for (const token of trimmed.split(/ +/g)) {
+    const previous = tokens.at(-1);
+    if (previous !== undefined && previous.endsWith('\\')) tokens[tokens.length - 1] = `${previous.slice(0, -1)} ${token}`;
+    else tokens.push(token);
+  }
+  return tokens;
 }
 
 /** "cmd arg 'quoted arg'" or ["cmd", "arg"] → a CommandSpec (execa's parser, no shell). */
@@ -46,6 +62,7 @@ export async function runCommand(
 ): Promise<CommandResult> {
   const started = Date.now();
   const out = new BoundedOutput(o.outputLimit ?? OUTPUT_LIMIT);
+  const { execa } = await import('execa'); // loaded by the first command run, not by every verb
   const sub = execa(cmd.file, cmd.args, {
     all: true,
     buffer: false,

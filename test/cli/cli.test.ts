@@ -153,7 +153,7 @@ describe('stagedroot CLI', () => {
 
   it('prints --help for every verb', async () => {
     // The verbs come from the program itself, so a new one cannot be missed here.
-    const verbs = buildProgram({ io: { out: () => {}, err: () => {}, errIsTty: false, env: {} }, exitCode: 0 }).commands.map((c) => c.name());
+    const verbs = (await buildProgram({ io: { out: () => {}, err: () => {}, errIsTty: false, env: {} }, exitCode: 0 })).commands.map((c) => c.name());
     expect(verbs).toEqual(expect.arrayContaining(['init', 'stage', 'finalize', 'health', 'unlock', 'pin', 'unpin']));
     const top = await cli(['--help']);
     expect(top.code).toBe(0);

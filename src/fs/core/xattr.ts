@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
-import * as napi from '@napi-rs/xattr';
 import { StagedrootError } from '../../errors.js';
 import { runOnPath } from './path-tool.js';
 
@@ -12,6 +12,13 @@ import { runOnPath } from './path-tool.js';
  * setfattr from Debian's `attr` package, the bytes handed over by printf(1), never
  * through the UTF-8 conversion that would lose them.
  */
+
+type Napi = typeof import('@napi-rs/xattr');
+let napiModule: Napi | undefined;
+/** The native module, loaded by the first xattr call (a verb that reads no attribute does not load it). */
+function napiXattr(): Napi {
+  return (napiModule ??= createRequire(import.meta.url)('@napi-rs/xattr') as Napi);
+}
 
 /** Attributes as a change set carries them: [name, value] pairs. */
 export type XattrList = ReadonlyArray<readonly [string, Uint8Array]>;
@@ -45,7 +52,7 @@ const UNSUPPORTED = new Set(['ENOTSUP', 'EOPNOTSUPP']);
 export function listXattrNames(host: string | Buffer): string[] {
   if (typeof host !== 'string') return readXattrsByTool(host).map(([n]) => n);
   try {
-    return napi.listAttributesSync(host);
+    return napiXattr().listAttributesSync(host);
   } catch (err) {
     const e = errnoOfXattr(err);
     if (e !== undefined && UNSUPPORTED.has(e)) return [];
@@ -62,7 +69,7 @@ export function readXattrs(host: string | Buffer): Xattrs {
   for (const n of names.sort()) {
     let v: Buffer | null;
     try {
-      v = napi.getAttributeSync(host, n);
+      v = napiXattr().getAttributeSync(host, n);
     } catch (err) {
       throw xattrIoError(err, host, 'read', n);
     }
@@ -81,7 +88,7 @@ export function writeXattrs(host: string | Buffer, attrs: Xattrs, o: XattrWriteO
   const kept: Xattrs = [];
   for (const [name, value] of attrs) {
     try {
-      if (typeof host === 'string') napi.setAttributeSync(host, name, value);
+      if (typeof host === 'string') napiXattr().setAttributeSync(host, name, value);
       else writeXattrByTool(host, name, value);
     } catch (err) {
       const e = errnoOfXattr(err);
@@ -104,7 +111,7 @@ export function writeXattrs(host: string | Buffer, attrs: Xattrs, o: XattrWriteO
 export function removeXattrs(host: string | Buffer, names: string[], rel: string): void {
   for (const n of names) {
     try {
-      if (typeof host === 'string') napi.removeAttributeSync(host, n);
+      if (typeof host === 'string') napiXattr().removeAttributeSync(host, n);
       else runOnPath(host, ['setfattr', '-h', '-x', n, '--'], rel);
     } catch (err) {
       if (errnoOfXattr(err) === 'ENODATA') continue;
@@ -143,7 +150,7 @@ export function xattrDigest(attrs: Xattrs): string | undefined {
 /** True when the filesystem holding `host` has extended attributes at all (one probe per tree). */
 export function xattrsSupported(host: string): boolean {
   try {
-    napi.listAttributesSync(host);
+    napiXattr().listAttributesSync(host);
     return true;
   } catch (err) {
     const e = errnoOfXattr(err);

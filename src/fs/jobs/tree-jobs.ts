@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { StagedrootError } from '../../errors.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
 import { abortedError, type TaskHooks, type TreeTask } from './tree-tasks.js';
@@ -81,6 +81,8 @@ export function warmTreeWorker(): void {
 
 /** A new worker that leaves the idle list when it dies (its task, if any, sees 'exit' itself). */
 function spawnWorker(url: URL): Worker {
+  // worker_threads is loaded by the first worker, not by every verb that imports this module.
+  const { Worker } = process.getBuiltinModule('node:worker_threads');
   const w = new Worker(url);
   w.on('error', () => {}); // reported to the task that runs on it; an idle one is just dropped
   w.on('exit', () => {

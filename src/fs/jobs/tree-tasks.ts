@@ -12,7 +12,8 @@ import type { FaultHook } from '../core/faults.js';
  * A task is defined beside the code it runs (fs/trees/tasks.ts, fs/manifests/tasks.ts,
  * merge/row-tasks.ts), never listed here: this registry knows no task, so that tree work
  * of any layer can run on a worker without the worker layer importing it. A worker finds
- * a task by importing the module that defined it (its `module` URL) and its name.
+ * a task by its name, importing the module that defined it (its `module` URL) when it
+ * has not loaded it (the CLI's worker bundle has them all: src/cli/tree-worker-main.ts).
  */
 export interface TaskHooks {
   faults: FaultHook;
@@ -31,20 +32,26 @@ export interface TreeTask<A, R> {
   readonly run: (args: A, hooks: TaskHooks) => R;
 }
 
+/**
+ * Tasks by name (names are unique across modules: a second module defining a name is a
+ * programming error). By name, not by module URL: in the CLI's bundles every module has
+ * the bundle's URL, and the worker's own bundle has every task registered already.
+ */
 const registry = new Map<string, TreeTask<unknown, unknown>>();
-const keyOf = (module: string, name: string): string => `${module}#${name}`;
 
 /** Defines (and registers) a task; `module` is the defining module's `import.meta.url`. */
 export function defineTreeTask<A, R>(module: string, name: string, run: (args: A, hooks: TaskHooks) => R): TreeTask<A, R> {
   const task: TreeTask<A, R> = { module, name, run };
-  registry.set(keyOf(module, name), task as TreeTask<unknown, unknown>);
+  const other = registry.get(name);
+  if (other !== undefined && other.module !== module) throw new StagedrootError('IO', `Two tree tasks are named ${name} (${other.module}, ${module})`);
+  registry.set(name, task as TreeTask<unknown, unknown>);
   return task;
 }
 
 /** The task `name` of `module`, importing the module when this thread has not loaded it yet. */
 export async function taskNamed(module: string, name: string): Promise<TreeTask<unknown, unknown>> {
-  if (!registry.has(keyOf(module, name))) await import(module);
-  const task = registry.get(keyOf(module, name));
+  if (!registry.has(name)) await import(module);
+  const task = registry.get(name);
   if (task === undefined) throw new StagedrootError('IO', `No tree task ${name} in ${module}`);
   return task;
 }

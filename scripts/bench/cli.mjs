@@ -1,0 +1,160 @@
+/**
+ * Issue 21's rows: the CLI as the boot path runs it, each command a fresh process timed
+ * from spawn to exit, against `node -e 0` (Node's own start) in the same rounds:
+ *   - `stagedroot --version`, `status`, `boot` (nothing to do: a good deployment, no
+ *     tries), `mark-good`, on a tiny sysroot (two files);
+ *   - importing the library (`await import('stagedroot')`, dist/index.js);
+ *   - a CLI `stage` of the bench's 200-file update (100 modified, 50 added, 50 removed)
+ *     on a 50,000-file tree, against `cp -al` + `sync -f` of that tree (the booted tree,
+ *     to a path as deep as stage's); `discard` after each, untimed.
+ * Rounds interleave the commands, so that a slow stretch of the shared machine hits all.
+ */
+import { performance } from 'node:perf_hooks';
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { generate } from './generate-tree.mjs';
+import { median } from './report.mjs';
+import { run } from './tools.mjs';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const CLI = path.join(repoRoot, 'dist/cli/main.js');
+const LIBRARY = new URL('../../dist/index.js', import.meta.url).href;
+const fmt = (ms) => (ms >= 100 ? ms.toFixed(0) : ms.toFixed(1));
+
+/** Wall milliseconds of one process, from spawn to exit; throws when it fails. */
+function spawnMs(cmd, args, env = process.env) {
+  const t0 = performance.now();
+  const r = spawnSync(cmd, args, { encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const ms = performance.now() - t0;
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status ?? r.signal}: ${(r.stderr || r.stdout).trim().slice(-1000)}`);
+  return ms;
+}
+
+/**
+ * `o.dir`: scratch (one filesystem); `o.starts`: rounds of the start rows; `o.stages`:
+ * rounds of the stage row (0: not run); `o.files`: the stage row's tree size.
+ */
+export async function measureCli(o) {
+  const { dir, log } = o;
+  const starts = o.starts ?? 15;
+  const stages = o.stages ?? 3;
+  const files = o.files ?? 50_000;
+  fs.mkdirSync(dir, { recursive: true });
+  const samples = {};
+  const add = (k, v) => (samples[k] ??= []).push(v);
+
+  // The tiny sysroot (a stage of the boot path runs on a real one: the state file is what they read either way).
+  const tiny = path.join(dir, 'tiny');
+  fs.mkdirSync(path.join(tiny, 'etc'), { recursive: true });
+  fs.mkdirSync(path.join(tiny, 'usr/bin'), { recursive: true });
+  fs.writeFileSync(path.join(tiny, 'etc/os-release'), 'ID=bench\n');
+  fs.writeFileSync(path.join(tiny, 'usr/bin/true'), '#!/bin/sh\n', { mode: 0o755 });
+  const sysroot = path.join(dir, 'tiny-sysroot');
+  run(process.execPath, [CLI, 'init', '--sysroot', sysroot, '--from', tiny]);
+  // The boot record the initramfs writes is elsewhere on a real machine: none here (boot then uses no try of a good deployment).
+  const env = { ...process.env, STAGEDROOT_SYSROOT: sysroot };
+  const rows = [
+    ['node -e 0', [process.execPath, ['-e', '0']]],
+    ['stagedroot --version', [process.execPath, [CLI, '--version']]],
+    ['stagedroot status', [process.execPath, [CLI, 'status']]],
+    ['stagedroot boot', [process.execPath, [CLI, 'boot']]],
+    ['stagedroot mark-good', [process.execPath, [CLI, 'mark-good']]],
+    ['import the library', [process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(LIBRARY)})`]]],
+  ];
+  for (const [, [cmd, args]] of rows) spawnMs(cmd, args, env); // warm the page cache
+  for (let r = 0; r < starts; r++) for (const [k, [cmd, args]] of rows) add(k, spawnMs(cmd, args, env));
+  log(`  start rows: ${rows.map(([k]) => `${k} ${fmt(median(samples[k]))}`).join(', ')} ms (median of ${starts})`);
+
+  let stats = null;
+  if (stages > 0) {
+    let t = performance.now();
+    const gen = generate(path.join(dir, 'trees'), files, o.seed ?? 20240611, { ostree: false });
+    stats = gen.stats;
+    const big = path.join(dir, 'sysroot');
+    run(process.execPath, [CLI, 'init', '--sysroot', big, '--from', gen.base]);
+    log(`  ${files.toLocaleString('en-US')}-file tree generated and its sysroot initialised in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    const booted = path.join(big, 'deploy/0001/tree');
+    const scratch = path.join(dir, 'reference/work/0000/tree');
+    fs.mkdirSync(path.dirname(scratch), { recursive: true });
+    for (let r = 0; r < stages; r++) {
+      const reference = () => {
+        run('sync', []);
+        const cp = spawnMs('cp', ['-al', booted, scratch]);
+        add('cp -al + sync -f', cp + spawnMs('sync', ['-f', scratch]));
+        run('rm', ['-rf', scratch]);
+      };
+      const stage = () => {
+        run('sync', []);
+        add('stagedroot stage (CLI)', spawnMs(process.execPath, [CLI, 'stage', '--sysroot', big, gen.specPath]));
+        run(process.execPath, [CLI, 'discard', '--sysroot', big]);
+      };
+      // Alternate the order, so neither side always runs after the other's deletions.
+      for (const step of r % 2 === 0 ? [reference, stage] : [stage, reference]) step();
+      log(`  stage round ${r + 1}/${stages}: stage ${fmt(samples['stagedroot stage (CLI)'].at(-1))} ms, cp -al + sync -f ${fmt(samples['cp -al + sync -f'].at(-1))} ms`);
+    }
+  }
+  run('rm', ['-rf', dir]);
+  return { samples, stats, files, starts, stages };
+}
+
+/** The targets of issue 21 (CLI part) from measureCli's samples. */
+export function cliTargets(m) {
+  const med = (k) => median(m.samples[k]);
+  const node = med('node -e 0');
+  const out = [];
+  const ratio = (target, a, b, bound) => ({ target, measured: `${fmt(a)} / ${fmt(b)} ms`, ratio: `${(a / b).toFixed(2)}×`, pass: a / b <= bound });
+  for (const k of ['stagedroot status', 'stagedroot --version', 'stagedroot boot', 'stagedroot mark-good']) out.push(ratio(`\`${k}\`${k.endsWith('boot') ? ' (nothing to do)' : ''} ≤ 1.5 × \`node -e 0\``, med(k), node, 1.5));
+  const lib = med('import the library');
+  out.push({ target: 'importing the library ≤ 100 ms on top of `node -e 0`', measured: `${fmt(lib)} / ${fmt(node)} ms`, ratio: `+${fmt(lib - node)} ms`, pass: lib - node <= 100 });
+  if (m.samples['stagedroot stage (CLI)']) {
+    out.push(ratio(`CLI stage of a 200-file update ≤ 1.5 × cp -al + sync -f (ext4, ${m.files.toLocaleString('en-US')} files)`, med('stagedroot stage (CLI)'), med('cp -al + sync -f'), 1.5));
+  }
+  return out;
+}
+
+export const CLI_ROWS = [
+  ['node -e 0', '`node -e 0` (Node\'s own start: the reference)'],
+  ['stagedroot --version', '`stagedroot --version`'],
+  ['stagedroot status', '`stagedroot status` (tiny sysroot)'],
+  ['stagedroot boot', '`stagedroot boot` (nothing to do)'],
+  ['stagedroot mark-good', '`stagedroot mark-good`'],
+  ['import the library', '`node --input-type=module -e "await import(\'stagedroot\')"`'],
+  ['stagedroot stage (CLI)', 'CLI `stagedroot stage` of the 200-file update (50,000-file tree; Node\'s start included)'],
+  ['cp -al + sync -f', '`cp -al` + `sync -f` of that tree'],
+];
+
+export function cliResultsTable(m) {
+  const lines = ['| operation (a fresh process each) | median ms (min–max) | samples |', '|---|---:|---:|'];
+  for (const [k, label] of CLI_ROWS) {
+    const xs = m.samples[k];
+    if (!xs) continue;
+    lines.push(`| ${label} | ${fmt(median(xs))} (${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))}) | ${xs.length} |`);
+  }
+  return lines.join('\n');
+}
+
+/** The section BENCHMARKS.md shows for these rows (a `--cli` run replaces it in place). */
+export function cliSection(m, targetsTable, when) {
+  return `## Targets (issue 21: the CLI on the boot path)
+
+${when}
+
+${targetsTable(cliTargets(m))}
+
+${cliResultsTable(m)}
+`;
+}
+
+/** BENCHMARKS.md's text with the section replaced (or put before the first other Targets section). */
+export function spliceCliSection(doc, section) {
+  const head = '## Targets (issue 21: the CLI on the boot path)';
+  const at = doc.indexOf(head);
+  if (at >= 0) {
+    const next = doc.indexOf('\n## ', at + head.length);
+    return doc.slice(0, at) + section + (next >= 0 ? doc.slice(next) : '');
+  }
+  const first = doc.indexOf('\n## ');
+  return first >= 0 ? `${doc.slice(0, first + 1)}${section}\n${doc.slice(first + 1)}` : `${doc}\n${section}`;
+}
