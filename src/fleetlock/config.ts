@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { z } from 'zod';
 import { StagedrootError, fieldPath } from '../errors.js';
-import { readText, writeJson, type DurableFs } from '../fs/trees/durable.js';
+import { readJsonState, writeJson, type DurableFs } from '../fs/trees/durable.js';
 
 /** Where a sysroot keeps its FleetLock settings (configured once, used by `reboot` and `health`). */
 export const FLEETLOCK_FILE = 'fleetlock.json';
@@ -37,18 +37,7 @@ export function checkFleetLockConfig(raw: unknown): FleetLockConfig {
 
 /** The sysroot's FleetLock settings, or null when none are configured. */
 export function readFleetLockConfig(sysroot: string): FleetLockConfig | null {
-  const file = path.join(sysroot, FLEETLOCK_FILE);
-  const text = readText(file);
-  if (text === null) return null;
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    throw new StagedrootError('STATE_CORRUPT', `${file} is not valid JSON (${(err as Error).message})`, { path: file, cause: err });
-  }
-  const r = fleetLockConfigSchema.safeParse(raw);
-  if (!r.success) throw new StagedrootError('STATE_CORRUPT', `${file}: ${fieldPath(r.error.issues[0]!.path) || '(root)'}: ${r.error.issues[0]!.message}`, { path: file });
-  return r.data;
+  return readJsonState(path.join(sysroot, FLEETLOCK_FILE), fleetLockConfigSchema, 'FleetLock settings');
 }
 
 /** Writes the settings durably (temp + fsync + rename + fsync of the directory). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { StagedrootError } from '../errors.js';
+import { parseJsonState } from '../util/json-state.js';
 
 /**
  * What an update does under the shared directories, recorded at stage beside its tree
@@ -25,13 +25,5 @@ export type SharedOp = z.infer<typeof sharedOpSchema>;
 export const sharedOpsSchema = z.object({ ops: z.array(sharedOpSchema) }).strict();
 
 export function parseSharedOps(text: string, file: string): SharedOp[] {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    throw new StagedrootError('STATE_CORRUPT', `${file} is not valid JSON`, { path: file, cause: err });
-  }
-  const r = sharedOpsSchema.safeParse(raw);
-  if (!r.success) throw new StagedrootError('STATE_CORRUPT', `${file} does not match the shared-ops schema: ${r.error.issues[0]?.message}`, { path: file });
-  return r.data.ops;
+  return parseJsonState(text, file, sharedOpsSchema, 'shared-ops').ops;
 }

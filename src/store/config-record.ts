@@ -1,6 +1,5 @@
 import * as path from 'node:path';
-import { StagedrootError, fieldPath } from '../errors.js';
-import { readText, writeJson, type DurableFs } from '../fs/trees/durable.js';
+import { readJsonState, writeJson, type DurableFs } from '../fs/trees/durable.js';
 import { configRecordSchema, type ConfigRecord } from '../state/config-record.js';
 
 /** The file beside a deployment's tree (deploy/ID/config.json, work/ID/config.json while staging). */
@@ -12,20 +11,7 @@ export const CONFIG_RECORD = 'config.json';
  * naming the file: guessing "no config" would leave the previous config's paths behind.
  */
 export function readConfigRecord(deploymentDir: string): ConfigRecord | null {
-  const file = path.join(deploymentDir, CONFIG_RECORD);
-  const text = readText(file);
-  if (text === null) return null;
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    throw new StagedrootError('STATE_CORRUPT', `${file} is not valid JSON (${(err as Error).message})`, { path: file, cause: err });
-  }
-  const r = configRecordSchema.safeParse(raw);
-  if (!r.success) {
-    throw new StagedrootError('STATE_CORRUPT', `${file} is not a config record: ${r.error.issues.slice(0, 3).map((i) => `${fieldPath(i.path) || '(root)'}: ${i.message}`).join('; ')}`, { path: file });
-  }
-  return r.data;
+  return readJsonState(path.join(deploymentDir, CONFIG_RECORD), configRecordSchema, 'config record');
 }
 
 /** Writes a deployment directory's config record durably (temp + fsync + rename + fsync dir). */

@@ -1,4 +1,5 @@
-import { StagedrootError, fieldPath } from '../errors.js';
+import { StagedrootError, isStagedrootError } from '../errors.js';
+import { parseJsonState } from '../util/json-state.js';
 import { exists, readText, type DurableFs } from '../fs/trees/durable.js';
 import type { Layout } from '../state/layout.js';
 import { checkState } from '../state/invariants.js';
@@ -12,17 +13,12 @@ export interface LoadedState {
 }
 
 function parse(text: string, file: string): { ok: true; state: State } | { ok: false; reason: string } {
-  let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    return { ok: true, state: parseJsonState(text, file, stateSchema, 'state') };
   } catch (err) {
-    return { ok: false, reason: `${file} is not valid JSON (${(err as Error).message})` };
+    if (isStagedrootError(err)) return { ok: false, reason: err.message };
+    throw err;
   }
-  const r = stateSchema.safeParse(raw);
-  if (!r.success) {
-    return { ok: false, reason: `${file} does not match the state schema: ${r.error.issues.slice(0, 5).map((i) => `${fieldPath(i.path) || '(root)'}: ${i.message}`).join('; ')}` };
-  }
-  return { ok: true, state: r.data };
 }
 
 /**

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { z } from 'zod';
-import { StagedrootError, fieldPath } from '../../errors.js';
+import { parseJsonState } from '../../util/json-state.js';
 import { readEntry, typeName } from './manifest.js';
 import { manifestEntrySchema, type ManifestEntry } from './manifest-line.js';
 import { hostPath } from '../core/names.js';
@@ -15,15 +15,7 @@ export const deltaSchema = z.object({ changed: z.array(manifestEntrySchema), rem
 export type Delta = z.infer<typeof deltaSchema>;
 
 export function parseDelta(text: string, file: string): Delta {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    throw new StagedrootError('STATE_CORRUPT', `${file} is not valid JSON`, { path: file, cause: err });
-  }
-  const r = deltaSchema.safeParse(raw);
-  if (!r.success) throw new StagedrootError('STATE_CORRUPT', `${file} does not match the delta schema: ${fieldPath(r.error.issues[0]?.path ?? []) || '(root)'}: ${r.error.issues[0]?.message}`, { path: file });
-  return r.data;
+  return parseJsonState(text, file, deltaSchema, 'delta');
 }
 
 /** Checks the delta's entries against the tree: changed entries as recorded, removed paths absent. */

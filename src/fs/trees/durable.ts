@@ -1,6 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { z } from 'zod';
 import { StagedrootError, errnoOf } from '../../errors.js';
+import { parseJsonState } from '../../util/json-state.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
 import { fsyncDir } from '../core/fsync-dir.js';
 import { ioError } from '../core/io-error.js';
@@ -183,6 +185,12 @@ export async function fsyncPaths(paths: readonly string[]): Promise<void> {
 /** Writes a JSON file atomically through the durable layer. */
 export function writeJson(dfs: DurableFs, file: string, value: unknown): void {
   dfs.writeFileAtomic(file, JSON.stringify(value) + '\n');
+}
+
+/** What writeJson wrote, read against its schema (STATE_CORRUPT naming the file otherwise), or null when the file is absent. */
+export function readJsonState<S extends z.ZodTypeAny>(file: string, schema: S, what: string): z.output<S> | null {
+  const text = readText(file);
+  return text === null ? null : parseJsonState(text, file, schema, what);
 }
 
 /** sha256 of a whole file (streamed). */
