@@ -39,12 +39,18 @@ export function keyIdOf(bytes: Buffer): string {
   return Buffer.from(bytes).reverse().toString('hex').toUpperCase().replace(/^0+(?=.)/, '');
 }
 
+/**
+ * The lines of a key or signature file, without their line ends (LF or CRLF) and nothing
+ * more: the trusted comment is signed byte for byte, its trailing spaces too (minisign's
+ * own reader trims only CR and LF).
+ */
 function lines(text: string): string[] {
-  return text.split(/\r?\n/).map((l) => l.trimEnd());
+  return text.split(/\r?\n/);
 }
 
 function decode(line: string | undefined, length: number, what: string, where: string): Buffer {
-  const b = line !== undefined && /^[A-Za-z0-9+/]+={0,2}$/.test(line) ? Buffer.from(line, 'base64') : null;
+  const b64 = line?.trim(); // spaces around a base64 line are not part of it (nor signed)
+  const b = b64 !== undefined && /^[A-Za-z0-9+/]+={0,2}$/.test(b64) ? Buffer.from(b64, 'base64') : null;
   if (b === null || b.length !== length) {
     throw new StagedrootError('SIGNATURE_INVALID', `${where} is not a minisign/signify ${what}: expected a base64 line of ${length} bytes`, { path: where });
   }
@@ -56,7 +62,7 @@ function decode(line: string | undefined, length: number, what: string, where: s
  * `minisign -P` takes.
  */
 export function parsePublicKey(text: string, where: string): PublicKey {
-  const ls = lines(text).filter((l) => l !== '');
+  const ls = lines(text).map((l) => l.trim()).filter((l) => l !== ''); // a key has no trusted comment: spaces are noise
   const line = ls[0]?.startsWith(UNTRUSTED) ? ls[1] : ls[0];
   const b = decode(line, 42, 'public key', where);
   if (b.subarray(0, 2).toString('latin1') !== 'Ed') {
@@ -78,7 +84,7 @@ export function parseSignature(text: string, where: string): Signature {
     throw new StagedrootError('SIGNATURE_INVALID', `${where} uses the unknown signature algorithm ${JSON.stringify(alg)} (minisign knows "ED" and "Ed")`, { path: where });
   }
   const sig: Signature = { algorithm: alg, keyId: keyIdOf(b.subarray(2, 10)), signature: b.subarray(10) };
-  const rest = ls.slice(2).filter((l) => l !== '');
+  const rest = ls.slice(2).filter((l) => l.trim() !== '');
   if (rest.length > 0) {
     if (!rest[0]!.startsWith(TRUSTED) || rest.length < 2) {
       throw new StagedrootError('SIGNATURE_INVALID', `${where} is not a minisign signature: the line after the signature must be "${TRUSTED}..." followed by its global signature`, { path: where });

@@ -61,6 +61,18 @@ describe('minisign formats, against the real minisign tool', () => {
     await tool('minisign', ['-V', '-p', k1.pub, '-m', f]);
   });
 
+  it('keeps the trailing spaces of a trusted comment: they are signed (minisign trims only the line end)', async () => {
+    const f = file('spaces.txt', 'hello\n');
+    const sig = await minisignSign(k1.key, f, { comment: 'release 42   ' });
+    expect(read(sig)).toContain('trusted comment: release 42   \n');
+    await tool('minisign', ['-V', '-p', k1.pub, '-m', f]); // minisign verifies it as written
+    expect(await check(f, sig)).toMatchObject({ trustedComment: 'release 42   ' });
+    expect(parseSignature(read(sig), sig).trusted!.comment).toBe('release 42   ');
+    // A CRLF file (a signature passed through Windows) is the same signature.
+    const crlf = file('spaces.txt.crlf.minisig', read(sig).replace(/\n/g, '\r\n'));
+    expect(await check(f, crlf)).toMatchObject({ trustedComment: 'release 42   ' });
+  });
+
   it('verifies a legacy (Ed) signature', async () => {
     const f = file('b.txt', Buffer.alloc(100_000, 7));
     const sig = await minisignSign(k1.key, f, { legacy: true, comment: 'legacy' });
