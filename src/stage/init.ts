@@ -8,9 +8,8 @@ import { isTempName } from '../state/layout.js';
 import { newRecord } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
 import { saveState } from '../store/state-file.js';
-import { syncBootEntries, type BootLoader } from '../store/sync-boot-entries.js';
+import { bootDirRecord, syncBootEntries, type BootLoader } from '../store/sync-boot-entries.js';
 import { findKernel, KERNEL_PLACES } from '../store/kernels.js';
-import { filesystemPath } from '../fs/core/mount-path.js';
 import { kernelArgumentProblem } from '../state/kernel-args.js';
 import * as path from 'node:path';
 import type { Source } from '../sources/source.js';
@@ -160,15 +159,13 @@ const BOOT_LOADERS: readonly BootLoader[] = ['bls', 'systemd-boot', 'grub'];
  * another filesystem than the sysroot (GRUB reads the kernels from the deployments'
  * trees there).
  */
-function bootConfig(root: string, bootDir: string, loader: BootLoader | undefined, tree: string): Pick<BaseState, 'bootDir' | 'bootLoader' | 'bootDirOnSysrootFs'> {
+function bootConfig(root: string, bootDir: string, loader: BootLoader | undefined, tree: string): Pick<BaseState, 'bootDir' | 'bootLoader' | 'bootDirFromSysroot'> {
   if (findKernel(tree) === null) {
     throw new StagedrootError('USAGE', `--boot-dir ${bootDir}: the first deployment ships no kernel (looked for ${KERNEL_PLACES}), so there is nothing to boot from entries; give a tree with a kernel, or leave out --boot-dir (the initramfs then follows current)`, { option: 'bootDir', value: bootDir });
   }
-  const sysrootFs = filesystemPath(root);
-  const bootFs = filesystemPath(bootDir);
-  const same = sysrootFs !== null && bootFs !== null && sysrootFs.dev === bootFs.dev;
-  if (loader === 'grub' && !same) {
+  const record = bootDirRecord(root, bootDir);
+  if (loader === 'grub' && record.bootDirFromSysroot === undefined) {
     throw new StagedrootError('USAGE', `--boot-loader grub: GRUB's directory ${bootDir} is not on the sysroot's filesystem; GRUB reads each deployment's kernel from its tree, which needs /boot on the same filesystem as the sysroot (Debian's default layout). With a separate /boot, use GRUB with blscfg (--boot-loader bls) or systemd-boot`, { option: 'bootDir', value: bootDir });
   }
-  return { bootDir, ...(loader === undefined ? {} : { bootLoader: loader }), ...(same ? { bootDirOnSysrootFs: bootFs.onFilesystem } : {}) };
+  return { ...record, ...(loader === undefined ? {} : { bootLoader: loader }) };
 }

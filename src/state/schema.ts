@@ -167,7 +167,16 @@ export const baseStateSchema = z
      * (bootDir is GRUB's directory; stagedroot.cfg beside grub.cfg, for GRUB without blscfg).
      */
     bootLoader: z.enum(['bls', 'systemd-boot', 'grub']).optional(),
-    /** bootDir's path on the sysroot's own filesystem, when it is there (found through that filesystem's mount after the switch). */
+    /**
+     * bootDir relative to the sysroot (`../boot/grub`), when it is on the sysroot's
+     * filesystem: the relation holds wherever that filesystem is mounted, before the first
+     * boot under stagedroot (/stagedroot, /boot/grub) and after it (/sysroot/stagedroot,
+     * /sysroot/boot/grub; the booted tree's own /boot is a copy nothing reads). Absent:
+     * bootDir is on another filesystem (an ESP, a /boot partition), mounted at the same
+     * place in every deployment, and bootDir is used as it is.
+     */
+    bootDirFromSysroot: z.string().optional(),
+    /** Read only (written before bootDirFromSysroot): bootDir's path on the sysroot's filesystem, found through that filesystem's mount. */
     bootDirOnSysrootFs: z.string().optional(),
     /**
      * The booted deployment was picked at boot by an entry that is not current's (an older

@@ -5,7 +5,7 @@
  */
 import * as path from 'node:path';
 import type { Context } from '../context.js';
-import { isDirectory, listDir, readLink, readText } from '../fs/trees/durable.js';
+import { isDirectory, listDir, readLink, readText, statPath } from '../fs/trees/durable.js';
 import { filesystemPath, pathHere } from '../fs/core/mount-path.js';
 import { bootableDeployments, bootEntry, parseBootEntry, type BootEntry, type KernelImage } from '../state/boot-entry-text.js';
 import { GRUB_MENU_FILE, grubMenu } from '../state/grub-menu.js';
@@ -30,18 +30,39 @@ export function sysrootOnFilesystem(ctx: Context): string {
 
 /**
  * Where the boot directory is now. One on the sysroot's own filesystem (a GRUB
- * directory under the physical root's /boot) is found through that filesystem's
- * mount: `/boot/grub` before the first boot under stagedroot is `/sysroot/boot/grub`
- * after it (the booted tree's own /boot is a copy nothing reads).
+ * directory under the physical root's /boot) is found from the sysroot's path, as the
+ * sysroot itself is found (`/stagedroot` before the first boot under stagedroot,
+ * `/sysroot/stagedroot` from the initramfs's record after it): `../boot/grub` is
+ * `/boot/grub`, then `/sysroot/boot/grub` (the booted tree's own /boot is a copy nothing
+ * reads). States written before that resolve through the filesystem's mount, or use the
+ * absolute path they recorded.
  */
 export function bootDirectory(ctx: Context, s: BaseState): string | null {
   if (!s.bootDir) return null;
+  if (s.bootDirFromSysroot !== undefined) return path.resolve(ctx.layout.root, s.bootDirFromSysroot);
   if (s.bootDirOnSysrootFs) {
     const fp = filesystemPath(ctx.layout.root);
     const here = fp && pathHere(fp, s.bootDirOnSysrootFs);
     if (here) return here;
   }
   return s.bootDir;
+}
+
+/**
+ * The state's record of a boot directory: its absolute path as given, and, when it is on
+ * the sysroot's filesystem, its path relative to the sysroot (see bootDirectory). The
+ * relation is taken from both paths on that filesystem (symlinks and bind mounts
+ * resolved) and must lead back to the same directory from the sysroot's path as given.
+ */
+export function bootDirRecord(root: string, bootDir: string): Pick<BaseState, 'bootDir' | 'bootDirFromSysroot'> {
+  const sysrootFs = filesystemPath(root);
+  const bootFs = filesystemPath(bootDir);
+  if (sysrootFs === null || bootFs === null || sysrootFs.dev !== bootFs.dev) return { bootDir };
+  const rel = path.posix.relative(sysrootFs.onFilesystem, bootFs.onFilesystem) || '.';
+  const a = statPath(path.resolve(root, rel));
+  const b = statPath(bootDir);
+  if (a === null || b === null || a.dev !== b.dev || a.ino !== b.ino) return { bootDir };
+  return { bootDir, bootDirFromSysroot: rel };
 }
 
 /** The deployments that get an entry, each with its kernel; one without a kernel is named in a warning. */
