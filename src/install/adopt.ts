@@ -6,6 +6,7 @@ import { exists, listDir, readText, statPath } from '../fs/trees/durable.js';
 import { acquireLock } from '../fs/core/lock.js';
 import { RootFs } from '../fs/trees/root-fs.js';
 import { initSysroot } from '../stage/init.js';
+import type { BootLoader } from '../store/sync-boot-entries.js';
 import { loadState } from '../store/state-file.js';
 import { checkWaitSeconds } from '../util/options.js';
 import { below, mountPoints, swapFiles } from './mount-table.js';
@@ -41,6 +42,8 @@ export interface AdoptOptions extends ContextOptions {
   bootTries?: number;
   /** Boot entries are written here (see `init --boot-dir`), for the deployments that ship a kernel. */
   bootDir?: string;
+  /** Their form (see `init --boot-loader`): `grub` for Debian's GRUB (bootDir /boot/grub), `systemd-boot` (bootDir the ESP), `bls` (default). */
+  bootLoader?: BootLoader;
   /**
    * The first deployment's kernel arguments (with a boot dir). Default: those the machine
    * booted with now (/proc/cmdline without BOOT_IMAGE=, initrd= and stagedroot ones),
@@ -166,6 +169,7 @@ export async function adoptRoot(o: AdoptOptions = {}): Promise<AdoptResult> {
       label: o.label ?? 'adopted',
       shared,
       bootTries: o.bootTries,
+      ...(o.bootLoader === undefined ? {} : { bootLoader: o.bootLoader }),
       ...(o.bootDir === undefined ? {} : { bootDir: o.bootDir, kernelArguments: o.kernelArguments ?? adoptedKernelArguments(readText(o.cmdline ?? '/proc/cmdline') ?? '', sysrootInRoot) }),
       onCopy: o.onProgress,
       prepareTree: (tree) => {

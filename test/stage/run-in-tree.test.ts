@@ -4,32 +4,12 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adoptRoot } from '../../src/install/adopt.js';
 import { Sysroot } from '../../src/sysroot.js';
-import { buildTree, hashTree } from '../../src/testing/index.js';
+import { hashTree } from '../../src/testing/index.js';
+import { busyboxMachine, WHY_NO_RUN } from '../helpers/busybox-machine.js';
 import { cli } from '../helpers/cli.js';
 import { unavailable } from '../helpers/mounts.js';
 
-const APPLETS = ['sh', 'cat', 'echo', 'mkdir', 'rm', 'sleep', 'ls', 'test', 'hostname', 'touch', 'grep'];
-const BUSYBOX = ['/bin/busybox', '/usr/bin/busybox'].find((p) => fs.existsSync(p));
-
-/** A machine whose tree can run commands: a static busybox and its applets, dpkg-like records. */
-function machine(root: string): void {
-  buildTree(root, {
-    'etc/os-release': 'ID=debian\n',
-    'etc/hostname': 'machine\n',
-    'usr/lib/tool.conf': 'version 1\n',
-    'var/lib/dpkg/status': 'Package: base\nStatus: install ok installed\n\n',
-    'var/lib/apt/extended_states': '',
-    'var/log/old.log': 'old\n',
-    'proc/': { dir: true },
-  });
-  fs.mkdirSync(path.join(root, 'usr/bin'), { recursive: true });
-  fs.copyFileSync(BUSYBOX!, path.join(root, 'usr/bin/busybox'));
-  fs.chmodSync(path.join(root, 'usr/bin/busybox'), 0o755);
-  for (const a of APPLETS) fs.symlinkSync('busybox', path.join(root, 'usr/bin', a));
-  fs.symlinkSync('usr/bin', path.join(root, 'bin'));
-}
-
-const why = process.getuid?.() !== 0 ? 'not root (a mount namespace needs root)' : BUSYBOX === undefined ? 'no static busybox (apt-get install busybox-static)' : null;
+const why = WHY_NO_RUN;
 if (why !== null) {
   describe('stage --run', () => unavailable(why));
 } else {
@@ -43,7 +23,7 @@ if (why !== null) {
     beforeAll(async () => {
       base = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-run-'));
       root = path.join(base, 'root');
-      machine(root);
+      busyboxMachine(root);
       sysroot = path.join(root, 'stagedroot');
       await adoptRoot({ root });
       canary = path.join(base, 'canary');

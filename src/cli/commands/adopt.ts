@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import type { Command } from 'commander';
 import { adoptRoot } from '../../install/adopt.js';
+import type { BootLoader } from '../../store/sync-boot-entries.js';
 import type { CopyProgress } from '../../fs/trees/copy-tree.js';
 import { action, common, nonNegativeInt, waitSeconds, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson, type Io } from '../io.js';
@@ -11,6 +12,7 @@ interface AdoptCliOptions extends CommonOptions {
   shared: string[];
   bootTries?: string;
   bootDir?: string;
+  bootLoader?: string;
   kernelArgument: string[];
 }
 
@@ -40,7 +42,8 @@ export function adoptCommand(program: Command, env: CliEnv): void {
     .option('--label <label>', 'a label for the first deployment', 'adopted')
     .option('--shared <dir>', 'a shared directory (never rolled back); repeatable; default: var, home, root, srv', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--boot-tries <n>', 'boot tries a new deployment gets before automatic rollback (default 3)')
-    .option('--boot-dir <dir>', 'write boot entries here for the deployments that ship a kernel (as init --boot-dir)')
+    .option('--boot-dir <dir>', 'write boot entries here for the deployments that ship a kernel (as init --boot-dir): /boot/grub (grub), the ESP (systemd-boot), /boot (bls)')
+    .option('--boot-loader <kind>', 'the form of the entries (as init --boot-loader): grub (Debian\'s GRUB, without blscfg), systemd-boot, bls (default)')
     .option('--kernel-argument <arg>', 'with --boot-dir: a kernel argument of the first deployment (repeatable; default: this boot\'s /proc/cmdline plus stagedroot=SYSROOT)', (v: string, all: string[]) => [...all, v], [] as string[])
     .addHelpText('after', '\nThen: `stagedroot install` (units, initramfs step), rebuild the initramfs, and add stagedroot=/stagedroot to the kernel command line (docs/install.md).')
     .action(
@@ -56,6 +59,7 @@ export function adoptCommand(program: Command, env: CliEnv): void {
             shared: o.shared.length ? o.shared : undefined,
             bootTries: nonNegativeInt('boot-tries', o.bootTries),
             ...(o.bootDir === undefined ? {} : { bootDir: o.bootDir }),
+            ...(o.bootLoader === undefined ? {} : { bootLoader: o.bootLoader as BootLoader }),
             ...(o.kernelArgument.length ? { kernelArguments: o.kernelArgument } : {}),
             waitSeconds: waitSeconds(o),
             faults: env.faults,
