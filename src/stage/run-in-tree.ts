@@ -60,18 +60,15 @@ exec chroot "$T" /bin/sh -c "$CMD"
 
 const SETUP_FAILED = 125;
 
-/** The scratch /var's skeleton: what apt and dpkg expect, the databases linked to the tree's. */
+/** The scratch /var's skeleton: what apt and dpkg expect, the package databases linked to the tree's (their parents made first). */
 export function scratchVarLayout(hasDb: (usr: string) => boolean): { dirs: { path: string; mode: number }[]; links: { path: string; target: string }[] } {
-  return {
-    dirs: [
-      { path: 'lib', mode: 0o755 },
-      { path: 'cache/apt/archives/partial', mode: 0o755 },
-      { path: 'log/apt', mode: 0o755 },
-      { path: 'tmp', mode: 0o1777 },
-      { path: 'lock', mode: 0o755 },
-    ],
-    links: PACKAGE_DBS.filter((db) => hasDb(db.usr)).map((db) => ({ path: db.var.slice('var/'.length), target: `/${db.usr}` })),
-  };
+  const links = PACKAGE_DBS.filter((db) => hasDb(db.usr)).map((db) => ({ path: db.var.slice('var/'.length), target: `/${db.usr}` }));
+  const dirs = ['lib', 'cache/apt/archives/partial', 'log/apt', 'tmp', 'lock'].map((p) => ({ path: p, mode: p === 'tmp' ? 0o1777 : 0o755 }));
+  for (const l of links) {
+    const parent = l.path.split('/').slice(0, -1).join('/');
+    if (parent !== '' && !dirs.some((d) => d.path === parent || d.path.startsWith(`${parent}/`))) dirs.push({ path: parent, mode: 0o755 });
+  }
+  return { dirs, links };
 }
 
 /** The last lines of a command's output, for a failure reason. */

@@ -14,6 +14,7 @@ import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } f
 import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
 import { buildTree, type BuiltTree } from './build-tree.js';
 import { runInTree, scratchVarLayout } from './run-in-tree.js';
+import { ensurePackageDbPlaces } from '../install/package-db.js';
 import { RootFs } from '../fs/trees/root-fs.js';
 import { SharedDivert } from './shared-divert.js';
 import { mergedDirs, sharedDirs } from '../machine-state/config.js';
@@ -292,6 +293,7 @@ async function runCommand(run: Run, what: { command: string; timeoutMs: number }
   const varDir = `${run.work}/run-var`;
   ctx.dfs.mkdir(varDir, 0o755);
   const scratch = new RootFs(varDir, { faults: ctx.faults });
+  ensurePackageDbPlaces(new RootFs(tree, { faults: ctx.faults }));
   const layout = scratchVarLayout((usr) => new ReadOnlyTree(tree).lstat(usr)?.isDirectory() ?? false);
   for (const d of layout.dirs) scratch.mkdir(d.path, { mode: d.mode });
   for (const l of layout.links) scratch.symlink(l.path, l.target);

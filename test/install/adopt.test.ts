@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { execaSync } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adoptRoot } from '../../src/install/adopt.js';
+import { PACKAGE_DBS } from '../../src/install/package-db.js';
 import { countingHook } from '../../src/testing/faults.js';
 import { Sysroot } from '../../src/sysroot.js';
 import { buildTree, hashTree } from '../../src/testing/index.js';
@@ -23,6 +24,7 @@ function machineTree(root: string): void {
     'var/lib/dpkg/status': 'Package: tool\nStatus: install ok installed\n',
     'var/lib/dpkg/info/tool.list': '/usr/bin/tool\n',
     'var/lib/apt/extended_states': 'Package: tool\nAuto-Installed: 0\n',
+    'var/cache/debconf/config.dat': 'Name: tool/question\nValue: yes\n',
     'var/log/syslog': 'booted\n',
     'home/alice/notes': 'mine\n',
     'root/.bashrc': 'PS1=#\n',
@@ -114,7 +116,12 @@ if (why !== null) {
       expect(fs.readlinkSync(path.join(sysroot, 'shared/var/lib/apt'))).toBe('/usr/lib/sysimage/apt');
       expect(fs.readFileSync(path.join(tree, 'usr/lib/sysimage/dpkg/info/tool.list'), 'utf8')).toBe('/usr/bin/tool\n');
       expect(inode(path.join(tree, 'usr/lib/sysimage/dpkg/status'))).not.toBe(inode(path.join(root, 'var/lib/dpkg/status')));
-      expect(r.packageDbs).toEqual(['var/lib/dpkg', 'var/lib/apt']);
+      expect(r.packageDbs).toEqual(PACKAGE_DBS.map((d) => d.var));
+      // The maintainer scripts' state the machine had none of yet: an empty place in the tree, linked likewise.
+      expect(fs.readlinkSync(path.join(sysroot, 'shared/var/lib/ucf'))).toBe('/usr/lib/sysimage/ucf');
+      expect(fs.readdirSync(path.join(tree, 'usr/lib/sysimage/ucf'))).toEqual([]);
+      expect(fs.readlinkSync(path.join(sysroot, 'shared/var/cache/debconf'))).toBe('/usr/lib/sysimage/debconf');
+      expect(fs.readFileSync(path.join(tree, 'usr/lib/sysimage/debconf/config.dat'), 'utf8')).toBe('Name: tool/question\nValue: yes\n');
       // Other filesystems and runtime directories: empty; the sysroot, lost+found and swap: absent.
       for (const d of ['mnt/data', 'media/bind', 'tmp', 'proc', 'run', 'dev']) expect(fs.readdirSync(path.join(tree, d)), d).toEqual([]);
       expect(fs.statSync(path.join(tree, 'proc')).mode & 0o777).toBe(0o555);

@@ -3,6 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adoptRoot } from '../../src/install/adopt.js';
+import { PACKAGE_DBS } from '../../src/install/package-db.js';
 import { Sysroot } from '../../src/sysroot.js';
 import { hashTree } from '../../src/testing/index.js';
 import { busyboxMachine, WHY_NO_RUN } from '../helpers/busybox-machine.js';
@@ -110,6 +111,43 @@ if (why !== null) {
       expect(back.current).toBe('0001');
       expect(db(back.current)).not.toContain('newpkg');
       expect(fs.readlinkSync(path.join(sysroot, 'shared/var/lib/dpkg'))).toBe('/usr/lib/sysimage/dpkg');
+    });
+
+    it('the maintainer scripts\' state travels with the deployment too (debconf, ucf, deb-systemd-helper, initramfs-tools), even where the machine had none', async () => {
+      const own = path.join(base, 'scripts-machine');
+      busyboxMachine(own, { 'var/cache/debconf/config.dat': 'Name: base/question\nValue: old\n\n' });
+      const sys = path.join(own, 'stagedroot');
+      await adoptRoot({ root: own });
+      const script = [
+        `printf 'Name: newpkg/question\\nValue: yes\\n\\n' >> /var/cache/debconf/config.dat`,
+        `echo 'd41d8cd98f00b204e9800998ecf8427e  /etc/newpkg.conf' >> /var/lib/ucf/hashfile`,
+        'mkdir -p /var/lib/systemd/deb-systemd-helper-enabled/multi-user.target.wants',
+        'touch /var/lib/systemd/deb-systemd-helper-enabled/multi-user.target.wants/newpkg.service /var/lib/systemd/deb-systemd-helper-enabled/newpkg.service.dsh-also',
+        'echo 0123 > /var/lib/initramfs-tools/6.1.0-20-amd64',
+      ].join(' && ');
+      const sharedBefore = hashTree(path.join(sys, 'shared/var'));
+      const r = await cli(['stage', '--run', script, '--sysroot', sys, '--no-verify-units']);
+      expect(r.code, r.err).toBe(0);
+      const s = await Sysroot.open(sys);
+      const id = s.status().staged!;
+      const at = (t: string, p: string) => path.join(sys, 'deploy', t, 'tree', 'usr/lib/sysimage', p);
+      const state = (t: string) => ({
+        debconf: fs.readFileSync(at(t, 'debconf/config.dat'), 'utf8'),
+        ucf: fs.existsSync(at(t, 'ucf/hashfile')),
+        dsh: fs.existsSync(at(t, 'deb-systemd-helper-enabled/multi-user.target.wants/newpkg.service')),
+        initramfs: fs.existsSync(at(t, 'initramfs-tools/6.1.0-20-amd64')),
+      });
+      expect(state(id)).toEqual({ debconf: 'Name: base/question\nValue: old\n\nName: newpkg/question\nValue: yes\n\n', ucf: true, dsh: true, initramfs: true });
+      expect(state('0001')).toEqual({ debconf: 'Name: base/question\nValue: old\n\n', ucf: false, dsh: false, initramfs: false });
+      // The shared /var was not written; it holds a link for each, which resolves in whichever deployment boots.
+      expect(hashTree(path.join(sys, 'shared/var'))).toBe(sharedBefore);
+      for (const db of PACKAGE_DBS) expect(fs.readlinkSync(path.join(sys, 'shared', db.var)), db.var).toBe(`/${db.usr}`);
+      await s.finalize();
+      await s.boot({ runDir: path.join(base, 'no-run') });
+      await s.markGood();
+      const back = await s.rollback();
+      expect(back.current).toBe('0001');
+      expect(state(back.current).ucf).toBe(false);
     });
 
     it('takes a SOURCE or --run, not both, not neither; no --dry-run with --run', async () => {
