@@ -217,7 +217,7 @@ function alreadyRunning(run: Run): StageResult {
 
 /** plan: the source reads its input against the base tree and says what to change. */
 async function plan(run: Run): Promise<ChangeSet> {
-  enter(run, 'plan');
+  // Still the plan step check() entered (its pre-stage hooks and the source's identity): not announced twice.
   const baseTree = run.ctx.layout.tree(run.base.id);
   run.prior = readConfigRecord(run.ctx.layout.deployment(run.base.id));
   const changes = await run.source.plan(new ReadOnlyTree(baseTree), { config: run.prior, ...(run.base.origin ? { origin: run.base.origin } : {}) });
