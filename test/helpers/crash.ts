@@ -91,8 +91,8 @@ export function copySysroot(from: string, to: string): void {
 }
 
 /** Starts a process that holds the sysroot's lock for `holdMs`; resolves once it holds it. */
-export async function holdLock(dir: string, holdMs: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [LOCK_HOLDER, dir, String(holdMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+export async function holdLock(dir: string, holdMs: number | 'until-released'): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [LOCK_HOLDER, dir, holdMs === 'until-released' ? 'stdin' : String(holdMs)], { stdio: [holdMs === 'until-released' ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   await new Promise<void>((resolve, reject) => {
@@ -100,6 +100,13 @@ export async function holdLock(dir: string, holdMs: number): Promise<ChildProces
     child.on('exit', (code) => reject(new Error(`lock holder exited (${code}) before holding the lock: ${err}`)));
   });
   return child;
+}
+
+/** Tells a holder started with 'until-released' to release the lock; resolves once it has. */
+export function releaseLock(holder: ChildProcess): Promise<void> {
+  const released = new Promise<void>((resolve) => holder.stdout!.on('data', (d: Buffer) => d.toString().includes('released') && resolve()));
+  holder.stdin!.end('release\n');
+  return released;
 }
 
 /** Waits for a child to exit; resolves with its signal (or null). */

@@ -5,7 +5,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { acquireLock } from '../../../src/fs/core/lock.js';
 import { Sysroot } from '../../../src/sysroot.js';
 import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
-import { crashAt, exited, holdLock, requireDist } from '../../helpers/crash.js';
+import { crashAt, exited, holdLock, releaseLock, requireDist } from '../../helpers/crash.js';
 import { motdUpdate } from '../../helpers/trees.js';
 
 /** Everything the lock may leave in the sysroot's top directory. */
@@ -78,13 +78,22 @@ describe('the sysroot writer lock', () => {
 
   it('waits for the holder with waitSeconds, and gives up after them', async () => {
     t = await tempSysroot({ tree: { 'etc/motd': 'hi\n' } });
-    const brief = await holdLock(t.dir, 600);
+    const brief = await holdLock(t.dir, 'until-released');
     children.push(brief);
-    const waiting = await Sysroot.open(t.dir, { waitSeconds: 20 });
-    const t0 = Date.now();
-    const staged = await waiting.stage(motdUpdate('A'));
+    // The waiter's tries to take the lock, seen through the fault hook (each prepares a .lock-new-* dir).
+    const order: string[] = [];
+    let tried!: () => void;
+    const triedTwice = new Promise<void>((r) => (tried = r));
+    let tries = 0;
+    const faults = { afterMutation: (op: string, p: string) => void (op === 'mkdir' && path.basename(p).startsWith('.lock-new-') && ++tries === 2 && tried()) };
+    const waiting = await Sysroot.open(t.dir, { waitSeconds: 20, faults });
+    const staging = waiting.stage(motdUpdate('A')).then((r) => (order.push('staged'), r));
+    await triedTwice; // it found the lock taken and tried again: it is waiting, not refused
+    order.push('release');
+    await releaseLock(brief);
+    const staged = await staging;
     expect(staged.id).toBe('0002');
-    expect(Date.now() - t0).toBeGreaterThan(100);
+    expect(order).toEqual(['release', 'staged']);
     expect(await exited(brief)).toBeNull(); // it released and exited normally
 
     const long = await holdLock(t.dir, 60_000);
