@@ -6,6 +6,30 @@ import type { StageProgress } from '../src/stage/stage.js';
 import { buildTree, hashTree, reboot, tempSysroot, type TempSysroot } from '../src/testing/index.js';
 import { BASE_TREE, motdUpdate } from './helpers/trees.js';
 
+/** The field tables of docs/status-json.md (`| field | type | meaning |`), each field's type column by name. */
+function documentedTables(): Record<string, string>[] {
+  const md = fs.readFileSync(path.join(import.meta.dirname, '../docs/status-json.md'), 'utf8');
+  return md.split('| field | type | meaning |').slice(1).map((table) => {
+    const out: Record<string, string> = {};
+    for (const line of table.split('\n').slice(2)) {
+      if (!line.startsWith('|')) break;
+      const [names, type] = line.split('|').slice(1, 3).map((c) => c.trim());
+      for (const n of names!.matchAll(/`([A-Za-z]+)`/g)) out[n[1]!] = type!;
+    }
+    return out;
+  });
+}
+
+/** A JSON value against a documented type ("id or null", "boolean", "array of strings", "`ready` or `failed`", …). */
+function hasType(v: unknown, type: string): boolean {
+  if (v === null) return /\bnull\b/.test(type);
+  if (Array.isArray(v)) return /\barray\b/.test(type);
+  if (typeof v === 'object') return /\b(object|failure)\b/.test(type);
+  if (typeof v === 'boolean' || typeof v === 'number') return new RegExp(`\\b${typeof v}\\b`).test(type);
+  if (typeof v === 'string') return /\b(id|string)\b/.test(type) || type.includes(`\`${v}\``) || type.includes(`"${v}"`);
+  return false;
+}
+
 const isRoot = process.getuid?.() === 0;
 
 function ids(s: Sysroot): string[] {
@@ -249,15 +273,24 @@ describe('Sysroot lifecycle (library)', () => {
     expect((await t.sysroot.boot()).finalizeFailure).toBeNull();
   });
 
-  it('status has the documented shape', async () => {
+  it('status has the documented shape: the fields and types of docs/status-json.md, for the status and each deployment', async () => {
     t = await tempSysroot({ tree: BASE_TREE });
     await t.sysroot.stage(motdUpdate('A'), { label: 'web-1' });
     const st = JSON.parse(JSON.stringify(t.sysroot.status())) as Record<string, unknown>;
+    const [statusFields, deploymentFields] = documentedTables();
+    // Every documented field is there with its documented type, and nothing undocumented.
+    expect(Object.keys(st).sort()).toEqual(Object.keys(statusFields!).sort());
+    for (const [k, type] of Object.entries(statusFields!)) expect({ field: k, ok: hasType(st[k], type) }).toEqual({ field: k, ok: true });
+    const deployments = st.deployments as Record<string, unknown>[];
+    expect(deployments.map((d) => d.id)).toEqual(['0002', '0001']); // newest first
+    for (const d of deployments) {
+      const optional = Object.entries(deploymentFields!).filter(([, type]) => type.includes('optional')).map(([k]) => k);
+      expect(Object.keys(d).filter((k) => !(k in deploymentFields!))).toEqual([]);
+      expect(Object.keys(deploymentFields!).filter((k) => !(k in d) && !optional.includes(k))).toEqual([]);
+      for (const [k, type] of Object.entries(deploymentFields!)) if (k in d) expect({ id: d.id, field: k, ok: hasType(d[k], type) }).toEqual({ id: d.id, field: k, ok: true });
+    }
     expect(st).toMatchObject({ booted: '0001', current: '0001', staged: '0002', rollback: null, pendingReboot: false, lastFailure: null });
-    expect(st.deployments).toEqual([
-      expect.objectContaining({ id: '0002', label: 'web-1', path: path.join(t.dir, 'deploy', '0002', 'tree'), staged: true }),
-      expect.objectContaining({ id: '0001', label: 'initial', path: path.join(t.dir, 'deploy', '0001', 'tree'), booted: true, current: true }),
-    ]);
+    expect(deployments[0]).toMatchObject({ label: 'web-1', path: path.join(t.dir, 'deploy', '0002', 'tree'), staged: true });
   });
 
   it('a directory tree built with buildTree can be staged over by later updates', async () => {
