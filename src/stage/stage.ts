@@ -15,6 +15,7 @@ import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type 
 import { buildTree, type BuiltTree } from './build-tree.js';
 import { runInTree, scratchVarLayout } from './run-in-tree.js';
 import { ensurePackageDbPlaces } from '../install/package-db.js';
+import { divertRunVar } from './run-var-content.js';
 import { RootFs } from '../fs/trees/root-fs.js';
 import { SharedDivert } from './shared-divert.js';
 import { mergedDirs, sharedDirs } from '../machine-state/config.js';
@@ -273,7 +274,7 @@ async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
     signal: run.opts.signal,
     divert: (op, root, mode) => divert.divert(op, root, mode),
     settle: (root) => settleMountPoints(root, shared),
-    ...(changes.runInTree ? { afterApply: (tree: string) => runCommand(run, changes.runInTree!, tree) } : {}),
+    ...(changes.runInTree ? { afterApply: (tree: string) => runCommand(run, changes.runInTree!, tree, divert) } : {}),
   });
   if (divert.ops.length > 0) writeJson(ctx.dfs, `${run.work}/shared-ops.json`, { ops: divert.ops });
   const config = changes.config ?? carriedConfig(run.prior ?? null, run.checked?.info.origin !== undefined);
@@ -285,10 +286,11 @@ async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
 /**
  * The command of a `stage --run`, in the new tree (see runInTree): its /var a scratch
  * directory beside the tree whose package-database links point into the tree itself,
- * removed afterwards (the shared /var is never written by a stage). Its output is kept
- * for the failure record.
+ * removed afterwards (the shared /var is never written by a stage); what the command
+ * created there is set aside as initial content for the shared /var (divertRunVar).
+ * Its output is kept for the failure record.
  */
-async function runCommand(run: Run, what: { command: string; timeoutMs: number }, tree: string): Promise<void> {
+async function runCommand(run: Run, what: { command: string; timeoutMs: number }, tree: string, divert: SharedDivert): Promise<void> {
   const { ctx } = run;
   const varDir = `${run.work}/run-var`;
   ctx.dfs.mkdir(varDir, 0o755);
@@ -299,6 +301,7 @@ async function runCommand(run: Run, what: { command: string; timeoutMs: number }
   for (const l of layout.links) scratch.symlink(l.path, l.target);
   try {
     await runInTree({ command: what.command, tree, varDir, timeoutMs: what.timeoutMs, onOutput: run.opts.onCommandOutput, signal: run.opts.signal, onResult: (r) => void (run.output = r.output) });
+    await divertRunVar(varDir, new RootFs(tree, { faults: ctx.faults }), divert);
   } finally {
     ctx.dfs.removeTree(varDir);
   }

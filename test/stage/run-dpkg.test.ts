@@ -67,7 +67,7 @@ function addDpkg(root: string): void {
   });
 }
 
-/** A package with a file under /usr, a conffile and a postinst that records it ran, built with dpkg-deb. */
+/** A package with a file under /usr, one under /var, a conffile and a postinst that records it ran, built with dpkg-deb. */
 async function buildDeb(dir: string, out: string): Promise<void> {
   buildTree(dir, {
     'DEBIAN/control': 'Package: hello-stagedroot\nVersion: 1.0\nArchitecture: all\nMaintainer: test <test@example.org>\nDescription: a test package\n',
@@ -75,6 +75,7 @@ async function buildDeb(dir: string, out: string): Promise<void> {
     'DEBIAN/postinst': { content: '#!/bin/sh\nset -e\nif [ "$1" = configure ]; then echo "configured $2" > /etc/hello.postinst-ran; fi\n', mode: 0o755 },
     'etc/hello.conf': 'greeting=hello\n',
     'usr/share/hello-stagedroot/README': 'hello\n',
+    'var/lib/hello-stagedroot/seed': 'seed\n',
   });
   fs.chmodSync(path.join(dir, 'DEBIAN'), 0o755);
   await execa('dpkg-deb', ['--root-owner-group', '-Zgzip', '--build', dir, out]);
@@ -122,6 +123,8 @@ if (why !== null) {
       expect(fs.readlinkSync(path.join(sysroot, 'shared/var/lib/dpkg'))).toBe('/usr/lib/sysimage/dpkg');
 
       await s.finalize();
+      // What the package ships under /var is the shared /var's initial content, added by finalize.
+      expect(fs.readFileSync(path.join(sysroot, 'shared/var/lib/hello-stagedroot/seed'), 'utf8')).toBe('seed\n');
       await s.boot({ runDir: path.join(base, 'no-run') });
       await s.markGood();
       const back = await s.rollback();

@@ -87,7 +87,7 @@ if (why !== null) {
       expect(fs.readFileSync(path.join(tree(id), 'etc/report'), 'utf8')).toBe('var-written\ndone\n');
       expect(fs.readFileSync(canary, 'utf8')).toBe('host\n');
       expect(fs.readFileSync('/proc/sys/kernel/hostname', 'utf8')).toBe(hostname);
-      // /var was the command's own scratch: neither the shared /var nor the tree keeps it.
+      // /var was the command's own scratch: neither the shared /var nor the tree has it (finalize may carry what it created there).
       expect(hashTree(path.join(sysroot, 'shared/var'))).toBe(sharedVar);
       expect(fs.readdirSync(path.join(tree(id), 'var'))).toEqual([]);
       expect(fs.existsSync(path.join(sysroot, 'deploy', id, 'run-var'))).toBe(false);
@@ -148,6 +148,38 @@ if (why !== null) {
       const back = await s.rollback();
       expect(back.current).toBe('0001');
       expect(state(back.current).ucf).toBe(false);
+    });
+
+    it('what the command creates under /var is the shared /var\'s initial content: added by finalize where the machine has nothing, never over its state', async () => {
+      const own = path.join(base, 'var-machine');
+      busyboxMachine(own);
+      const sys = path.join(own, 'stagedroot');
+      await adoptRoot({ root: own });
+      const script = [
+        'mkdir -p /var/lib/newpkg /var/log/newpkg /var/cache/apt/archives /var/www/html',
+        'echo seed > /var/lib/newpkg/state',
+        'echo page > /var/www/html/index.html',
+        'ln -s state /var/lib/newpkg/current',
+        'echo overwritten > /var/log/old.log',
+        'echo download > /var/cache/apt/archives/x.deb',
+        'echo scratch > /var/tmp/x',
+      ].join(' && ');
+      const sharedVar = path.join(sys, 'shared/var');
+      const before = hashTree(sharedVar);
+      const r = await cli(['stage', '--run', script, '--sysroot', sys, '--no-verify-units']);
+      expect(r.code, r.err).toBe(0);
+      expect(hashTree(sharedVar)).toBe(before);
+      const s = await Sysroot.open(sys);
+      await s.finalize();
+      expect(fs.readFileSync(path.join(sharedVar, 'lib/newpkg/state'), 'utf8')).toBe('seed\n');
+      expect(fs.readlinkSync(path.join(sharedVar, 'lib/newpkg/current'))).toBe('state');
+      expect(fs.statSync(path.join(sharedVar, 'log/newpkg')).isDirectory()).toBe(true);
+      expect(fs.readFileSync(path.join(sharedVar, 'www/html/index.html'), 'utf8')).toBe('page\n');
+      // The machine's own state wins; the run's scratch and downloads are not carried.
+      expect(fs.readFileSync(path.join(sharedVar, 'log/old.log'), 'utf8')).toBe('old\n');
+      expect(fs.existsSync(path.join(sharedVar, 'cache/apt/archives/x.deb'))).toBe(false);
+      expect(fs.existsSync(path.join(sharedVar, 'tmp/x'))).toBe(false);
+      expect(fs.readlinkSync(path.join(sharedVar, 'lib/dpkg'))).toBe('/usr/lib/sysimage/dpkg');
     });
 
     it('takes a SOURCE or --run, not both, not neither; no --dry-run with --run', async () => {
