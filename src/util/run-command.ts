@@ -55,6 +55,13 @@ const KILL_GRACE_MS = 2000;
  * process group of its own so that a timeout kills its children too (a check script
  * whose `sleep` outlived it would otherwise hold the output pipe open). Never rejects:
  * the caller decides what a failure means.
+ *
+ * Why the timeout and the abort are not execa's `timeout`, `cancelSignal` and
+ * `forceKillAfterDelay`: those signal the child's pid only (execa 9 calls the child's
+ * `kill()`), so a hook's or a check's own children outlive them, and execa waits for
+ * the output pipe they still hold (test/util/run-command.test.ts shows both). execa is
+ * kept for what it does well here: spawning without a shell, interleaving stdout and
+ * stderr (`all`), ENOENT and EACCES as results, and the zstd pipe (sources/decompress.ts).
  */
 export async function runCommand(
   cmd: CommandSpec,
