@@ -73,6 +73,13 @@ cmd setcap libcap2-bin
 # policy is Debian's selinux-policy-default.
 cmd matchpathcon selinux-utils
 file /etc/selinux/default/contexts/files/file_contexts selinux-policy-default
+# Tar archives listed by the readers container tools use, against stagedroot's: GNU tar,
+# Go's archive/tar (containerd, umoci; built from fixtures/tar-list), Python's tarfile;
+# git archive writes the PAX global header every tar reader meets (test/sources/tar-global-header).
+cmd tar tar
+cmd go golang-go
+cmd python3 python3
+cmd git git
 
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -14,14 +14,18 @@ const TIME = /^-?\d+(\.\d+)?$/;
 const NUMERIC_KEYS = new Set(['size', 'uid', 'gid', 'mode', 'SCHILY.dev', 'SCHILY.ino', 'SCHILY.nlink', 'dev', 'ino', 'nlink']);
 const TIME_KEYS = new Set(['mtime', 'atime', 'ctime']);
 
-/** `layer` names the archive, `entry` the entry the header belongs to (as far as it is known). */
-export function checkPaxRecords(raw: Buffer, layer: string, entry: string): void {
+/**
+ * `layer` names the archive, `entry` the entry the header belongs to (as far as it is
+ * known). Returns the records' keys, in order.
+ */
+export function checkPaxRecords(raw: Buffer, layer: string, entry: string): string[] {
+  const keys: string[] = [];
   const bad = (why: string, code: 'SOURCE_CORRUPT' | 'PATH_ESCAPE' | 'SOURCE_UNSUPPORTED' = 'SOURCE_CORRUPT'): never => {
     throw new StagedrootError(code, `${layer} is rejected: the PAX extended header for ${JSON.stringify(entry)} ${why}`, { path: entry });
   };
   let off = 0;
   while (off < raw.length) {
-    if (raw.subarray(off).every((b) => b === 0)) return; // NUL padding some writers add
+    if (raw.subarray(off).every((b) => b === 0)) return keys; // NUL padding some writers add
     const sp = raw.indexOf(0x20, off);
     const lenText = sp === -1 ? '' : raw.toString('latin1', off, sp);
     if (!DECIMAL.test(lenText)) bad(`has a malformed record at byte ${off}`);
@@ -31,6 +35,7 @@ export function checkPaxRecords(raw: Buffer, layer: string, entry: string): void
     const eqAt = raw.indexOf(0x3d, sp + 1);
     if (eqAt === -1 || eqAt >= end - 1 || eqAt === sp + 1) bad(`has a record at byte ${off} without a key`);
     if (xattrKey(raw.toString('utf8', sp + 1, eqAt)) !== null) {
+      keys.push(raw.toString('utf8', sp + 1, eqAt));
       off = end; // a binary value: any byte, a newline or NUL included, is framed by the length
       continue;
     }
@@ -39,6 +44,7 @@ export function checkPaxRecords(raw: Buffer, layer: string, entry: string): void
     if (eq <= 0) bad(`has a record at byte ${off} without a key`);
     const key = text.slice(0, eq);
     const value = text.slice(eq + 1);
+    keys.push(key);
     if (value.includes('\n')) bad(`has a ${key} value with a newline, which tar readers disagree on`, 'SOURCE_UNSUPPORTED');
     if ((key === 'path' || key === 'linkpath') && value.includes('\0')) bad(`has a ${key} containing a NUL byte: ${JSON.stringify(value)}`, 'PATH_ESCAPE');
     if (NUMERIC_KEYS.has(key) && !DECIMAL.test(value)) bad(`has ${key}=${JSON.stringify(value)}, not a non-negative decimal number`);
@@ -46,6 +52,22 @@ export function checkPaxRecords(raw: Buffer, layer: string, entry: string): void
     if (key === 'type') bad('has a "type" record, which is not a POSIX keyword and would change the entry type');
     if (key.startsWith('GNU.sparse.')) bad(`has ${key}: sparse files are not supported`, 'SOURCE_UNSUPPORTED');
     off = end;
+  }
+  return keys;
+}
+
+/**
+ * What a PAX global header (type 'g') may hold: a `comment` only (what `git archive` writes,
+ * the commit id), which no reader applies to anything. Tar readers disagree on every other
+ * record: GNU tar and Python's tarfile apply it to every later entry (a global `path` names
+ * them all, a global `size` moves where the next header is read), node-tar all but `path`,
+ * and Go's archive/tar (what containerd and umoci read layers with) to none. Any other
+ * record would list the archive one way in stagedroot and another in some tool: refused.
+ */
+export function checkGlobalPaxRecords(raw: Buffer, layer: string, at: string): void {
+  const applied = checkPaxRecords(raw, layer, at).filter((k) => k !== 'comment');
+  if (applied.length > 0) {
+    throw new StagedrootError('SOURCE_UNSUPPORTED', `${layer} is rejected: its PAX global header (${JSON.stringify(at)}) sets ${[...new Set(applied)].join(', ')}, which tar readers apply differently (GNU tar and Python to every later entry, Go's archive/tar as containerd and umoci use it to none); only a comment is accepted there`, { path: at });
   }
 }
 

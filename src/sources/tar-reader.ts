@@ -4,7 +4,7 @@ import { ByteReader } from './byte-reader.js';
 import type { LayerLimits } from './entry-checks.js';
 import type { LayerEntry, LayerEntryKind } from './layer-entry.js';
 import { hasRawBytes, nameFromBytes } from '../fs/core/names.js';
-import { checkPaxRecords, takeXattrRecords } from './pax-records.js';
+import { checkGlobalPaxRecords, checkPaxRecords, takeXattrRecords } from './pax-records.js';
 
 /** node-tar's cap on one extended header; a longer one is an attack, not a long name. */
 export const MAX_META_BYTES = 1024 * 1024;
@@ -52,7 +52,6 @@ export async function* readTarEntries(source: AsyncIterable<Uint8Array>, where: 
   };
   const truncated = (): never => corrupt(`it ends in the middle of ${JSON.stringify(current)} (truncated)`);
   let ex: Ex;
-  let gex: Ex;
   let xattrs: [string, Buffer][] | undefined;
   let rawPath: Buffer | undefined;
   let rawLinkpath: Buffer | undefined;
@@ -75,7 +74,7 @@ export async function* readTarEntries(source: AsyncIterable<Uint8Array>, where: 
       }
       let h: Header;
       try {
-        h = new Header(block, 0, ex, gex);
+        h = new Header(block, 0, ex);
       } catch (err) {
         return corrupt(`the header at byte ${at} (${JSON.stringify(rawName(block))}) cannot be decoded: ${(err as Error).message}`, rawName(block));
       }
@@ -106,22 +105,23 @@ export async function* readTarEntries(source: AsyncIterable<Uint8Array>, where: 
           if (type === 'NextFileHasLongLinkpath') rawLinkpath = bytes;
           else rawPath = bytes;
         } else {
+          if (type === 'GlobalExtendedHeader') {
+            // A comment only (checkGlobalPaxRecords): nothing in it applies to any entry.
+            checkGlobalPaxRecords(body, where, current);
+            continue;
+          }
           checkPaxRecords(body, where, paxPathGuess(body) ?? current);
           const { rest, xattrs: found, rawPath: rp, rawLinkpath: rl } = takeXattrRecords(body);
-          const parsed = Pax.parse(rest.toString('utf8'), ex as never, type === 'GlobalExtendedHeader') as unknown as Ex;
-          if (type === 'GlobalExtendedHeader') gex = parsed;
-          else {
-            ex = parsed;
-            // Attributes belong to the next entry only (a global header's are not taken).
-            if (found.length > 0) xattrs = found;
-            if (rp !== undefined) rawPath = rp;
-            if (rl !== undefined) rawLinkpath = rl;
-          }
+          ex = Pax.parse(rest.toString('utf8'), ex as never, false) as unknown as Ex;
+          // Attributes belong to the next entry only.
+          if (found.length > 0) xattrs = found;
+          if (rp !== undefined) rawPath = rp;
+          if (rl !== undefined) rawLinkpath = rl;
         }
         continue;
       }
 
-      const re = new ReadEntry(h, ex as never, gex as never);
+      const re = new ReadEntry(h, ex as never);
       ex = undefined;
       const entryXattrs = xattrs;
       xattrs = undefined;
