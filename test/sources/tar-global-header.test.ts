@@ -44,18 +44,18 @@ async function stagedroot(file: string): Promise<Listed[]> {
 }
 
 async function go(file: string): Promise<Listed[]> {
-  return (await tool(goLister, [file])).stdout.split('\n').filter(Boolean).map((l) => listed(...(l.split('\t') as [string, string, string, string])));
+  return String((await tool(goLister, [file])).stdout).split('\n').filter(Boolean).map((l: string) => listed(...(l.split('\t') as [string, string, string, string])));
 }
 
 async function python(file: string): Promise<Listed[]> {
   const script = 'import sys, tarfile\nfor m in tarfile.open(sys.argv[1]):\n    print(f"{m.type.decode()}\\t{m.name}\\t{m.size}\\t{m.linkname}")';
-  return (await tool('python3', ['-c', script, file])).stdout.split('\n').filter(Boolean).map((l) => listed(...(l.split('\t') as [string, string, string, string])));
+  return String((await tool('python3', ['-c', script, file])).stdout).split('\n').filter(Boolean).map((l: string) => listed(...(l.split('\t') as [string, string, string, string])));
 }
 
 /** GNU tar's listing: names (`tar -t`) and, from `tar -tv`, sizes and link targets, in the same shape. */
 async function gnu(file: string): Promise<Listed[]> {
   const r = await tool('tar', ['-tv', '--numeric-owner', '-f', file], { reject: false });
-  return r.stdout.split('\n').filter(Boolean).map((l) => {
+  return String(r.stdout).split('\n').filter(Boolean).map((l: string) => {
     const m = /^(.)\S+\s+\S+\s+(\d+)\s+\S+\s+\S+\s+(.*?)(?: -> (.*))?$/.exec(l)!;
     const type = m[1] === 'l' ? '2' : m[1] === 'd' ? '5' : m[1] === 'h' ? '1' : '0';
     return listed(type, m[3]!, m[2]!, m[4] ?? '');
