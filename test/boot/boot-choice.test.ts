@@ -4,26 +4,20 @@
  * choice, not a failure.
  */
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { formatStatus } from '../../src/cli/format.js';
+import { bootRecords } from '../helpers/boot.js';
 
 let t: TempSysroot | undefined;
-let run: string | undefined;
 afterEach(() => {
   t?.cleanup();
-  if (run) fs.rmSync(run, { recursive: true, force: true });
-  t = run = undefined;
+  t = undefined;
 });
 
 /** What prepare-root records after booting deployment `id` (tests in test/initramfs run the real script). */
-function recorded(dir: string, id: string, extra: string[] = []): { runDir: string; rootDir: string } {
-  run ??= fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-run-'));
-  fs.writeFileSync(path.join(run, 'booted'), [`id=${id}`, 'sysroot=/sysroot', ...extra].join('\n') + '\n');
-  return { runDir: run, rootDir: path.join(dir, 'deploy', id, 'tree') };
-}
+const { record: recorded } = bootRecords('/sysroot');
 
 describe('booting an entry other than the default', () => {
   it('the rollback picked for one boot: recorded as a choice, current unchanged, nothing marked bad; the next default boot runs current', async () => {

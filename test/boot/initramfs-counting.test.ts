@@ -6,14 +6,14 @@ import { parseBootRecord } from '../../src/boot/boot-record.js';
 import { Sysroot } from '../../src/sysroot.js';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { expectBootFiles, readState } from '../helpers/invariants.js';
+import { bootRecords } from '../helpers/boot.js';
 
 let t: TempSysroot | undefined;
-let run: string | undefined;
 afterEach(() => {
   t?.cleanup();
-  if (run) fs.rmSync(run, { recursive: true, force: true });
-  t = run = undefined;
+  t = undefined;
 });
+const records = bootRecords('/');
 
 /**
  * What stagedroot-prepare-root does to the sysroot's files at each boot (the real script
@@ -21,7 +21,6 @@ afterEach(() => {
  * when none are left, and record what it booted. Returns where `boot` finds the record.
  */
 function initramfsBoot(dir: string): { runDir: string; rootDir: string; id: string } {
-  run ??= fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-run-'));
   const current = /^deploy\/(\d+)\/tree$/.exec(fs.readlinkSync(path.join(dir, 'current')))![1]!;
   const triesFile = path.join(dir, 'boot-tries', current);
   const lines = [];
@@ -37,8 +36,7 @@ function initramfsBoot(dir: string): { runDir: string; rootDir: string; id: stri
       lines.push(`fell-back-from=${current}`);
     }
   }
-  fs.writeFileSync(path.join(run, 'booted'), [`id=${id}`, 'sysroot=/', ...lines].join('\n') + '\n');
-  return { runDir: run, rootDir: path.join(dir, 'deploy', id, 'tree'), id };
+  return { ...records.record(dir, id, lines), id };
 }
 
 describe('boot counting shared with the initramfs', () => {

@@ -9,6 +9,7 @@ import { syncBootEntries } from '../../src/store/sync-boot-entries.js';
 import { findKernel } from '../../src/store/kernels.js';
 import { filesystemPath } from '../../src/fs/core/mount-path.js';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
+import { crashEverySync, KERNEL_TREE } from '../helpers/boot.js';
 
 let t: TempSysroot | undefined;
 let boot: string | undefined;
@@ -18,11 +19,6 @@ afterEach(() => {
   t = boot = undefined;
 });
 
-const KERNEL_TREE = {
-  'etc/os-release': 'ID=test\n',
-  'usr/lib/modules/6.1.0-1/vmlinuz': 'kernel 6.1.0-1\n',
-  'usr/lib/modules/6.1.0-1/initramfs.img': 'initramfs 6.1.0-1\n',
-};
 
 async function withBootDir(kernelArguments = ['root=LABEL=root', 'rw', 'stagedroot=/sysroot']): Promise<TempSysroot> {
   boot = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-boot-dir-'));
@@ -127,17 +123,7 @@ describe('Boot Loader Specification entries in --boot-dir', () => {
     const oldSet = JSON.stringify(entries());
     // The state after finalize, written by hand so that only the entries are at stake.
     const after: BaseState = { ...before, current: before.staged!, staged: null, rollback: before.current };
-    let points = 0;
-    for (let n = 1; ; n++) {
-      let count = 0;
-      const ctx = makeContext(t!.dir, { faults: { afterMutation() { if (++count === n) throw new Error('crash'); } } });
-      let crashed = false;
-      try {
-        syncBootEntries(ctx, after);
-      } catch (err) {
-        if ((err as Error).message !== 'crash' && !String((err as Error).cause).includes('crash')) throw err;
-        crashed = true;
-      }
+    const points = await crashEverySync(t!.dir, after, (n) => {
       const seen = JSON.stringify(entries());
       const newSet = (() => {
         syncBootEntries(makeContext(t!.dir), after);
@@ -147,9 +133,7 @@ describe('Boot Loader Specification entries in --boot-dir', () => {
       // Back to the old set for the next crash point.
       syncBootEntries(makeContext(t!.dir), before);
       expect(JSON.stringify(entries())).toBe(oldSet);
-      if (!crashed) break;
-      points++;
-    }
+    });
     expect(points).toBeGreaterThan(4);
   });
 });

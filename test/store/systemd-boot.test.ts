@@ -17,6 +17,7 @@ import { entryDeployment } from '../../src/state/boot-entry-text.js';
 import { filesystemPath } from '../../src/fs/core/mount-path.js';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { unavailable } from '../helpers/mounts.js';
+import { crashEverySync, KERNEL_TREE } from '../helpers/boot.js';
 
 function why(): string | null {
   if (process.getuid?.() !== 0) return 'not root (the ESP is a tmpfs mount)';
@@ -40,7 +41,6 @@ afterEach(() => {
   t = esp = undefined;
 });
 
-const KERNEL_TREE = { 'etc/os-release': 'ID=test\n', 'usr/lib/modules/6.1.0-1/vmlinuz': 'kernel 6.1.0-1\n', 'usr/lib/modules/6.1.0-1/initramfs.img': 'initramfs 6.1.0-1\n' };
 const NEW_KERNEL = [
   { path: '/usr/lib/modules/6.2.0-1/vmlinuz', contents: 'kernel 6.2.0-1\n' },
   { path: '/usr/lib/modules/6.2.0-1/initramfs.img', contents: 'initramfs 6.2.0-1\n' },
@@ -125,26 +125,14 @@ if (NO !== null) {
       const before: BaseState = t!.sysroot.state();
       // The rollback's entries: 0001 becomes the default.
       const after: BaseState = { ...before, current: before.rollback!, rollback: before.current };
-      let points = 0;
-      for (let n = 1; ; n++) {
-        let count = 0;
-        const ctx = makeContext(t!.dir, { faults: { afterMutation() { if (++count === n) throw new Error('crash'); } } });
-        let crashed = false;
-        try {
-          syncBootEntries(ctx, after);
-        } catch (err) {
-          if ((err as Error).message !== 'crash' && !String((err as Error).cause).includes('crash')) throw err;
-          crashed = true;
-        }
+      const points = await crashEverySync(t!.dir, after, async (n) => {
         const list = await bootctlList();
         expectOwnKernels(list, `crash point ${n}`);
         expect(['stagedroot-0002.conf', 'stagedroot-0001.conf'], `crash point ${n}: default`).toContain(list[0]!.id);
         expect(list.length, `crash point ${n}`).toBeGreaterThan(0);
         syncBootEntries(makeContext(t!.dir), before);
         expect((await bootctlList()).map((e) => e.id)).toEqual(['stagedroot-0002.conf', 'stagedroot-0001.conf']);
-        if (!crashed) break;
-        points++;
-      }
+      });
       expect(points).toBeGreaterThanOrEqual(2);
     });
   });
