@@ -2,6 +2,7 @@ import { StagedrootError } from '../errors.js';
 import type { RootFs } from '../fs/trees/root-fs.js';
 import { readLinkTarget } from '../fs/manifests/manifest.js';
 import { walkTree } from '../fs/core/walk.js';
+import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 
 /**
  * The package manager's records, which must describe the tree they sit in: after a
@@ -90,11 +91,36 @@ export function relocatePackageDbs(root: RootFs): string[] {
  * Before a `stage --run` command, in a Debian tree: every place of package state under
  * usr/ exists (a tree adopted before one was listed, or before any package used it), so
  * the command's /var links to all of them and what its maintainer scripts record stays
- * in the new tree.
+ * in the new tree. A place the machine still keeps as a real directory in its shared
+ * /var (adopted before it was listed: debconf's answers, say) is filled with a copy of
+ * it, so the command sees the state it has; the shared /var is only read.
  */
-export function ensurePackageDbPlaces(tree: RootFs): void {
+export function ensurePackageDbPlaces(tree: RootFs, liveVar?: string): void {
   if (!isDebian(tree)) return;
-  for (const db of PACKAGE_DBS) if (lstatIn(tree, db.usr) === null) tree.mkdir(db.usr, { mode: 0o755 });
+  const live = liveVar === undefined ? null : new ReadOnlyTree(liveVar);
+  for (const db of PACKAGE_DBS) {
+    if (lstatIn(tree, db.usr) !== null) continue;
+    const rel = db.var.slice('var/'.length);
+    const from = live?.lstat(rel)?.isDirectory() ? live.resolve(rel) : null;
+    if (from === null) {
+      tree.mkdir(db.usr, { mode: 0o755 });
+      continue;
+    }
+    tree.copyIn(db.usr, from.hostPath);
+    const dirs: { rel: string; mode: number; uid: number; gid: number }[] = [];
+    walkTree(from.hostPath, {
+      enter(r, h, e) {
+        const to = `${db.usr}/${r}`;
+        if (e.isDirectory()) {
+          tree.mkdir(to, { mode: 0o700 });
+          dirs.push({ rel: to, mode: e.mode & 0o7777, uid: e.uid, gid: e.gid });
+        } else if (e.isFile() || e.isSymbolicLink()) {
+          tree.copyIn(to, h);
+        }
+      },
+    });
+    for (const d of dirs.reverse()) tree.setAttrs(d.rel, { mode: d.mode, uid: d.uid, gid: d.gid });
+  }
 }
 
 /** `p`'s lstat in the tree, null when it or a parent is missing. */

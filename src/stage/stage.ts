@@ -295,7 +295,7 @@ async function runCommand(run: Run, what: { command: string; timeoutMs: number }
   const varDir = `${run.work}/run-var`;
   ctx.dfs.mkdir(varDir, 0o755);
   const scratch = new RootFs(varDir, { faults: ctx.faults });
-  ensurePackageDbPlaces(new RootFs(tree, { faults: ctx.faults }));
+  ensurePackageDbPlaces(new RootFs(tree, { faults: ctx.faults }), sharedDirs(run.state).includes('var') ? ctx.layout.shared('var') : undefined);
   const layout = scratchVarLayout((usr) => new ReadOnlyTree(tree).lstat(usr)?.isDirectory() ?? false);
   for (const d of layout.dirs) scratch.mkdir(d.path, { mode: d.mode });
   for (const l of layout.links) scratch.symlink(l.path, l.target);

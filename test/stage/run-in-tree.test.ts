@@ -182,6 +182,25 @@ if (why !== null) {
       expect(fs.readlinkSync(path.join(sharedVar, 'lib/dpkg'))).toBe('/usr/lib/sysimage/dpkg');
     });
 
+    it('a tree adopted before a kind of package state was listed: the command sees the machine\'s copy of it, and its change stays in the new tree', async () => {
+      // Made as an older adoption left it: dpkg's database under usr/, debconf still a real directory in the shared /var.
+      const own = path.join(base, 'older-machine');
+      busyboxMachine(own, { 'var/cache/debconf/config.dat': 'Name: base/question\nValue: old\n\n' });
+      fs.mkdirSync(path.join(own, 'usr/lib/sysimage'), { recursive: true });
+      fs.renameSync(path.join(own, 'var/lib/dpkg'), path.join(own, 'usr/lib/sysimage/dpkg'));
+      fs.symlinkSync('/usr/lib/sysimage/dpkg', path.join(own, 'var/lib/dpkg'));
+      const sys = path.join(base, 'older-sysroot');
+      await Sysroot.init(sys, { fromDirectory: own });
+      const liveDebconf = path.join(sys, 'shared/var/cache/debconf/config.dat');
+      expect(fs.lstatSync(path.dirname(liveDebconf)).isDirectory()).toBe(true);
+      const r = await cli(['stage', '--run', 'cat /var/cache/debconf/config.dat && printf "Name: newpkg/question\\nValue: yes\\n\\n" >> /var/cache/debconf/config.dat', '--sysroot', sys, '--no-verify-units']);
+      expect(r.code, r.err).toBe(0);
+      expect(r.err).toContain('Name: base/question');
+      const id = (await Sysroot.open(sys)).status().staged!;
+      expect(fs.readFileSync(path.join(sys, 'deploy', id, 'tree/usr/lib/sysimage/debconf/config.dat'), 'utf8')).toBe('Name: base/question\nValue: old\n\nName: newpkg/question\nValue: yes\n\n');
+      expect(fs.readFileSync(liveDebconf, 'utf8')).toBe('Name: base/question\nValue: old\n\n');
+    });
+
     it('takes a SOURCE or --run, not both, not neither; no --dry-run with --run', async () => {
       expect((await cli(['stage', '--sysroot', sysroot])).code).toBe(2);
       expect((await cli(['stage', 'x.json', '--run', 'true', '--sysroot', sysroot])).code).toBe(2);
