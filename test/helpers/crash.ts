@@ -8,7 +8,7 @@ import { isSubvolume } from '../../src/fs/trees/storage.js';
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const CRASH_CHILD = path.join(here, 'crash-child.mjs');
 export const LOCK_HOLDER = path.join(here, 'lock-holder.mjs');
-export const DIST_INDEX = path.join(here, '..', '..', 'dist', 'index.js');
+export { DIST_INDEX, requireDist } from './dist.js';
 
 /**
  * A scratch directory for crash tests, on tmpfs (/dev/shm) when there is one. A SIGKILL
@@ -25,15 +25,6 @@ export function scratchDir(prefix: string): string {
     // no tmpfs: the usual temp dir
   }
   return fs.mkdtempSync(path.join(parent, prefix));
-}
-
-/** The child processes run the compiled library: fail loudly when it is missing or older than src/. */
-export function requireDist(): void {
-  const built = fs.statSync(DIST_INDEX, { throwIfNoEntry: false });
-  if (!built) throw new Error(`${DIST_INDEX} is missing: run \`npm run build\` first (\`npm test\` does)`);
-  const src = path.join(here, '..', '..', 'src');
-  const newer = (fs.readdirSync(src, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts') && fs.statSync(path.join(src, f)).mtimeMs > built.mtimeMs);
-  if (newer.length > 0) throw new Error(`dist/ is older than src/ (${newer.slice(0, 3).join(', ')}): run \`npm run build\` first (\`npm test\` does)`);
 }
 
 export type ChildOp = 'open' | 'stage' | 'stage-rejected' | 'finalize' | 'boot' | 'rollback' | 'markBad' | 'prune';

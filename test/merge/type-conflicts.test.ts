@@ -152,12 +152,14 @@ describe(`merge type conflicts in O(update) (seed ${SEED})`, () => {
   });
 });
 
-describe('the merge rows on a worker thread (the compiled library)', () => {
+describe('the merge rows on a worker thread (the compiled library, against its own inline rows)', () => {
   it('are the rows the same tasks give inline', async () => {
     requireDist();
     const dist = (rel: string): Promise<unknown> => import(pathToFileURL(path.join(path.dirname(DIST_INDEX), rel)).href);
     const jobs = (await dist('fs/jobs/tree-jobs.js')) as typeof import('../../src/fs/jobs/tree-jobs.js');
     const { rowTasks } = (await dist('merge/row-tasks.js')) as typeof import('../../src/merge/row-tasks.js');
+    // Compared with the same build's rows inline: one instance of each module, dist/'s.
+    const { lookupRows, changedRows } = (await dist('merge/merge-rows.js')) as typeof import('../../src/merge/merge-rows.js');
     expect(jobs.treeWorkersAvailable()).toBe(true);
     const r = prng(SEED + 1);
     for (let i = 0; i < 10; i++) {

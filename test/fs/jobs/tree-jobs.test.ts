@@ -1,32 +1,40 @@
 /**
- * Tree tasks on worker threads (src/fs/jobs/tree-jobs.ts). The unit tests run the library
- * from its TypeScript source, where tasks run inline; the worker path is exercised
- * through the compiled dist/ (as the crash tests' children use it): the same results,
- * the same mutations reported to a fault hook on the caller's thread and in the same
- * order, progress on the caller's thread, cancellation by AbortSignal, and a caller
- * whose event loop keeps turning while the tree is copied.
+ * Tree tasks on worker threads (src/fs/jobs/tree-jobs.ts), through one build of the
+ * library, the compiled dist/ (a worker runs compiled code; the crash tests' children use
+ * the same): on a worker, and inline (STAGEDROOT_TREE_WORKERS=0, what the unit tests get
+ * from the TypeScript source), the same results, the same mutations reported to a fault
+ * hook on the caller's thread and in the same order, progress on the caller's thread,
+ * cancellation by AbortSignal, and a caller whose event loop keeps turning while the tree
+ * is copied. No module of src/ is loaded beside dist/'s: one instance of each.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runTreeTask, treeWorkersAvailable } from '../../../src/fs/jobs/tree-jobs.js';
-import { treeTasks } from '../../../src/fs/trees/tasks.js';
-import { manifestTasks } from '../../../src/fs/manifests/tasks.js';
-import { countingHook } from '../../../src/testing/faults.js';
-import { keylessEntries } from '../../helpers/manifest.js';
-import { buildTree, hashTree } from '../../../src/testing/index.js';
-import { DIST_INDEX, requireDist } from '../../helpers/crash.js';
+import type { runTreeTask } from '../../../src/fs/jobs/tree-jobs.js';
+import type { treeTasks } from '../../../src/fs/trees/tasks.js';
+import type { manifestTasks } from '../../../src/fs/manifests/tasks.js';
+import type * as Testing from '../../../src/testing/index.js';
+import type { keyless as Keyless } from '../../helpers/manifest.js';
+import type { readManifest as ReadManifest } from '../../../src/fs/manifests/manifest.js';
+import { DIST_INDEX, requireDist } from '../../helpers/dist.js';
 
-/** The runner and the tasks of one build: the TypeScript source (inline) or dist/ (on workers). */
+/** The runner and the tasks of dist/, on workers or inline. */
 interface Build {
   run: typeof runTreeTask;
   tree: typeof treeTasks;
   manifest: typeof manifestTasks;
 }
-const inline: Build = { run: runTreeTask, tree: treeTasks, manifest: manifestTasks };
+let inline: Build;
 let worker: Build;
 let workersInDist: boolean;
+let inlineWhenOff: boolean;
+let countingHook: typeof Testing.countingHook;
+let buildTree: typeof Testing.buildTree;
+let hashTree: typeof Testing.hashTree;
+let readManifest: typeof ReadManifest;
+/** helpers/manifest.ts's keylessEntries, on dist's reader (that helper would load src/'s). */
+const keylessEntries = (file: string): ReturnType<typeof Keyless>[] => [...readManifest(file)].map(({ mt: _mt, i: _i, c: _c, ...rest }) => rest);
 let base: string;
 let src: string;
 
@@ -43,8 +51,23 @@ beforeAll(async () => {
   const mod = (await dist('fs/jobs/tree-jobs.js')) as { runTreeTask: typeof runTreeTask; treeWorkersAvailable: () => boolean };
   const tree = ((await dist('fs/trees/tasks.js')) as { treeTasks: typeof treeTasks }).treeTasks;
   const manifest = ((await dist('fs/manifests/tasks.js')) as { manifestTasks: typeof manifestTasks }).manifestTasks;
+  ({ countingHook, buildTree, hashTree } = (await dist('testing/index.js')) as typeof Testing);
+  ({ readManifest } = (await dist('fs/manifests/manifest.js')) as { readManifest: typeof ReadManifest });
   worker = { run: mod.runTreeTask, tree, manifest };
+  // The runner decides at each call: with the switch off it runs the task on this thread.
+  const off = <T>(fn: () => T): T => {
+    const was = process.env.STAGEDROOT_TREE_WORKERS;
+    process.env.STAGEDROOT_TREE_WORKERS = '0';
+    try {
+      return fn();
+    } finally {
+      if (was === undefined) delete process.env.STAGEDROOT_TREE_WORKERS;
+      else process.env.STAGEDROOT_TREE_WORKERS = was;
+    }
+  };
+  inline = { run: ((task, args, o) => off(() => mod.runTreeTask(task, args, o))) as typeof runTreeTask, tree, manifest };
   workersInDist = mod.treeWorkersAvailable();
+  inlineWhenOff = !off(() => mod.treeWorkersAvailable());
   base = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-tree-jobs-'));
   src = wideTree(path.join(base, 'src'), 3000);
 });
@@ -60,9 +83,9 @@ function copyArgs(name: string): { src: string; dst: string; policy: typeof poli
 }
 
 describe('tree tasks', () => {
-  it('run inline from the TypeScript source and on a worker thread from dist/', () => {
-    expect(treeWorkersAvailable()).toBe(false);
+  it('run on a worker thread from dist/, and inline with STAGEDROOT_TREE_WORKERS=0', () => {
     expect(workersInDist).toBe(true);
+    expect(inlineWhenOff).toBe(true);
   });
 
   it('copy the same tree and write the same manifest on a worker as inline, reporting the same mutations in the same order', async () => {
