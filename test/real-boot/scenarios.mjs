@@ -1,5 +1,7 @@
 // The real-boot scenarios after the adoption: each continues on the machine the one
-// before left. Scenarios 1-3 are the update, health and power-cut checks.
+// before left. Numbered as run.mjs numbers them (STAGEDROOT_BOOT_SCENARIOS): 1 the adoption
+// (adopt.mjs), 2 the update keeping /var and /etc writes, 3 the kernel update (kernel.mjs),
+// 4 the bad updates falling back, 5 the power cut, 6 the UEFI machine (uefi.mjs).
 import * as fs from 'node:fs';
 import { adoptThroughGrub } from './adopt.mjs';
 import { kernelUpdateThroughGrub } from './kernel.mjs';
