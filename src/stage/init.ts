@@ -4,7 +4,7 @@ import { exists, isDirectory, listDir, syncFilesystem } from '../fs/trees/durabl
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
 import { manifestTasks } from '../fs/manifests/tasks.js';
 import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
-import { isTempName } from '../state/layout.js';
+import { isLegacyTempName, isTempName } from '../fs/core/temp-names.js';
 import { newRecord } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
 import { saveState } from '../store/state-file.js';
@@ -98,7 +98,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
   if (keys.length > 0 && o.source) await checkSource(layout, o.source, { keys });
   // Leftovers of an init that crashed before writing its state.
   for (const n of listDir(layout.root)) {
-    if (['deploy', 'work', 'trash', 'current', 'trusted-keys', 'shared', 'shared.list', 'kept'].includes(n) || isTempName(n, ['current', 'shared.list'])) dfs.removeTree(`${layout.root}/${n}`);
+    if (['deploy', 'work', 'trash', 'current', 'trusted-keys', 'shared', 'shared.list', 'kept'].includes(n) || isTempName(n) || isLegacyTempName(n, (t) => t === 'current' || t === 'shared.list')) dfs.removeTree(`${layout.root}/${n}`);
   }
   dfs.mkdir(layout.deployDir);
   dfs.mkdir(layout.workDir);

@@ -21,7 +21,7 @@ import { randomSuffix } from '../util/random.js';
  *   trusted-keys/KEYID.pub       public keys a source's signature must match (none: unsigned sources are fine)
  *   hooks/PHASE/                 executables run at each phase, in name order
  *   hook-runs/PHASE.json         what the last run of each phase's hooks did (bounded output)
- *   .NAME.tmp-PID-R, .NAME.new-PID-R   a file or symlink being replaced (see tempPath)
+ *   .stagedroot-tmp-PID-HEX      an entry being replaced (fs/trees/write-via-temp.ts; in any directory stagedroot writes)
  */
 export class Layout {
   readonly root: string;
@@ -130,19 +130,4 @@ export class Layout {
     const m = target === null ? null : /^deploy\/(\d{4,})\/tree$/.exec(target);
     return m ? m[1]! : null;
   }
-}
-
-/**
- * The temp name beside `target` that an atomic replace writes first and renames over it:
- * `.NAME.tmp-PID-R` for a file, `.NAME.new-PID-R` for a symlink. Only these names are
- * removed by recovery (isTempName), so the two must agree: both live here.
- */
-export function tempPath(target: string, kind: 'file' | 'symlink'): string {
-  return path.join(path.dirname(target), `.${path.basename(target)}.${kind === 'file' ? 'tmp' : 'new'}-${process.pid}-${randomSuffix()}`);
-}
-
-/** True for a name tempPath makes for one of the sysroot's own files (a leftover when no writer runs). */
-export function isTempName(name: string, of: readonly string[] = ['state.json', 'state.json.bak', 'current', 'fallback', 'rollback', 'shared.list']): boolean {
-  const m = /^\.(.+)\.(tmp|new)-\d+-[0-9a-f]+$/.exec(name);
-  return m !== null && of.includes(m[1]!);
 }

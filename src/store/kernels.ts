@@ -73,16 +73,15 @@ export function installKernel(ctx: Context, boot: string, tree: string, k: Kerne
   const dir = path.join(boot, kernelDir(k));
   if (isDirectory(dir)) return;
   dfs.mkdir(path.join(boot, 'stagedroot'));
-  const tmp = `${dir}.tmp`;
-  dfs.removeTree(tmp);
-  dfs.mkdir(tmp);
   const names = copiedNames(k);
-  copyImage(ctx, path.join(tree, k.kernelPath), path.join(tmp, names.kernel));
-  if (k.initrdPath !== null) copyImage(ctx, path.join(tree, k.initrdPath), path.join(tmp, names.initrd!));
-  dfs.rename(tmp, dir);
+  dfs.createViaTemp(dir, (tmp) => {
+    dfs.mkdir(tmp);
+    copyImage(ctx, path.join(tree, k.kernelPath), path.join(tmp, names.kernel));
+    if (k.initrdPath !== null) copyImage(ctx, path.join(tree, k.initrdPath), path.join(tmp, names.initrd!));
+  });
 }
 
-/** Removes the kernel copies under stagedroot/ that no entry uses (and an interrupted copy). */
+/** Removes the kernel copies under stagedroot/ that no entry uses (and an interrupted copy: a temp name, or an older version's HASH.tmp). */
 export function removeUnusedKernels(ctx: Context, boot: string, used: ReadonlySet<string>): void {
   for (const h of listDir(path.join(boot, 'stagedroot'))) if (!used.has(h)) ctx.dfs.removeTree(path.join(boot, 'stagedroot', h));
 }

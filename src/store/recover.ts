@@ -2,7 +2,6 @@ import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
 import { exists, isDirectory, listDir, readLink } from '../fs/trees/durable.js';
 import { cleanLockLeftovers } from '../fs/core/lock.js';
-import { isTempName } from '../state/layout.js';
 import { dropIds, effectiveState } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
 import { syncBootEntries } from './sync-boot-entries.js';
@@ -91,11 +90,12 @@ export function recover(ctx: Context): RecoveryReport {
     for (const n of names) dfs.removeTree(`${dir}/${n}`);
     actions.push(`removed leftovers in ${dir.slice(layout.root.length + 1)}/: ${names.join(', ')}`);
   }
-  for (const n of listDir(layout.root)) {
-    if (isTempName(n)) {
-      dfs.unlink(`${layout.root}/${n}`);
-      actions.push(`removed temp file ${n}`);
-    }
+  // Writes a crash cut short (one temp scheme, and the names older versions used), in
+  // every directory of the sysroot's own that is written via a temp. boot-tries/ is
+  // syncBootFiles's, the boot entries' directories syncBootEntries's, kept/ copyOut's.
+  const tempDirs = [layout.root, layout.hookRunsDir, layout.trustedKeysDir, ...state.deployments.map((d) => layout.deployment(d.id))];
+  for (const dir of tempDirs) {
+    for (const n of dfs.removeTempLeftovers(dir, () => true)) actions.push(`removed temp file ${dir === layout.root ? n : `${dir.slice(layout.root.length + 1)}/${n}`}`);
   }
   // The initramfs's files follow the recovered state (a crash can leave the next state's
   // files written before the pointer moved, or the old state's not yet removed).

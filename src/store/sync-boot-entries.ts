@@ -119,6 +119,9 @@ function writeLoaderSwap(ctx: Context, boot: string, list: Bootable[], arg: stri
     for (const e of entries) dfs.writeFileAtomic(path.join(nextDir, 'entries', e.file), e.text);
     dfs.replaceSymlink(path.join(boot, 'loader'), next);
   }
+  // The temp name of a swap a crash interrupted (an older version's: .loader.new-…); the
+  // inactive set is rewritten whole by the next swap.
+  dfs.removeTempLeftovers(boot, (t) => t === 'loader');
   removeUnusedKernels(ctx, boot, new Set(list.map((b) => b.kernel.hash)));
 }
 
@@ -163,8 +166,8 @@ function writeEspEntries(ctx: Context, esp: string, list: Bootable[], arg: strin
     const keep = new Set(entries.map((e) => e.file));
     for (const e of onDisk) if (!keep.has(e.file)) dfs.unlink(path.join(dir, e.file));
   }
-  // Temp files of a write a crash interrupted (systemd-boot reads only *.conf).
-  for (const f of listDir(dir)) if (/^\.stagedroot-\d+\.conf\.tmp-/.test(f)) dfs.unlink(path.join(dir, f));
+  // Temp files of a write a crash interrupted (systemd-boot reads only *.conf; an older version named them .stagedroot-ID.conf.tmp-…).
+  dfs.removeTempLeftovers(dir, (t) => ESP_ENTRY.test(t));
   removeUnusedKernels(ctx, esp, new Set(list.map((b) => b.kernel.hash)));
 }
 
@@ -177,4 +180,5 @@ function writeGrubMenu(ctx: Context, grubDir: string, list: Bootable[], arg: str
   const text = grubMenu(list, arg, arg);
   const file = path.join(grubDir, GRUB_MENU_FILE);
   if (readText(file) !== text) ctx.dfs.writeFileAtomic(file, text);
+  ctx.dfs.removeTempLeftovers(grubDir, (t) => t === GRUB_MENU_FILE);
 }

@@ -100,6 +100,6 @@ describe('the state file', () => {
     saveState(layout, new DurableFs({ afterMutation: (op, p) => writes.push(`${op} ${path.basename(p)}`) }), { ...state, bootTries: 5 });
     expect(writes.filter((w) => w.startsWith('rename'))).toEqual(['rename state.json', 'rename state.json.bak']);
     expect(loadState(layout).state.bootTries).toBe(5);
-    expect(fs.readdirSync(t.dir).filter((n) => n.includes('.tmp-'))).toEqual([]);
+    expect(fs.readdirSync(t.dir).filter((n) => n.includes('tmp-'))).toEqual([]);
   });
 });

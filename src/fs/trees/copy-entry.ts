@@ -6,7 +6,9 @@ import { fsyncDir } from '../core/fsync-dir.js';
 import { ioError } from '../core/io-error.js';
 import { readXattrs, writeXattrs } from '../core/xattr.js';
 import { bytesOfName, childPath, hasRawBytes, nameFromBytes } from '../core/names.js';
-import { walk } from '../core/walk.js';
+import { readNames, walk } from '../core/walk.js';
+import { isTempName } from '../core/temp-names.js';
+import { commitViaTemp, type CommitIo } from './write-via-temp.js';
 
 const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
 const CHUNK = 1 << 20;
@@ -59,20 +61,40 @@ export function copyOut(srcHost: string | Buffer, dstHost: string, o: { recursiv
   const faults = o.faults ?? noFaults;
   const st = lstatOrNull(srcHost);
   if (st === null) return false;
-  if (lstatOrNull(bytesOf(dstHost)) !== null) return true;
-  mkdirsPrivate(path.dirname(dstHost), faults);
-  const tmp = `${dstHost}.tmp-${process.pid}`;
-  fs.rmSync(bytesOf(tmp), { recursive: true, force: true });
-  try {
-    copyAny(bytesOf(srcHost), bytesOf(tmp), st, o.recursive ?? false, faults);
-    fs.renameSync(bytesOf(tmp), bytesOf(dstHost));
-  } catch (err) {
-    fs.rmSync(bytesOf(tmp), { recursive: true, force: true });
-    throw ioError(err, dstHost, String(srcHost), 'sysroot');
-  }
-  faults.afterMutation('rename', dstHost);
-  fsyncDir(path.dirname(dstHost));
+  const dir = path.dirname(dstHost);
+  const done = lstatOrNull(bytesOf(dstHost)) !== null;
+  if (!done) mkdirsPrivate(dir, faults);
+  // What a copy a crash cut short left beside its place (a redo comes here, under the lock).
+  removeLeftovers(dir, path.basename(dstHost), faults);
+  if (done) return true;
+  commitViaTemp(dstHost, (tmp) => copyAny(bytesOf(srcHost), bytesOf(tmp), st, o.recursive ?? false, faults), { io: bytesIo, faults, durable: true, rel: dstHost, where: 'sysroot' });
   return true;
+}
+
+/** The commit's system calls on host path strings whose non-UTF-8 names are escaped. */
+const bytesIo: CommitIo = {
+  rename: (from, to) => fs.renameSync(bytesOf(from), bytesOf(to)),
+  removeTree: (host) => fs.rmSync(bytesOf(host), { recursive: true, force: true }),
+  fsyncDir: (dir) => fsyncDir(dir),
+};
+
+/**
+ * Removes the temp entries of copies a crash cut short in `dir`: the one temp scheme's,
+ * and an older version's `NAME.tmp-PID` beside `name`.
+ */
+function removeLeftovers(dir: string, name: string, faults: FaultHook): void {
+  let names: string[];
+  try {
+    names = readNames(bytesOf(dir));
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return;
+    throw ioError(err, dir, dir, 'sysroot');
+  }
+  for (const n of names) {
+    if (!isTempName(n) && !(n.startsWith(`${name}.tmp-`) && /^\d+$/.test(n.slice(name.length + 5)))) continue;
+    fs.rmSync(bytesOf(`${dir}/${n}`), { recursive: true, force: true });
+    faults.afterMutation('remove', `${dir}/${n}`);
+  }
 }
 
 /** A host path as the bytes the syscall takes (a tree path string escapes a name that is not UTF-8, names.ts). */

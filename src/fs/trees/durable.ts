@@ -8,7 +8,8 @@ import { fsyncDir } from '../core/fsync-dir.js';
 import { ioError } from '../core/io-error.js';
 import { hashFile } from '../core/hash.js';
 import { removeTreeNow } from './remove-tree.js';
-import { tempPath } from '../../state/layout.js';
+import { hostIo } from './tree-io.js';
+import { commitViaTemp, isLegacyTempName, isTempName, writeFileViaTemp, type ViaTempOptions } from './write-via-temp.js';
 import { runTreeTask } from '../jobs/tree-jobs.js';
 import { treeTasks } from './tasks.js';
 
@@ -25,42 +26,52 @@ export class DurableFs {
     this.faults.afterMutation(op, p);
   }
 
+  /** How the sysroot's own files are written via a temp (write-via-temp.ts): on the disk, each durable. */
+  private viaTemp(p: string): ViaTempOptions & { io: typeof hostIo } {
+    return { io: hostIo, faults: this.faults, durable: true, rel: p, where: 'sysroot' };
+  }
+
   /** Replaces a file atomically: write temp, fsync, rename over, fsync the directory. */
   writeFileAtomic(file: string, data: string | Uint8Array, mode = 0o644): void {
-    const dir = path.dirname(file);
-    const tmp = tempPath(file, 'file');
-    try {
-      const fd = fs.openSync(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, mode);
-      try {
-        fs.writeFileSync(fd, data);
-        fs.fsyncSync(fd);
-      } finally {
-        fs.closeSync(fd);
-      }
-      this.mutated('write', tmp);
-      fs.renameSync(tmp, file);
-      this.mutated('rename', file);
-      fsyncDir(dir);
-    } catch (err) {
-      try { fs.unlinkSync(tmp); } catch { /* not created */ }
-      throw ioError(err, file, file, 'sysroot');
-    }
+    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+    writeFileViaTemp(
+      file,
+      (fd) => {
+        for (let off = 0; off < bytes.length; ) off += hostIo.write(fd, bytes, off, bytes.length - off);
+      },
+      { ...this.viaTemp(file), mode },
+    );
   }
 
   /** Points a symlink at a new target atomically: symlink to a temp name, rename over, fsync dir. */
   replaceSymlink(link: string, target: string): void {
-    const dir = path.dirname(link);
-    const tmp = tempPath(link, 'symlink');
-    try {
-      fs.symlinkSync(target, tmp);
-      this.mutated('symlink', tmp);
-      fs.renameSync(tmp, link);
-      this.mutated('rename', link);
-      fsyncDir(dir);
-    } catch (err) {
-      try { fs.unlinkSync(tmp); } catch { /* not created */ }
-      throw ioError(err, link, link, 'sysroot');
-    }
+    commitViaTemp(
+      link,
+      (tmp) => {
+        hostIo.symlink(target, tmp);
+        this.mutated('symlink', tmp);
+      },
+      this.viaTemp(link),
+    );
+  }
+
+  /**
+   * Makes an entry of any kind (a directory filled with `make`: a kernel's copy) under a
+   * temp name beside `dest` and renames it there, durably; an error removes it.
+   */
+  createViaTemp(dest: string, make: (tmp: string) => void): void {
+    commitViaTemp(dest, make, this.viaTemp(dest));
+  }
+
+  /**
+   * Removes the leftovers of writes a crash cut short in directory `dir` (recovery, under
+   * the writer lock): every name of the one temp scheme, and the old names an older
+   * version used whose target `legacy` accepts (none without it). Returns the names removed.
+   */
+  removeTempLeftovers(dir: string, legacy?: (target: string) => boolean): string[] {
+    const names = listDir(dir).filter((n) => isTempName(n) || (legacy !== undefined && isLegacyTempName(n, legacy)));
+    for (const n of names) this.removeTree(path.join(dir, n));
+    return names;
   }
 
   /** Renames (a file or a whole directory) and makes both directory entries durable. */

@@ -1,7 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { StagedrootError, errnoOf } from '../../errors.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
 import { ioError } from '../core/io-error.js';
@@ -17,6 +16,7 @@ import { splitSourcePath } from '../core/paths.js';
 import type { TouchEvent } from '../manifests/patch-manifest.js';
 import { hostIo, type TreeIo } from './tree-io.js';
 import { fsyncDir } from '../core/fsync-dir.js';
+import { commitViaTemp, isTempName, writeFileViaTemp, writeStreamViaTemp, type ViaTempOptions } from './write-via-temp.js';
 
 export type { TouchEvent } from '../manifests/patch-manifest.js';
 
@@ -147,25 +147,20 @@ export class RootFs {
 
   /** Writes a file from a stream of chunks, atomically, without holding it in memory. */
   async writeFileFromStream(p: string, chunks: AsyncIterable<Uint8Array>, attrs: FileAttrs & CreateOptions = {}): Promise<number> {
-    const { dir, name, target } = this.prepareCreate(p, attrs);
-    const tmp = this.tmpName(dir);
-    const fd = this.openTmp(tmp, p);
+    const { dest, target } = this.prepareCreate(p, attrs);
     let size = 0;
-    try {
-      for await (const chunk of chunks) {
-        let off = 0;
-        while (off < chunk.length) off += this.io.write(fd, chunk, off, chunk.length - off);
-        size += chunk.length;
-      }
-      this.finishFd(fd, attrs, 0o644, tmp, p);
-    } catch (err) {
-      this.io.close(fd);
-      this.safeUnlink(tmp);
-      if (err instanceof StagedrootError) throw err;
-      throw ioError(err, p, tmp);
-    }
-    this.io.close(fd);
-    this.commitTmp(tmp, dir, name, target, p);
+    await writeStreamViaTemp(
+      dest,
+      async (fd) => {
+        for await (const chunk of chunks) {
+          let off = 0;
+          while (off < chunk.length) off += this.io.write(fd, chunk, off, chunk.length - off);
+          size += chunk.length;
+        }
+      },
+      { ...this.viaTemp(p), mode: 0o600, finish: (fd, tmp) => this.finishFd(fd, attrs, 0o644, tmp, p) },
+    );
+    this.onTouch({ kind: 'touch', path: target.rel });
     return size;
   }
 
@@ -192,17 +187,11 @@ export class RootFs {
       this.writeViaTemp(p, o, { mode: st.mode & 0o7777, ...owner, mtime: st.mtimeMs / 1000 }, (fd) => this.io.copyInto(srcHost, fd, p));
     } else if (st.isFIFO()) {
       // A FIFO is recreated (Node has no mkfifo: coreutils'), with its owner, mode, times and attributes.
-      const { dir, name, target } = this.prepareCreate(p, o);
-      const tmp = this.tmpName(dir);
-      try {
+      this.createViaTemp(p, o, (tmp) => {
         this.io.mkfifo(tmp, st.mode, p);
         this.mutated('mkfifo', tmp);
         this.applyAttrs(tmp, { mode: st.mode & 0o7777, ...owner, mtime: st.mtimeMs / 1000 }, p);
-      } catch (err) {
-        this.safeUnlink(tmp);
-        throw ioError(err, p, tmp);
-      }
-      this.commitTmp(tmp, dir, name, target, p);
+      });
     } else {
       throw new StagedrootError('UNSAFE_ENTRY', `${p} is a socket or device node and is not copied`, { path: p, resolvedPath: String(srcHost) });
     }
@@ -257,24 +246,14 @@ export class RootFs {
 
   /** Creates or replaces a symbolic link. The target is stored as given (resolved inside the root when followed). */
   symlink(p: string, target: string, attrs: { uid?: number; gid?: number; xattrs?: XattrList } & CreateOptions = {}): void {
-    const { dir, name, target: existing } = this.prepareCreate(p, attrs);
-    const tmp = this.tmpName(dir);
-    try {
+    this.createViaTemp(p, attrs, (tmp) => {
       this.io.symlink(target, tmp);
-    } catch (err) {
-      throw ioError(err, p, tmp);
-    }
-    this.mutated('symlink', tmp);
-    try {
+      this.mutated('symlink', tmp);
       if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) {
         this.io.lchown(tmp, attrs.uid ?? -1, attrs.gid ?? -1);
       }
       if (attrs.xattrs !== undefined && attrs.xattrs.length > 0) this.setXattrs(tmp, attrs.xattrs, p, false);
-    } catch (err) {
-      this.safeUnlink(tmp);
-      throw ioError(err, p, tmp);
-    }
-    this.commitTmp(tmp, dir, name, existing, p);
+    });
   }
 
   /** Creates a hard link at `p` to the existing entry `existing` (both inside the root). */
@@ -286,16 +265,17 @@ export class RootFs {
     if (src.stat.isDirectory()) {
       throw new StagedrootError('APPLY_FAILED', `Cannot hard link ${p} to the directory ${existing}`, { path: p, resolvedPath: src.hostPath, errno: 'EPERM' });
     }
-    const { dir, name, target } = this.prepareCreate(p, attrs);
+    const { dest, target } = this.prepareCreate(p, attrs);
     if (target.stat !== null && target.stat.ino === src.stat.ino && target.stat.dev === src.stat.dev) return;
-    const tmp = this.tmpName(dir);
-    try {
-      this.io.link(src.hostPath, tmp);
-    } catch (err) {
-      throw ioError(err, p, tmp);
-    }
-    this.mutated('link', tmp);
-    this.commitTmp(tmp, dir, name, target, p);
+    commitViaTemp(
+      dest,
+      (tmp) => {
+        this.io.link(src.hostPath, tmp);
+        this.mutated('link', tmp);
+      },
+      this.viaTemp(p),
+    );
+    this.onTouch({ kind: 'touch', path: target.rel });
   }
 
   /** Removes an entry (not following a final symlink). A directory needs `recursive`. */
@@ -321,7 +301,7 @@ export class RootFs {
   removeTempLeftovers(dir: string): string[] {
     const r = /^\/*$/.test(dir) ? { hostPath: this.root, stat: this.io.lstat(this.root) } : this.resolveIfReachable(dir);
     if (r === null || r.stat === null || !r.stat.isDirectory()) return [];
-    const names = this.io.readdir(r.hostPath).filter((n) => n.startsWith('.stagedroot-tmp-'));
+    const names = this.io.readdir(r.hostPath).filter(isTempName);
     for (const n of names) {
       this.io.removeTree(`${r.hostPath}/${n}`);
       this.mutated('remove', `${r.hostPath}/${n}`);
@@ -416,14 +396,18 @@ export class RootFs {
       return;
     }
     if (r.stat.isFile() && r.stat.nlink > 1) {
-      const dir = path.dirname(r.hostPath);
-      const tmp = this.tmpName(dir);
-      this.io.copyFile(r.hostPath, tmp);
-      this.mutated('copy', tmp);
       // The private copy keeps the shared inode's extended attributes (a capability, a label).
       const keep = { mode: r.stat.mode & 0o7777, uid: r.stat.uid, gid: r.stat.gid, mtime: r.stat.mtimeMs / 1000, xattrs: this.io.readXattrs(r.hostPath) };
-      this.applyAttrs(tmp, { ...keep, ...defined(attrs) }, p);
-      this.commitTmp(tmp, dir, path.basename(r.hostPath), r, p);
+      commitViaTemp(
+        r.hostPath,
+        (tmp) => {
+          this.io.copyFile(r.hostPath, tmp);
+          this.mutated('copy', tmp);
+          this.applyAttrs(tmp, { ...keep, ...defined(attrs) }, p);
+        },
+        this.viaTemp(p),
+      );
+      this.onTouch({ kind: 'touch', path: r.rel });
       return;
     }
     this.applyAttrs(r.hostPath, attrs, p);
@@ -437,7 +421,7 @@ export class RootFs {
    * With `replace`, an existing directory is removed first (OCI: anything but a
    * directory over a directory is unlink-then-create); anything else is renamed over.
    */
-  private prepareCreate(p: string, o: CreateOptions): { dir: string; name: string; target: Resolved } {
+  private prepareCreate(p: string, o: CreateOptions): { dest: string; target: Resolved } {
     let target = this.resolve(p, { createParents: true });
     if (target.rel === '') throw new StagedrootError('PATH_ESCAPE', `${p} names the root itself`, { path: p });
     if (target.stat !== null) {
@@ -451,21 +435,19 @@ export class RootFs {
         throw new StagedrootError('APPLY_FAILED', `Cannot replace ${p}: ${target.rel} is a directory (EISDIR)`, { path: p, resolvedPath: target.hostPath, errno: 'EISDIR' });
       }
     }
-    return { dir: path.dirname(target.hostPath), name: path.basename(target.hostPath), target };
+    return { dest: target.hostPath, target };
   }
 
-  private tmpName(dir: string): string {
-    return path.join(dir, `.stagedroot-tmp-${process.pid}-${randomBytes(6).toString('hex')}`);
+  /** How this tree writes via a temp (write-via-temp.ts): its system calls, fault hook and durability. */
+  private viaTemp(p: string): ViaTempOptions & { io: TreeIo } {
+    return { io: this.io, faults: this.faults, durable: this.durable, rel: p };
   }
 
-  private openTmp(tmp: string, p: string): number {
-    try {
-      const fd = this.io.create(tmp, 0o600);
-      this.mutated('create', tmp);
-      return fd;
-    } catch (err) {
-      throw ioError(err, p, tmp);
-    }
+  /** A new entry of any kind at `p` (prepareCreate checks `o`), made by `make` under a temp name and renamed over `p`. */
+  private createViaTemp(p: string, o: CreateOptions, make: (tmp: string) => void): void {
+    const { dest, target } = this.prepareCreate(p, o);
+    commitViaTemp(dest, make, this.viaTemp(p));
+    this.onTouch({ kind: 'touch', path: target.rel });
   }
 
   private finishFd(fd: number, attrs: FileAttrs, defaultMode: number, tmp: string, p: string): void {
@@ -474,40 +456,16 @@ export class RootFs {
     if (attrs.xattrs !== undefined && attrs.xattrs.length > 0) this.setXattrs(tmp, attrs.xattrs, p, false);
     this.io.fchmod(fd, attrs.mode ?? defaultMode);
     if (attrs.mtime !== undefined) this.io.futimes(fd, attrs.mtime);
-    if (this.durable) this.io.fsync(fd);
   }
 
   /**
    * A new regular file at `p` (prepareCreate checks `o`): a temp file beside it that
-   * `fill` writes, then `attrs` and an fsync (finishFd), then one rename over `p` and an
-   * fsync of its directory (commitTmp). An error before the rename removes the temp file.
+   * `fill` writes, then `attrs` (finishFd), an fsync, one rename over `p` and an fsync of
+   * its directory (writeFileViaTemp). An error before the rename removes the temp file.
    */
   private writeViaTemp(p: string, o: CreateOptions, attrs: FileAttrs, fill: (fd: number) => void): void {
-    const { dir, name, target } = this.prepareCreate(p, o);
-    const tmp = this.tmpName(dir);
-    const fd = this.openTmp(tmp, p);
-    try {
-      fill(fd);
-      this.finishFd(fd, attrs, 0o644, tmp, p);
-    } catch (err) {
-      this.io.close(fd);
-      this.safeUnlink(tmp);
-      throw ioError(err, p, tmp);
-    }
-    this.io.close(fd);
-    this.commitTmp(tmp, dir, name, target, p);
-  }
-
-  private commitTmp(tmp: string, dir: string, name: string, target: Resolved, p: string): void {
-    const dest = path.join(dir, name);
-    try {
-      this.io.rename(tmp, dest);
-    } catch (err) {
-      this.safeUnlink(tmp);
-      throw ioError(err, p, dest);
-    }
-    this.mutated('rename', dest);
-    if (this.durable) this.io.fsyncDir(dir);
+    const { dest, target } = this.prepareCreate(p, o);
+    writeFileViaTemp(dest, fill, { ...this.viaTemp(p), mode: 0o600, finish: (fd, tmp) => this.finishFd(fd, attrs, 0o644, tmp, p) });
     this.onTouch({ kind: 'touch', path: target.rel });
   }
 
@@ -551,14 +509,6 @@ export class RootFs {
 
   private mutated(op: string, host: string): void {
     this.faults.afterMutation(op, host);
-  }
-
-  private safeUnlink(host: string): void {
-    try {
-      this.io.unlink(host);
-    } catch {
-      // already gone
-    }
   }
 }
 
