@@ -1,7 +1,6 @@
 import { Readable, type Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as zlib from 'node:zlib';
-import { execa } from 'execa';
 import { StagedrootError } from '../errors.js';
 
 export type Compression = 'none' | 'gzip' | 'zstd';
@@ -56,6 +55,7 @@ async function* through(chunks: AsyncIterable<Buffer>, t: Duplex, where: string,
 }
 
 async function* zstdTool(chunks: AsyncIterable<Buffer>, where: string): AsyncGenerator<Buffer> {
+  const { execa } = await import('execa'); // loaded by the first zstd layer, not by every import of the library
   const proc = execa('zstd', ['-d', '-c', '-q'], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', buffer: { stdout: false }, reject: false });
   const input = Readable.from(chunks);
   let inputError: unknown;
