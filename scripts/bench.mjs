@@ -6,8 +6,9 @@
  *
  *   --quick                  every target ratio, fast: 1 round, no ostree, rsync, full
  *                            copy, verify or XFS rows (context for no target)
- *   --cli                    only issue 21's CLI rows (scripts/bench/cli.mjs: the CLI's
- *                            start against `node -e 0`, a CLI stage on 50,000 files),
+ *   --cli                    only issue 21's rows (scripts/bench/cli.mjs: the CLI's
+ *                            start against `node -e 0`, a CLI stage on 50,000 files;
+ *                            scripts/bench/boot-dir.mjs: open + status with --boot-dir),
  *                            about a minute; replaces their section of BENCHMARKS.md
  *   BENCH_REPS=5             repetitions per measurement (median reported; 1 with --quick)
  *   BENCH_SIZES=10000,100000 tree sizes in files
@@ -26,6 +27,7 @@ import { resultsTable, targets, targets12, targetsTable } from './bench/report.m
 import { loopMount } from './bench/loop-mount.mjs';
 import { ensureTools, run, versionOf } from './bench/tools.mjs';
 import { cliSection, measureCli, spliceCliSection } from './bench/cli.mjs';
+import { measureBootDir } from './bench/boot-dir.mjs';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const quick = process.argv.includes('--quick');
@@ -44,7 +46,8 @@ const cliWhen = () => `Measured ${new Date().toISOString().slice(0, 16).replace(
 if (cliOnly) {
   const when = cliWhen();
   const m = await measureCli({ dir: fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'stagedroot-bench-cli-')), seed, log, starts: Number(process.env.BENCH_CLI_STARTS ?? 15), stages: Number(process.env.BENCH_CLI_STAGES ?? 3) });
-  const section = cliSection(m, targetsTable, when);
+  const bootDir = await measureBootDir({ dir: fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'stagedroot-bench-boot-dir-')), log });
+  const section = cliSection(m, targetsTable, when, bootDir);
   console.log(`\n${section}\n(run took ${((performance.now() - started) / 60000).toFixed(1)} min)`);
   if (out !== '-' && fs.existsSync(out)) {
     fs.writeFileSync(out, spliceCliSection(fs.readFileSync(out, 'utf8'), section));
@@ -80,6 +83,7 @@ log(`stagedroot benchmark: sizes ${sizes.join(', ')}, ${reps} repetitions, seed 
 log('issue 21: the CLI rows');
 const cliWhenFull = cliWhen();
 const cli = await measureCli({ dir: path.join(base, 'cli'), seed, log, starts: quick ? 7 : 15, stages: quick ? 1 : reps });
+const bootDirSamples = await measureBootDir({ dir: path.join(base, 'boot-dir'), log });
 
 const results = [];
 /** Rows of the other filesystems: name -> { results } or { why } when it could not be made. */
@@ -140,7 +144,7 @@ Every figure is a median over ${reps} round${reps === 1 ? '' : 's'} of this one 
 samples, the full copy and rsync fewer: see Method); ratios compare medians measured in the
 same run, on the same trees and the same update.
 
-${cliSection(cli, targetsTable, cliWhenFull)}
+${cliSection(cli, targetsTable, cliWhenFull, bootDirSamples)}
 ## Targets (issue 12: btrfs, the portable path, the event loop)
 
 ${tt12}

@@ -2,8 +2,9 @@ import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { isDirectory, listDir, lstatPath, readBytes } from '../fs/trees/durable.js';
+import { isDirectory, listDir, lstatPath, readBytes, readText, writeJson, type DurableFs } from '../fs/trees/durable.js';
 import { hashFile } from '../fs/core/hash.js';
+import { ctimeUs } from '../fs/manifests/manifest-line.js';
 import { copiedNames, kernelDir, type KernelImage } from '../state/boot-entry-text.js';
 
 const MAX_IMAGE = 512 << 20;
@@ -40,18 +41,68 @@ function candidates(tree: string): { version: string; kernelPath: string; initrd
   return out;
 }
 
+/** Where a deployment's kernel hashes are kept (deploy/ID/kernel-hashes.json), and who writes it. */
+export interface KernelHashCache {
+  file: string;
+  dfs: DurableFs;
+}
+
+/** One image's hash, with what identifies the inode it was read from. */
+interface CachedHash {
+  rel: string;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  ctimeUs: number;
+  sha256: string;
+}
+
+function readCache(file: string): CachedHash[] {
+  try {
+    const v = JSON.parse(readText(file) ?? '[]') as unknown;
+    return Array.isArray(v) ? (v as CachedHash[]).filter((c) => c !== null && typeof c === 'object' && typeof c.rel === 'string' && typeof c.sha256 === 'string') : [];
+  } catch {
+    return []; // torn or foreign: hash again
+  }
+}
+
+/**
+ * The sha256 of each image, from the cache when its inode, size, mtime and ctime are the
+ * ones the cache recorded (any content, mode or owner change moves the ctime, which no
+ * user sets), else read whole; the cache is rewritten when an image was read.
+ */
+function imageHashes(tree: string, rels: string[], cache: KernelHashCache | undefined): string[] {
+  const known = cache === undefined ? [] : readCache(cache.file);
+  let read = false;
+  const now: CachedHash[] = rels.map((rel) => {
+    const host = path.join(tree, rel);
+    const st = lstatPath(host);
+    const c = known.find((k) => k.rel === rel);
+    if (st !== null && c !== undefined && c.ino === st.ino && c.size === st.size && c.mtimeMs === st.mtimeMs && c.ctimeUs === ctimeUs(st)) return c;
+    read = true;
+    const sha256 = hashFile(host);
+    // Recorded with the stat taken before the read: a write during the read moves the ctime, so the next call reads again.
+    return { rel, ino: st?.ino ?? -1, size: st?.size ?? -1, mtimeMs: st?.mtimeMs ?? -1, ctimeUs: st === null ? -1 : ctimeUs(st), sha256 };
+  });
+  if (read && cache !== undefined) writeJson(cache.dfs, cache.file, now);
+  return now.map((c) => c.sha256);
+}
+
 /**
  * The kernel a deployment ships, where its distribution keeps it: the highest version of
  * usr/lib/modules/V/vmlinuz (initramfs.img beside it) and Debian's boot/vmlinuz-V
- * (boot/initrd.img-V). Null when the tree has none.
+ * (boot/initrd.img-V). Null when the tree has none. With `cache`, the images (tens of MB)
+ * are read only when they changed since the cache recorded them: every transition and
+ * every `open` with a boot directory asks for each deployment's kernel.
  */
-export function findKernel(tree: string): KernelImage | null {
+export function findKernel(tree: string, cache?: KernelHashCache): KernelImage | null {
   const all = candidates(tree).sort((a, b) => a.version.localeCompare(b.version, 'en', { numeric: true }));
   const k = all.at(-1);
   if (k === undefined) return null;
+  const [kernel, initrd] = imageHashes(tree, k.initrdPath ? [k.kernelPath, k.initrdPath] : [k.kernelPath], cache);
   const hash = createHash('sha256')
-    .update(hashFile(path.join(tree, k.kernelPath)))
-    .update(k.initrdPath ? hashFile(path.join(tree, k.initrdPath)) : '')
+    .update(kernel!)
+    .update(initrd ?? '')
     .digest('hex');
   return { ...k, hash };
 }

@@ -60,9 +60,10 @@ export function recover(ctx: Context): RecoveryReport {
   }
   if (dirty) saveState(layout, dfs, { ...state, intent: null });
 
-  // Entries before the pointer, as in every transition.
-  syncBootEntries(ctx, state);
+  // Entries before the pointer, as in every transition (a pointer that stays gets its
+  // entries synced below, after the last state change: one pass of the boot directory).
   if (linkId !== state.current) {
+    syncBootEntries(ctx, state);
     dfs.replaceSymlink(layout.currentLink, layout.linkTarget(state.current));
     actions.push(`pointed current at deployment ${state.current}`);
   }

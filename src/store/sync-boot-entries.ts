@@ -6,7 +6,7 @@
 import * as path from 'node:path';
 import type { Context } from '../context.js';
 import { isDirectory, listDir, readLink, readText, statPath } from '../fs/trees/durable.js';
-import { filesystemPath, pathHere } from '../fs/core/mount-path.js';
+import { filesystemPath, pathHere, type FilesystemPath } from '../fs/core/mount-path.js';
 import { bootableDeployments, bootEntry, parseBootEntry, type BootEntry, type KernelImage } from '../state/boot-entry-text.js';
 import { GRUB_MENU_FILE, grubMenu } from '../state/grub-menu.js';
 import type { BaseState, DeploymentRecord } from '../state/schema.js';
@@ -24,8 +24,8 @@ interface Bootable {
  * same before the first boot under stagedroot (`/stagedroot`) and after it
  * (`/sysroot/stagedroot`).
  */
-export function sysrootOnFilesystem(ctx: Context): string {
-  return filesystemPath(ctx.layout.root)?.onFilesystem ?? ctx.layout.root;
+export function sysrootOnFilesystem(ctx: Context, fp: FilesystemPath | null = filesystemPath(ctx.layout.root)): string {
+  return fp?.onFilesystem ?? ctx.layout.root;
 }
 
 /**
@@ -37,11 +37,10 @@ export function sysrootOnFilesystem(ctx: Context): string {
  * reads). States written before that resolve through the filesystem's mount, or use the
  * absolute path they recorded.
  */
-export function bootDirectory(ctx: Context, s: BaseState): string | null {
+export function bootDirectory(ctx: Context, s: BaseState, fp: FilesystemPath | null = s.bootDirOnSysrootFs ? filesystemPath(ctx.layout.root) : null): string | null {
   if (!s.bootDir) return null;
   if (s.bootDirFromSysroot !== undefined) return path.resolve(ctx.layout.root, s.bootDirFromSysroot);
   if (s.bootDirOnSysrootFs) {
-    const fp = filesystemPath(ctx.layout.root);
     const here = fp && pathHere(fp, s.bootDirOnSysrootFs);
     if (here) return here;
   }
@@ -69,7 +68,7 @@ export function bootDirRecord(root: string, bootDir: string): Pick<BaseState, 'b
 function bootables(ctx: Context, s: BaseState): Bootable[] {
   const out: Bootable[] = [];
   for (const d of bootableDeployments(s)) {
-    const kernel = findKernel(ctx.layout.tree(d.id));
+    const kernel = findKernel(ctx.layout.tree(d.id), { file: ctx.layout.kernelHashes(d.id), dfs: ctx.dfs });
     if (kernel === null) {
       ctx.warn(`deployment ${d.id} (${d.label}) ships no kernel (looked for ${KERNEL_PLACES}): it gets no boot entry`);
       continue;
@@ -87,11 +86,13 @@ function bootables(ctx: Context, s: BaseState): Bootable[] {
  * Idempotent: nothing is written when the entries already match.
  */
 export function syncBootEntries(ctx: Context, s: BaseState): void {
-  const boot = bootDirectory(ctx, s);
+  if (!s.bootDir) return;
+  const fp = filesystemPath(ctx.layout.root); // mountinfo read once for both
+  const boot = bootDirectory(ctx, s, fp);
   if (boot === null) return;
   const loader: BootLoader = s.bootLoader ?? 'bls';
   const list = bootables(ctx, s);
-  const arg = sysrootOnFilesystem(ctx);
+  const arg = sysrootOnFilesystem(ctx, fp);
   if (loader === 'grub') writeGrubMenu(ctx, boot, list, arg);
   else if (loader === 'systemd-boot') writeEspEntries(ctx, boot, list, arg);
   else writeLoaderSwap(ctx, boot, list, arg);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -135,5 +136,33 @@ describe('Boot Loader Specification entries in --boot-dir', () => {
       expect(JSON.stringify(entries())).toBe(oldSet);
     });
     expect(points).toBeGreaterThan(4);
+  });
+  it('kernel hashes are kept by inode, size, mtime and ctime: an unchanged kernel is not read again, one rewritten in place (size and mtime kept) is', async () => {
+    await withBootDir();
+    const cache = path.join(t!.dir, 'deploy/0001/kernel-hashes.json');
+    const kernel = path.join(t!.dir, 'deploy/0001/tree/usr/lib/modules/6.1.0-1/vmlinuz');
+    const recorded = JSON.parse(fs.readFileSync(cache, 'utf8')) as { rel: string; sha256: string }[];
+    expect(recorded.map((c) => c.rel)).toEqual(['usr/lib/modules/6.1.0-1/vmlinuz', 'usr/lib/modules/6.1.0-1/initramfs.img']);
+    const tree = path.join(t!.dir, 'deploy/0001/tree');
+    const real = findKernel(tree)!.hash;
+    // The cache is what a lookup uses while the files are the ones it recorded (a planted value shows it).
+    const planted = recorded.map((c) => ({ ...c, sha256: c.sha256.replace(/^./, c.sha256[0] === '0' ? '1' : '0') }));
+    fs.writeFileSync(cache, JSON.stringify(planted));
+    const cached = findKernel(tree, { file: cache, dfs: makeContext(t!.dir).dfs })!.hash;
+    expect(cached).not.toBe(real);
+    // Rewritten in place, same size, mtime put back: the ctime moved, so it is read again (and the cache rewritten).
+    const st = fs.statSync(kernel);
+    await new Promise((r) => setTimeout(r, 20));
+    fs.writeFileSync(kernel, 'kernel 6.1.0-X\n');
+    fs.utimesSync(kernel, st.atime, st.mtime);
+    expect(fs.statSync(kernel).size).toBe(st.size);
+    const again = findKernel(tree, { file: cache, dfs: makeContext(t!.dir).dfs })!.hash;
+    expect(again).not.toBe(cached);
+    const rewritten = JSON.parse(fs.readFileSync(cache, 'utf8')) as { rel: string; sha256: string }[];
+    expect(rewritten[0]!.sha256).toBe(createHash('sha256').update('kernel 6.1.0-X\n').digest('hex'));
+    expect(rewritten[1]!.sha256).toBe(planted[1]!.sha256); // the initramfs did not change: still the cache's
+    // A torn cache file is no error: the images are read.
+    fs.writeFileSync(cache, '{"torn');
+    expect(findKernel(tree, { file: cache, dfs: makeContext(t!.dir).dfs })!.hash).toBe(findKernel(tree)!.hash);
   });
 });

@@ -1,0 +1,51 @@
+/**
+ * Issue 21's boot-directory row: `Sysroot.open()` (a writer's open: recovery, which
+ * syncs the boot entries) + `status()`, in process, on two sysroots that differ only
+ * in `--boot-dir` (two deployments, each shipping a kernel of 12 MB and an initramfs of
+ * 48 MB, as Debian's are), interleaved. Before the kernel-hash cache every such open
+ * read both images of every deployment.
+ */
+import { performance } from 'node:perf_hooks';
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { Sysroot } from '../../dist/index.js';
+import { median } from './report.mjs';
+import { run } from './tools.mjs';
+
+export async function measureBootDir(o) {
+  const { dir, log } = o;
+  const rounds = o.rounds ?? 41;
+  const tree = path.join(dir, 'tree');
+  const modules = path.join(tree, 'usr/lib/modules/6.1.0-bench');
+  fs.mkdirSync(modules, { recursive: true });
+  fs.mkdirSync(path.join(tree, 'etc'), { recursive: true });
+  fs.writeFileSync(path.join(tree, 'etc/os-release'), 'ID=bench\n');
+  fs.writeFileSync(path.join(modules, 'vmlinuz'), randomBytes(12 << 20));
+  fs.writeFileSync(path.join(modules, 'initramfs.img'), randomBytes(48 << 20));
+  const boot = path.join(dir, 'boot');
+  fs.mkdirSync(boot);
+  const withBoot = path.join(dir, 'with-boot-dir');
+  const without = path.join(dir, 'without');
+  for (const [p, extra] of [[withBoot, { bootDir: boot }], [without, {}]]) {
+    await Sysroot.init(p, { fromDirectory: tree, label: 'base', ...extra });
+    const s = await Sysroot.open(p);
+    await s.stage({ version: 1, label: 'two', files: [{ path: '/etc/motd', contents: 'hi\n' }] });
+    await s.finalize();
+  }
+  const samples = { 'open + status, --boot-dir': [], 'open + status': [] };
+  const once = async (p) => {
+    const t0 = performance.now();
+    (await Sysroot.open(p)).status();
+    return performance.now() - t0;
+  };
+  await once(withBoot);
+  await once(without);
+  for (let r = 0; r < rounds; r++) {
+    samples['open + status, --boot-dir'].push(await once(withBoot));
+    samples['open + status'].push(await once(without));
+  }
+  log(`  open + status: ${median(samples['open + status, --boot-dir']).toFixed(2)} ms with --boot-dir, ${median(samples['open + status']).toFixed(2)} ms without (median of ${rounds})`);
+  run('rm', ['-rf', dir]);
+  return samples;
+}
