@@ -145,6 +145,9 @@ export function bootDirTarget(b) {
 /** The section BENCHMARKS.md shows for these rows (a `--cli` run replaces it in place). */
 export function cliSection(m, targetsTable, when, bootDir) {
   const rows = [...cliTargets(m), ...(bootDir ? [bootDirTarget(bootDir)] : [])];
+  // Why a miss is a miss, with the profile that shows it: scripts/bench/NOTES-cli.md (hand-written).
+  const notesFile = path.join(repoRoot, 'scripts/bench/NOTES-cli.md');
+  const notes = fs.existsSync(notesFile) ? `\n${fs.readFileSync(notesFile, 'utf8').trim()}\n` : '';
   return `## Targets (issue 21: the CLI on the boot path)
 
 ${when}
@@ -152,7 +155,7 @@ ${when}
 ${targetsTable(rows)}
 
 ${cliResultsTable(m)}
-`;
+${notes}`;
 }
 
 /** BENCHMARKS.md's text with the section replaced (or put before the first other Targets section). */
