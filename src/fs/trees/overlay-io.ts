@@ -173,6 +173,12 @@ export class OverlayIo implements TreeIo {
     this.put(to, node);
   }
 
+  /** The entry leaves the layer's tree; where it lands is outside the tree, not the layer's: nothing is written there. */
+  moveOut(host: string): void {
+    if (this.get(host) === null) throw errno('ENOENT', 'rename', host);
+    this.drop(host);
+  }
+
   unlink(host: string): void {
     const at = this.get(host);
     if (at === null) throw errno('ENOENT', 'unlink', host);

@@ -1,7 +1,6 @@
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { StagedrootError, errnoOf } from '../../errors.js';
+import { StagedrootError } from '../../errors.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
 import { ioError } from '../core/io-error.js';
 import { ReadOnlyTree } from './read-only-tree.js';
@@ -15,7 +14,6 @@ import { realPathInRoot } from './resolve-in-root.js';
 import { splitSourcePath } from '../core/paths.js';
 import type { TouchEvent } from '../manifests/patch-manifest.js';
 import { hostIo, type TreeIo } from './tree-io.js';
-import { fsyncDir } from '../core/fsync-dir.js';
 import { commitViaTemp, isTempName, writeFileViaTemp, writeStreamViaTemp, type ViaTempOptions } from './write-via-temp.js';
 
 export type { TouchEvent } from '../manifests/patch-manifest.js';
@@ -311,31 +309,22 @@ export class RootFs {
 
   /**
    * Moves the entry at `p` (not followed) out of the tree to `hostDst` (same filesystem:
-   * one rename), reported as removed. Used to move a first tree's `var/` content into
-   * the sysroot's shared directory.
+   * one rename; across filesystems a copy, see TreeIo.moveOut), reported as removed.
+   * Used to move a first tree's `var/` content into the sysroot's shared directory.
+   * Names are bytes at both ends; through a dry run's layer the entry only leaves the layer.
    */
   moveOut(p: string, hostDst: string): void {
-    // A move out of the tree is a rename on the disk: never through an overlay.
-    if (this.io !== hostIo) throw new StagedrootError('USAGE', `Cannot move ${p} out of a tree seen through an overlay`, { path: p });
     const r = this.resolve(p);
     if (r.stat === null) throw new StagedrootError('APPLY_FAILED', `Cannot move ${p}: it does not exist`, { path: p, resolvedPath: r.hostPath, errno: 'ENOENT' });
     if (r.rel === '') throw new StagedrootError('PATH_ESCAPE', `Refusing to move the root itself (${p})`, { path: p });
     try {
-      fs.renameSync(r.hostPath, hostDst);
+      this.io.moveOut(r.hostPath, hostDst);
     } catch (err) {
-      if (errnoOf(err) !== 'EXDEV') throw ioError(err, p, hostDst, 'sysroot');
-      // The tree is a btrfs subvolume (see storage.ts): no rename leaves it. A copy that
-      // keeps owners, modes, times and extended attributes (cp -a), then the original goes.
-      const cp = spawnSync('cp', ['-a', '--reflink=auto', '--', r.hostPath, hostDst], { encoding: 'utf8' });
-      if (cp.error || cp.status !== 0) {
-        fs.rmSync(hostDst, { recursive: true, force: true });
-        throw ioError(Object.assign(new Error(`cp -a: ${(cp.error?.message ?? cp.stderr).trim()}`), { code: 'EXDEV' }), p, hostDst, 'sysroot');
-      }
-      fs.rmSync(r.hostPath, { recursive: true, force: true });
+      throw ioError(err, p, hostDst, 'sysroot');
     }
     this.mutated('rename', hostDst);
-    fsyncDir(path.dirname(hostDst));
-    fsyncDir(path.dirname(r.hostPath));
+    this.io.fsyncDir(path.dirname(hostDst));
+    this.io.fsyncDir(path.dirname(r.hostPath));
     this.onTouch({ kind: 'remove', path: r.rel });
   }
 

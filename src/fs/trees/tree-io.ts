@@ -1,7 +1,11 @@
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { errnoOf } from '../../errors.js';
 import { fsyncDir } from '../core/fsync-dir.js';
-import { copyFileInto } from './copy-entry.js';
+import { copyFileInto, copyOut } from './copy-entry.js';
+import { noFaults } from '../core/faults.js';
+import { commitViaTemp } from './write-via-temp.js';
 import { readLinkTarget } from '../manifests/manifest.js';
 import { bytesOfName, hasRawBytes } from '../core/names.js';
 import { makeFifo } from '../core/path-tool.js';
@@ -45,6 +49,12 @@ export interface TreeIo extends TreeReader {
   close(fd: number): void;
 
   rename(from: string, to: string): void;
+  /**
+   * Moves an entry out of the tree to a host path outside it (on the disk: one rename,
+   * or across filesystems a copy that keeps everything `cp -a` keeps, then the original
+   * goes). Names are bytes at both ends.
+   */
+  moveOut(host: string, hostDst: string): void;
   unlink(host: string): void;
   /** Removes a directory with everything below it (or any entry). */
   removeTree(host: string): void;
@@ -95,6 +105,7 @@ export const hostIo: TreeIo = {
   fsync: (fd) => fs.fsyncSync(fd),
   close: (fd) => fs.closeSync(fd),
   rename: (from, to) => fs.renameSync(B(from), B(to)),
+  moveOut: (host, hostDst) => moveAcross(host, hostDst),
   unlink: (host) => fs.unlinkSync(B(host)),
   removeTree: (host) => fs.rmSync(B(host), { recursive: true, force: true }),
   symlink: (target, host) => fs.symlinkSync(B(target), B(host)),
@@ -108,6 +119,46 @@ export const hostIo: TreeIo = {
   replaceXattrs: (host, attrs, o) => replaceXattrs(B(host), attrs, o),
   fsyncDir: (dir) => fsyncDir(dir),
 };
+
+/**
+ * A rename out of the tree; across filesystems (the tree is a btrfs subvolume, see
+ * storage.ts: no rename leaves it) a copy that keeps owners, modes, times, hardlinks,
+ * FIFOs and extended attributes, then the original goes. The copy is `cp -a`, handed the
+ * two directories as open descriptors (/dev/fd/N) so that no name goes through argv,
+ * which cannot carry a name that is not UTF-8: the source directory's content is copied
+ * to a temp name in the destination's directory, renamed into place once complete. A
+ * non-directory is copied by copyOut (byte paths, attributes, via a temp). A failed copy
+ * removes what it made and keeps the original.
+ */
+function moveAcross(host: string, hostDst: string): void {
+  try {
+    fs.renameSync(B(host), B(hostDst));
+    return;
+  } catch (err) {
+    if (errnoOf(err) !== 'EXDEV') throw err;
+  }
+  const st = fs.lstatSync(B(host));
+  if (!st.isDirectory()) {
+    copyOut(host, hostDst);
+  } else {
+    const parent = path.dirname(hostDst);
+    commitViaTemp(hostDst, (tmp) => {
+      const from = fs.openSync(B(host), fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+      try {
+        const to = fs.openSync(B(parent), fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+        try {
+          const cp = spawnSync('cp', ['-a', '--reflink=auto', '--', '/dev/fd/3/.', `/dev/fd/4/${path.basename(tmp)}`], { stdio: ['ignore', 'pipe', 'pipe', from, to], encoding: 'utf8' });
+          if (cp.error || cp.status !== 0) throw Object.assign(new Error(`cp -a: ${(cp.error?.message ?? cp.stderr).trim()}`), { code: 'EXDEV' });
+        } finally {
+          fs.closeSync(to);
+        }
+      } finally {
+        fs.closeSync(from);
+      }
+    }, { io: hostIo, faults: noFaults, durable: true, rel: hostDst, where: 'sysroot' });
+  }
+  fs.rmSync(B(host), { recursive: true, force: true });
+}
 
 /** Only the reads of `io`, as a new object: a reader holds no way to write. */
 export function readerOf(io: TreeReader): TreeReader {
