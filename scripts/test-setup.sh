@@ -78,7 +78,9 @@ file /etc/selinux/default/contexts/files/file_contexts selinux-policy-default
 # git archive writes the PAX global header every tar reader meets (test/sources/tar-global-header).
 cmd tar tar
 cmd go golang-go
-cmd python3 python3
+# /usr/bin/python3 is python3-minimal's; tarfile is in the full standard library (python3).
+cmd python3 python3-minimal
+glob '/usr/lib/python3.*/tarfile.py' python3
 cmd git git
 
 [ ${#missing[@]} -eq 0 ] && exit 0
