@@ -169,7 +169,8 @@ export async function bundledCrashChild(dir: string): Promise<string> {
   const out = path.join(fs.mkdtempSync(path.join(cache, 'crash-child-')), 'crash-child.bundle.mjs');
   try {
     const { build } = await import('rolldown');
-    await build({ input: CRASH_CHILD, platform: 'node', logLevel: 'silent', external: [/^@napi-rs\//], output: { file: out, format: 'esm' } });
+    // One file (codeSplitting off): the library loads its verbs' modules with import().
+    await build({ input: CRASH_CHILD, platform: 'node', logLevel: 'silent', external: [/^@napi-rs\//], output: { file: out, format: 'esm', codeSplitting: false } });
     return out;
   } catch (err) {
     console.warn(`crash-child not bundled (${(err as Error).message.split('\n')[0]}): the children start slower`);
