@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { execa, execaSync } from 'execa';
+import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { filesystemPath } from '../../src/fs/core/mount-path.js';
 import { parseBootEntry } from '../../src/state/boot-entry-text.js';
@@ -16,17 +16,10 @@ import { Sysroot } from '../../src/sysroot.js';
 import { busyboxMachine, WHY_NO_RUN } from '../helpers/busybox-machine.js';
 import { cli } from '../helpers/cli.js';
 import { readState } from '../helpers/invariants.js';
+import { NO_GRUB_CHECK, grubMenu } from '../helpers/grub.js';
 import { unavailable } from '../helpers/mounts.js';
 
-const NO_GRUB = ((): string | null => {
-  try {
-    execaSync('grub-script-check', ['--version']);
-    return null;
-  } catch {
-    return 'grub-script-check is not installed (apt-get install grub-common)';
-  }
-})();
-const why = WHY_NO_RUN ?? NO_GRUB;
+const why = WHY_NO_RUN ?? NO_GRUB_CHECK;
 
 const OLD = '6.1.0-18-amd64';
 const NEW = '6.1.0-20-amd64';
@@ -56,22 +49,6 @@ async function stageRunAndFinalize(sysroot: string): Promise<string> {
   return (await Sysroot.open(sysroot)).status().current;
 }
 
-interface MenuEntry {
-  id: string;
-  linux: string;
-  args: string[];
-  initrd: string;
-}
-
-function menu(grubDir: string): MenuEntry[] {
-  const text = fs.readFileSync(path.join(grubDir, GRUB_MENU_FILE), 'utf8');
-  return [...text.matchAll(/^menuentry .* --id (\S+) \{\n([\s\S]*?)^\}/gm)].map((m) => {
-    const body = m[2]!;
-    const [linux, ...args] = /^\tlinux (.*)$/m.exec(body)![1]!.split(' ');
-    return { id: m[1]!, linux: linux!, args, initrd: /^\tinitrd (.*)$/m.exec(body)![1]! };
-  });
-}
-
 /** What GRUB reads at a path of the sysroot's filesystem. */
 function grubRead(sysroot: string, p: string): string {
   const fp = filesystemPath(sysroot)!;
@@ -89,14 +66,14 @@ if (why !== null) {
       const a = await cli(['adopt', '--root', root, '--boot-loader', 'grub', '--boot-dir', grubDir, ...ARGS]);
       expect(a.code, a.err).toBe(0);
       expect(readState(sysroot)).toMatchObject({ bootLoader: 'grub', bootDir: grubDir, bootDirFromSysroot: '../boot/grub' });
-      let m = menu(grubDir);
+      let m = grubMenu(grubDir);
       expect(m.map((e) => e.id)).toEqual(['stagedroot-0001']);
       expect(grubRead(sysroot, m[0]!.linux)).toBe('kernel 18\n');
       expect(m[0]!.args).toEqual(['root=UUID=1234', 'ro', 'stagedroot=/stagedroot', 'stagedroot.deployment=0001']);
 
       const id = await stageRunAndFinalize(sysroot);
       expect(id).toBe('0002');
-      m = menu(grubDir);
+      m = grubMenu(grubDir);
       expect(m.map((e) => e.id)).toEqual(['stagedroot-0002', 'stagedroot-0001']);
       const [fresh, old] = m;
       expect(fresh!.linux).toMatch(new RegExp(`/deploy/0002/tree/boot/vmlinuz-${NEW}$`));

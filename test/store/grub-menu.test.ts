@@ -13,17 +13,11 @@ import { filesystemPath } from '../../src/fs/core/mount-path.js';
 import { GRUB_MENU_FILE } from '../../src/state/grub-menu.js';
 import { findKernel } from '../../src/store/kernels.js';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
+import { NO_GRUB_CHECK, grubMenu } from '../helpers/grub.js';
 import { unavailable } from '../helpers/mounts.js';
 
 const SCRIPT = path.resolve(import.meta.dirname, '../../initramfs/grub/09_stagedroot');
-const NO = ((): string | null => {
-  try {
-    execaSync('grub-script-check', ['--version']);
-    return null;
-  } catch {
-    return 'grub-script-check is not installed (apt-get install grub-common)';
-  }
-})();
+const NO = NO_GRUB_CHECK;
 
 let t: TempSysroot | undefined;
 let extra: string | undefined;
@@ -52,22 +46,6 @@ async function scriptCheck(text: string): Promise<void> {
   expect(r.exitCode, `grub-script-check: ${r.stdout}${r.stderr}\n${text}`).toBe(0);
 }
 
-interface MenuEntry {
-  id: string;
-  linux: string;
-  args: string[];
-  initrd: string;
-}
-
-function menu(grubDir: string): MenuEntry[] {
-  const text = fs.readFileSync(path.join(grubDir, GRUB_MENU_FILE), 'utf8');
-  return [...text.matchAll(/^menuentry .* --id (\S+) \{\n([\s\S]*?)^\}/gm)].map((m) => {
-    const body = m[2]!;
-    const [linux, ...args] = /^\tlinux (.*)$/m.exec(body)![1]!.split(' ');
-    return { id: m[1]!, linux: linux!, args, initrd: /^\tinitrd (.*)$/m.exec(body)![1]! };
-  });
-}
-
 /** What GRUB reads at a path on the sysroot's filesystem (through the mount it is under here). */
 function grubRead(p: string): string {
   const fp = filesystemPath(t!.dir)!;
@@ -82,7 +60,7 @@ if (NO !== null) {
     it('one entry per deployment with a stable id, reading the kernel from the deployment\'s own tree; grub.cfg is never rewritten', async () => {
       const { grubDir } = await withGrub();
       const onFs = filesystemPath(t!.dir)!.onFilesystem;
-      let m = menu(grubDir);
+      let m = grubMenu(grubDir);
       expect(m.map((e) => e.id)).toEqual(['stagedroot-0001']);
       expect(m[0]).toEqual({ id: 'stagedroot-0001', linux: `${onFs}/deploy/0001/tree/boot/vmlinuz-6.1.0-18-cloud-amd64`, args: ['root=UUID=1234', 'ro', 'quiet', `stagedroot=${onFs}`, 'stagedroot.deployment=0001'], initrd: `${onFs}/deploy/0001/tree/boot/initrd.img-6.1.0-18-cloud-amd64` });
       expect(grubRead(m[0]!.linux)).toBe('cloud kernel\n');
@@ -92,7 +70,7 @@ if (NO !== null) {
       // An update with another kernel (Debian's: boot/vmlinuz-V) is the default after finalize.
       await t!.sysroot.stage({ label: 'new kernel', files: [{ path: '/boot/vmlinuz-6.1.0-20-amd64', contents: 'generic kernel\n' }, { path: '/boot/initrd.img-6.1.0-20-amd64', contents: 'generic initrd\n' }] });
       await t!.sysroot.finalize();
-      m = menu(grubDir);
+      m = grubMenu(grubDir);
       expect(m.map((e) => e.id)).toEqual(['stagedroot-0002', 'stagedroot-0001']);
       expect(grubRead(m[0]!.linux)).toBe('generic kernel\n');
       expect(grubRead(m[1]!.linux)).toBe('cloud kernel\n');
@@ -104,7 +82,7 @@ if (NO !== null) {
       await t!.sysroot.boot({ runDir: '/nonexistent' });
       await t!.sysroot.markGood();
       await t!.sysroot.rollback();
-      expect(menu(grubDir).map((e) => e.id)).toEqual(['stagedroot-0001', 'stagedroot-0002']);
+      expect(grubMenu(grubDir).map((e) => e.id)).toEqual(['stagedroot-0001', 'stagedroot-0002']);
       await scriptCheck(fs.readFileSync(path.join(grubDir, GRUB_MENU_FILE), 'utf8'));
       expect(fs.readFileSync(path.join(grubDir, 'grub.cfg'), 'utf8')).toBe('# made by update-grub\n');
       expect(fs.readdirSync(grubDir).sort()).toEqual(['grub.cfg', GRUB_MENU_FILE]);
