@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
+import { z } from 'zod';
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
 import { isDirectory, listDir, lstatPath, readBytes, readText, writeJson, type DurableFs } from '../fs/trees/durable.js';
 import { hashFile } from '../fs/core/hash.js';
 import { ctimeUs } from '../fs/manifests/manifest-line.js';
 import { copiedNames, kernelDir, type KernelImage } from '../state/boot-entry-text.js';
+import { parseJsonState } from '../util/json-state.js';
 
 const MAX_IMAGE = 512 << 20;
 
@@ -47,22 +49,18 @@ export interface KernelHashCache {
   dfs: DurableFs;
 }
 
-/** One image's hash, with what identifies the inode it was read from. */
-interface CachedHash {
-  rel: string;
-  ino: number;
-  size: number;
-  mtimeMs: number;
-  ctimeUs: number;
-  sha256: string;
-}
+/** Each image's hash, with what identifies the inode it was read from. */
+const cacheSchema = z.array(z.object({ rel: z.string(), ino: z.number(), size: z.number(), mtimeMs: z.number(), ctimeUs: z.number(), sha256: z.string() }));
+type CachedHash = z.output<typeof cacheSchema>[number];
 
+/** The cache as recorded, read like every JSON state file (parseJsonState); none, torn or foreign: empty (every image is hashed again). */
 function readCache(file: string): CachedHash[] {
+  const text = readText(file);
+  if (text === null) return [];
   try {
-    const v = JSON.parse(readText(file) ?? '[]') as unknown;
-    return Array.isArray(v) ? (v as CachedHash[]).filter((c) => c !== null && typeof c === 'object' && typeof c.rel === 'string' && typeof c.sha256 === 'string') : [];
+    return parseJsonState(text, file, cacheSchema, 'kernel hash cache');
   } catch {
-    return []; // torn or foreign: hash again
+    return [];
   }
 }
 
