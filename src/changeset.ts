@@ -94,7 +94,7 @@ export interface ChangeSet {
    * private mount and PID namespace, the tree its root. The tree is then a private copy
    * (nothing hardlinked with another deployment), its manifest walked whole.
    */
-  runInTree?: { command: string; timeoutMs: number };
+  runInTree?: { command: string; timeoutMs: number; binds?: readonly string[] };
 }
 
 export function bytes(data: string | Uint8Array): Content {

@@ -9,6 +9,8 @@ export interface RunInTreeOptions {
   tree: string;
   /** An empty directory outside the tree: the command's /var (discarded afterwards). */
   varDir: string;
+  /** Directories of the running system bound read-only at the same path in the tree (their mount points exist in the tree). */
+  binds?: readonly string[];
   timeoutMs: number;
   onOutput?: (text: string) => void;
   /** Gets the command's result (its bounded output) whatever the outcome. */
@@ -22,10 +24,13 @@ export interface RunInTreeOptions {
  * /proc (new PID namespace; /proc/sys read-only), /sys read-only, a /dev with only the
  * harmless devices (no disk of the running system), fresh /run and /tmp, the scratch /var
  * with the package databases linked to the tree's own, the host's resolver, then a
- * chroot into the tree. The network is the host's.
+ * chroot into the tree. The network is the host's. Then each --bind directory (the
+ * arguments after the third), read-only, on its mount point: made in the tree beforehand
+ * (makeBindMountPoints), or here in the fresh /tmp or /run.
  */
 const SETUP = `set -eu
 T=$1 V=$2 CMD=$3
+shift 3
 # A failure here is the machine's, not the update's: exit 125 says so.
 trap 'echo "stagedroot: setting up the namespace for the command failed" >&2; exit 125' EXIT
 for d in proc sys dev run tmp var; do [ -d "$T/$d" ] || mkdir -m 0755 "$T/$d"; done
@@ -54,6 +59,11 @@ if [ -L "$T/etc/resolv.conf" ]; then
 elif [ -f "$T/etc/resolv.conf" ] && [ -f /etc/resolv.conf ]; then
 	mount --bind /etc/resolv.conf "$T/etc/resolv.conf" && mount -o remount,bind,ro "$T/etc/resolv.conf"
 fi
+for b in "$@"; do
+	case "$b" in /tmp/*|/run/*) mkdir -p "$T$b";; esac
+	mount --bind "$b" "$T$b"
+	mount -o remount,bind,ro "$T$b"
+done
 trap - EXIT
 exec chroot "$T" /bin/sh -c "$CMD"
 `;
@@ -85,7 +95,7 @@ export function outputTail(output: string, lines = 15): string {
  */
 export async function runInTree(o: RunInTreeOptions): Promise<CommandResult> {
   const r = await runCommand(
-    { file: 'unshare', args: ['--mount', '--pid', '--fork', '--kill-child', '--propagation', 'private', '--', 'sh', '-c', SETUP, 'stagedroot-run', o.tree, o.varDir, o.command], display: o.command },
+    { file: 'unshare', args: ['--mount', '--pid', '--fork', '--kill-child', '--propagation', 'private', '--', 'sh', '-c', SETUP, 'stagedroot-run', o.tree, o.varDir, o.command, ...(o.binds ?? [])], display: o.command },
     {
       timeoutMs: o.timeoutMs,
       signal: o.signal,

@@ -14,6 +14,7 @@ import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } f
 import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
 import { buildTree, type BuiltTree } from './build-tree.js';
 import { runInTree, scratchVarLayout } from './run-in-tree.js';
+import { makeBindMountPoints, removeBindMountPoints } from './run-binds.js';
 import { ensurePackageDbPlaces } from '../install/package-db.js';
 import { divertRunVar } from './run-var-content.js';
 import { RootFs } from '../fs/trees/root-fs.js';
@@ -290,7 +291,7 @@ async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
  * created there is set aside as initial content for the shared /var (divertRunVar).
  * Its output is kept for the failure record.
  */
-async function runCommand(run: Run, what: { command: string; timeoutMs: number }, tree: string, divert: SharedDivert): Promise<void> {
+async function runCommand(run: Run, what: { command: string; timeoutMs: number; binds?: readonly string[] }, tree: string, divert: SharedDivert): Promise<void> {
   const { ctx } = run;
   const varDir = `${run.work}/run-var`;
   ctx.dfs.mkdir(varDir, 0o755);
@@ -299,9 +300,13 @@ async function runCommand(run: Run, what: { command: string; timeoutMs: number }
   const layout = scratchVarLayout((usr) => new ReadOnlyTree(tree).lstat(usr)?.isDirectory() ?? false);
   for (const d of layout.dirs) scratch.mkdir(d.path, { mode: d.mode });
   for (const l of layout.links) scratch.symlink(l.path, l.target);
+  const treeFs = new RootFs(tree, { faults: ctx.faults });
+  const binds = what.binds ?? [];
+  const mountPoints = makeBindMountPoints(treeFs, new ReadOnlyTree('/'), binds);
   try {
-    await runInTree({ command: what.command, tree, varDir, timeoutMs: what.timeoutMs, onOutput: run.opts.onCommandOutput, signal: run.opts.signal, onResult: (r) => void (run.output = r.output) });
-    await divertRunVar(varDir, new RootFs(tree, { faults: ctx.faults }), divert);
+    await runInTree({ command: what.command, tree, varDir, binds, timeoutMs: what.timeoutMs, onOutput: run.opts.onCommandOutput, signal: run.opts.signal, onResult: (r) => void (run.output = r.output) });
+    removeBindMountPoints(treeFs, mountPoints);
+    await divertRunVar(varDir, treeFs, divert);
   } finally {
     ctx.dfs.removeTree(varDir);
   }

@@ -201,6 +201,51 @@ if (why !== null) {
       expect(fs.readFileSync(liveDebconf, 'utf8')).toBe('Name: base/question\nValue: old\n\n');
     });
 
+    it('--bind DIR: the command sees a directory of the running system read-only at its path; the update gains no mount point', async () => {
+      const pkgs = path.join(base, 'media', 'packages');
+      fs.mkdirSync(pkgs, { recursive: true });
+      fs.writeFileSync(path.join(pkgs, 'tool.deb'), 'package bytes\n');
+      const r = await run(`cp ${pkgs}/tool.deb /etc/installed-from-bind && (touch ${pkgs}/written 2>/dev/null && echo writable || echo read-only) > /etc/bind-was`, '--bind', pkgs);
+      expect(r.code, r.err).toBe(0);
+      const id = (await status()).staged!;
+      expect(fs.readFileSync(path.join(tree(id), 'etc/installed-from-bind'), 'utf8')).toBe('package bytes\n');
+      expect(fs.readFileSync(path.join(tree(id), 'etc/bind-was'), 'utf8')).toBe('read-only\n');
+      expect(fs.existsSync(path.join(pkgs, 'written'))).toBe(false);
+    });
+
+    it('--bind outside /tmp: its mount point is made in the tree for the command and taken away after it', async () => {
+      const where = '/opt/stagedroot-test-media';
+      fs.mkdirSync(where, { recursive: true });
+      try {
+        fs.writeFileSync(path.join(where, 'tool.deb'), 'from /opt\n');
+        const cur = (await status()).current!;
+        const hadOpt = fs.existsSync(path.join(tree(cur), 'opt'));
+        const r = await run(`cp ${where}/tool.deb /etc/from-opt && (touch ${where}/written 2>/dev/null && echo writable || echo read-only) > /etc/bind-was`, '--bind', where);
+        expect(r.code, r.err).toBe(0);
+        const id = (await status()).staged!;
+        expect(fs.readFileSync(path.join(tree(id), 'etc/from-opt'), 'utf8')).toBe('from /opt\n');
+        expect(fs.readFileSync(path.join(tree(id), 'etc/bind-was'), 'utf8')).toBe('read-only\n');
+        expect(fs.existsSync(path.join(tree(id), 'opt/stagedroot-test-media'))).toBe(false);
+        expect(fs.existsSync(path.join(tree(id), 'opt'))).toBe(hadOpt);
+        const delta = JSON.parse(fs.readFileSync(path.join(sysroot, 'deploy', id, 'delta.json'), 'utf8')) as { changed: { p: string }[] };
+        expect(delta.changed.map((e) => e.p).filter((p) => p.startsWith('opt'))).toEqual([]);
+      } finally {
+        fs.rmSync(where, { recursive: true, force: true });
+      }
+    });
+
+    it('--bind refuses what it cannot bind, naming it: a missing directory, a relative path, a namespace directory, without --run', async () => {
+      const bad = async (why: RegExp, ...args: string[]) => {
+        const r = await cli(['stage', '--sysroot', sysroot, '--no-verify-units', '--json', ...args]);
+        expect(r.code, r.out + r.err).toBe(2);
+        expect((JSON.parse(r.out) as { error: { message: string } }).error.message).toMatch(why);
+      };
+      await bad(/--bind \/nonexistent-stagedroot: no such directory/, '--run', 'true', '--bind', '/nonexistent-stagedroot');
+      await bad(/absolute path, got "rel"/, '--run', 'true', '--bind', 'rel');
+      await bad(/outside \/proc/, '--run', 'true', '--bind', '/var/cache');
+      await bad(/--bind is for --run/, 'x.json', '--bind', base);
+    });
+
     it('takes a SOURCE or --run, not both, not neither; no --dry-run with --run', async () => {
       expect((await cli(['stage', '--sysroot', sysroot])).code).toBe(2);
       expect((await cli(['stage', 'x.json', '--run', 'true', '--sysroot', sysroot])).code).toBe(2);

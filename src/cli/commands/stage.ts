@@ -33,6 +33,7 @@ interface StageCliOptions extends CommonOptions {
   owner?: string;
   dryRun?: boolean;
   run?: string;
+  bind: string[];
   runTimeout?: string;
 }
 
@@ -61,6 +62,7 @@ export function stageCommand(program: Command, env: CliEnv): void {
     .argument('[source]', 'file or directory to stage (none with --run)')
     .option('--run <command>', 'instead of a source: run this shell command inside a copy of the booted tree (private mount and PID namespace; /proc, /sys, /dev, the network; nothing of the running system writable), then validate and commit what it changed, e.g. --run "apt-get update && apt-get -y upgrade"')
     .option('--run-timeout <seconds>', 'time limit of the --run command (default 3600)')
+    .option('--bind <dir>', 'with --run: a directory of the running system the command sees read-only at the same path (a local package directory, a mounted medium); repeatable', collect, [])
     .option('--label <label>', 'a label for the new deployment')
     .option('--lock', 'finalization lock: stage now, but finalize leaves it in place until `unlock`')
     .option('--copy', 'copy the non-usr/ part of the tree instead of reflinking it')
@@ -86,9 +88,10 @@ export function stageCommand(program: Command, env: CliEnv): void {
         if ((path === undefined) === (o.run === undefined)) {
           throw new StagedrootError('USAGE', path === undefined ? 'Nothing to stage: give a SOURCE, or --run COMMAND' : 'Give a SOURCE or --run COMMAND, not both', { option: 'run', value: o.run });
         }
+        if (o.run === undefined && o.bind.length > 0) throw new StagedrootError('USAGE', '--bind is for --run: it binds a directory into the command\'s namespace', { option: 'bind', value: o.bind[0] });
         if (o.run !== undefined && o.dryRun) throw new StagedrootError('USAGE', '--dry-run cannot tell what a --run command would change without running it', { option: 'dryRun' });
         const runTimeout = nonNegativeInt('run-timeout', o.runTimeout);
-        const source = o.run !== undefined ? commandSource(o.run, runTimeout === undefined ? {} : { timeoutMs: runTimeout * 1000 }) : pathSource(path!, { replace: o.replace, ref: o.ref, imageStore: o.imageStore, owner: o.owner, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }) });
+        const source = o.run !== undefined ? commandSource(o.run, { binds: o.bind, ...(runTimeout === undefined ? {} : { timeoutMs: runTimeout * 1000 }) }) : pathSource(path!, { replace: o.replace, ref: o.ref, imageStore: o.imageStore, owner: o.owner, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }) });
         const builtins = builtinsFrom(o);
         const timeout = nonNegativeInt('validator-timeout', o.validatorTimeout);
         const commands = o.validator.map((command) => ({ command, ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }) }));
