@@ -12,12 +12,12 @@ export const ADOPTION_COMMANDS = {
   bios: [
     `echo 'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX stagedroot=/stagedroot"' >>/etc/default/grub`,
     'update-grub',
-    'stagedroot adopt',
+    'stagedroot adopt --boot-loader grub --boot-dir /boot/grub',
   ],
   uefi: [
     "sed -i 's|$| stagedroot=/stagedroot|' /etc/kernel/cmdline",
     'kernel-install add "$(uname -r)" "/boot/vmlinuz-$(uname -r)" "/boot/initrd.img-$(uname -r)"',
-    'stagedroot adopt',
+    'stagedroot adopt --boot-loader systemd-boot --boot-dir /boot/efi',
   ],
 };
 
@@ -50,8 +50,9 @@ r health "$(systemctl is-active stagedroot-health.service)"
 r status-exit "$(stagedroot status >/dev/null 2>/run/status.err; echo $?) $(cat /run/status.err)"
 ${POWEROFF}`);
   s.clean(b, 'boot after the adoption');
-  s.check(/BOOT_IMAGE=\/boot\/vmlinuz-/.test(b.results.get('cmdline') ?? ''), `GRUB should have booted the kernel: ${b.results.get('cmdline')}`);
+  s.check(/BOOT_IMAGE=\/stagedroot\/deploy\/0001\/tree\/boot\/vmlinuz-/.test(b.results.get('cmdline') ?? ''), `GRUB should have booted deployment 0001's own kernel (stagedroot.cfg's entry): ${b.results.get('cmdline')}`);
   s.rootIs(b, '0001', 'after the adoption');
+  s.needs((b.results.get('cmdline') ?? '').includes('stagedroot.deployment=0001'), 'bootlib: GRUB menu of the deployments', `GRUB should boot deployment 0001's own entry (stagedroot.deployment=0001): ${b.results.get('cmdline')}`);
   s.check((b.results.get('record') ?? '').includes('id=0001'), `/run/stagedroot/booted should name 0001: ${b.results.get('record')}`);
   s.needs((b.results.get('record') ?? '').includes(`sysroot=${SYSROOT} `), 'bootlib: prepare-root records the booted path', `/run/stagedroot/booted should say sysroot=${SYSROOT}: ${b.results.get('record')}`);
   s.eq(b.results.get('usr'), 'read-only', '/usr');

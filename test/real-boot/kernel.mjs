@@ -9,8 +9,8 @@ import { REBOOT, Scenario, dep } from './scenario.mjs';
 /** The package disk (vdc) where the admin put the kernel's .debs. */
 const MOUNT_PACKAGES = 'mkdir -p /mnt/packages && mount -o ro /dev/vdc /mnt/packages\n';
 
-/** What the admin types to install the kernel (docs/install.md, day 2), with the package disk mounted. */
-export const KERNEL_UPDATE_COMMAND = "stagedroot stage --run 'apt-get install -y /mnt/packages/kernel2/*.deb'";
+/** What the admin types to install the kernel (docs/install.md, day 2), with the package disk mounted: --bind lets the command in the new tree see it. */
+export const KERNEL_UPDATE_COMMAND = "stagedroot stage --run 'apt-get install -y /mnt/packages/kernel2/*.deb' --bind /mnt/packages";
 
 /** grub-reboot of a deployment's entry: GRUB reads its environment block on the physical root's /boot. */
 const grubReboot = (id) => `grub-reboot --boot-directory=/sysroot/boot stagedroot-${id}`;
