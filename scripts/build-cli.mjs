@@ -1,25 +1,39 @@
 /**
  * The CLI's bundles (run by `npm run build` after tsc): esbuild bundles
- *   src/cli/run.ts              -> dist/cli/run.js          (the CLI, loaded by the `stagedroot`
- *                                                           bin dist/cli/main.js, tsc's)
- *   src/cli/tree-worker-main.ts -> dist/cli/tree-worker.js  (its worker threads)
+ *   src/cli/main.ts             -> dist/cli/main.cjs        (the `stagedroot` bin: a stub that answers
+ *                                                           --version and runs the next one)
+ *   src/cli/run.ts              -> dist/cli/run.cjs         (the CLI, CommonJS) and its V8 code cache
+ *                                                           dist/cli/run.cjs.v8-cache
+ *   src/cli/tree-worker-main.ts -> dist/cli/tree-worker.js  (its worker threads, an ES module)
  * with source maps beside them. Why: a CLI run used to resolve, read and compile
  * ~160 modules of dist/ and ~140 of node_modules before doing anything (0.6 s on a quiet
- * machine, at every boot and shutdown). The library's dist/ (for importers) stays as tsc
- * builds it; tsc's dist/cli/run.js is replaced by the bundle.
+ * machine, at every boot and shutdown); one ES module bundle still cost V8 a parse of its
+ * megabyte at each start (compileSourceTextModule 78–125 ms). The CLI is CommonJS so that
+ * src/fs/core/code-cache.ts can run it with V8's code cache (vm.Script's cachedData: Node
+ * 20 has no module.enableCompileCache), and so that a Node builtin is loaded where it is
+ * first used (see lazyBuiltins) rather than hoisted to the bundle's top as in an ES bundle.
+ * The build writes the cache by running `stagedroot status` once; a Node whose V8 rejects
+ * it compiles from source and writes it again (see code-cache.ts).
  *
+ * The library's dist/ (for importers) stays as tsc builds it.
  * @napi-rs/xattr (native, loaded from its package at run time) stays outside.
  *   node scripts/build-cli.mjs [--metafile]   (metafile: dist/cli/meta.json, for size studies)
  */
+import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import { builtinModules, createRequire } from 'node:module';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const cliDir = path.join(root, 'dist/cli');
+const metafile = process.argv.includes('--metafile');
 const common = {
   bundle: true,
   platform: 'node',
-  format: 'esm',
   target: 'node20',
   sourcemap: 'linked',
   // Source maps point at the sources in the package's src/ (not shipped: the map carries them).
@@ -30,17 +44,97 @@ const common = {
   keepNames: true,
   external: ['@napi-rs/xattr'],
   logLevel: 'warning',
-  // Bundled CommonJS dependencies (commander, tar's deps) call require(): give them one.
-  banner: { js: "import { createRequire as __stagedrootRequire } from 'node:module'; const require = __stagedrootRequire(import.meta.url);" },
-  metafile: process.argv.includes('--metafile'),
+  metafile,
   absWorkingDir: root,
 };
+// A CommonJS bundle has no import.meta: its url is the bundle file's (dist/cli/, where
+// packageDir(), ../../package.json and the worker's ./tree-worker.js resolve as from tsc's dist/cli/).
+const commonJs = {
+  ...common,
+  format: 'cjs',
+  define: { 'import.meta.url': '__stagedrootUrl' },
+  inject: ['scripts/build-cli-url.mjs'],
+};
 
+/**
+ * Node builtins that `node -e 0` has not loaded already, each bundled as a stand-in whose
+ * properties load the real module on first use: commander requires child_process at its
+ * top (for executable subcommands the CLI never has), hashing requires crypto, the
+ * sources zlib, and so on; `status` and `boot` touch none of them. esbuild's __toESM copies
+ * a module's property names as getters, so an `import * as x` does not load it either.
+ */
+const LAZY = ['assert', 'child_process', 'crypto', 'dgram', 'dns', 'http', 'https', 'net', 'os', 'perf_hooks', 'readline', 'stream/promises', 'string_decoder', 'timers/promises', 'tls', 'tty', 'v8', 'worker_threads', 'zlib'];
+const builtins = {
+  name: 'builtins',
+  setup(b) {
+    const bare = (p) => p.replace(/^node:/, '');
+    const lazy = new Set(LAZY.filter((m) => builtinModules.includes(m)));
+    b.onResolve({ filter: /^(node:)?[a-z_/]+$/ }, (args) => {
+      const name = bare(args.path);
+      if (!builtinModules.includes(name)) return undefined;
+      if (args.namespace === 'builtin') return { path: `node:${name}`, external: true };
+      return { path: name, namespace: 'builtin' };
+    });
+    const req = createRequire(import.meta.url);
+    b.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => {
+      const spec = JSON.stringify(`node:${args.path}`);
+      if (!lazy.has(args.path)) {
+        // One namespace object per builtin: esbuild's __toESM would otherwise copy fs's hundred names at each of its 35 importers.
+        return { contents: `import m from ${spec};export * from ${spec};export default m;`, loader: 'js', resolveDir: root };
+      }
+      const names = Object.keys(req(`node:${args.path}`)).filter((k) => /^[A-Za-z_$][\w$]*$/.test(k));
+      const getters = names.map((k) => `get ${k}(){return l().${k}}`).join(',');
+      return { contents: `let m;const l=()=>m??=require(${spec});module.exports={${getters}};`, loader: 'js', resolveDir: root };
+    });
+  },
+};
+
+// The stamp placeholder has the stamp's length, so that replacing it moves nothing the source map points at.
+const PLACEHOLDER = 'x'.repeat(16);
 const results = await Promise.all([
-  build({ ...common, entryPoints: { run: 'src/cli/run.ts' }, outdir: 'dist/cli' }),
-  build({ ...common, entryPoints: { 'tree-worker': 'src/cli/tree-worker-main.ts' }, outdir: 'dist/cli' }),
+  build({ ...commonJs, entryPoints: { main: 'src/cli/main.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' } }),
+  build({ ...commonJs, entryPoints: { run: 'src/cli/run.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' }, banner: { js: `// stagedroot-bundle ${PLACEHOLDER}` }, plugins: [builtins], write: false }),
+  build({
+    ...common,
+    format: 'esm',
+    entryPoints: { 'tree-worker': 'src/cli/tree-worker-main.ts' },
+    outdir: 'dist/cli',
+    // Bundled CommonJS dependencies call require(): give them one.
+    banner: { js: "import { createRequire as __stagedrootRequire } from 'node:module'; const require = __stagedrootRequire(import.meta.url);" },
+  }),
 ]);
-if (common.metafile) {
-  const { writeFileSync } = await import('node:fs');
-  writeFileSync(path.join(root, 'dist/cli/meta.json'), JSON.stringify({ main: results[0].metafile, worker: results[1].metafile }));
+
+// The CLI bundle, stamped with its own hash (the code cache names the build it was made from).
+const runFile = path.join(cliDir, 'run.cjs');
+for (const out of results[1].outputFiles) {
+  let text = out.text;
+  if (out.path === runFile) text = text.replace(PLACEHOLDER, createHash('sha256').update(text).digest('hex').slice(0, PLACEHOLDER.length));
+  fs.writeFileSync(out.path, text);
+}
+fs.chmodSync(path.join(cliDir, 'main.cjs'), 0o755);
+fs.rmSync(`${runFile}.v8-cache`, { force: true });
+writeCodeCache();
+
+if (metafile) {
+  fs.writeFileSync(path.join(cliDir, 'meta.json'), JSON.stringify({ main: results[1].metafile, worker: results[2].metafile }));
+}
+
+/** Runs `stagedroot status` of a scratch sysroot once, which leaves the bundle's code cache (with the functions status runs) beside it. */
+function writeCodeCache() {
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-build-'));
+  try {
+    const tree = path.join(scratch, 'tree');
+    fs.mkdirSync(path.join(tree, 'etc'), { recursive: true });
+    fs.writeFileSync(path.join(tree, 'etc/os-release'), 'ID=build\n');
+    const sysroot = path.join(scratch, 'sysroot');
+    const bin = path.join(cliDir, 'main.cjs');
+    const run = (args, env) => spawnSync(process.execPath, [bin, ...args, '--sysroot', sysroot], { encoding: 'utf8', env: { ...process.env, STAGEDROOT_DEBUG: '', ...env } });
+    const init = run(['init', '--from', tree], { STAGEDROOT_CODE_CACHE: '0' });
+    const status = init.status === 0 ? run(['status'], {}) : init;
+    if (status.status !== 0 || !fs.existsSync(`${runFile}.v8-cache`)) {
+      console.warn(`build-cli: no code cache written (the first run of the CLI writes it): ${(status.stderr || status.stdout).trim().slice(-500)}`);
+    }
+  } finally {
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
 }

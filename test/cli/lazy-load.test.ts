@@ -13,7 +13,7 @@ const RECORD = fileURLToPath(new URL('../helpers/record-loads.mjs', import.meta.
  * The verbs on the boot path (boot at every boot, mark-good after it, status by agents)
  * load only what they run: not the sources, staging, finalize, the hooks' runner, nor
  * tar, yaml or execa. Checked on tsc's dist/ (one module a file, so the loader sees
- * which): the CLI's bundle (dist/cli/run.js) has the same lazy imports, evaluated the
+ * which): the CLI bundle (dist/cli/run.cjs) has the same lazy imports, evaluated the
  * same way.
  */
 function loadsOf(args: string[]): string[] {

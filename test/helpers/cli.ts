@@ -4,7 +4,7 @@ import { runCli } from '../../src/cli/program.js';
 import type { Io } from '../../src/cli/io.js';
 import type { SysrootPlaces } from '../../src/boot/find-sysroot.js';
 
-export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+export const CLI = fileURLToPath(new URL('../../dist/cli/main.cjs', import.meta.url));
 /** The same program for crash tests: SIGKILLed after the n-th mutation with STAGEDROOT_FAULT_KILL_AFTER=n (the real CLI ignores it). */
 export const CRASH_CLI = fileURLToPath(new URL('../../dist/testing/crash-cli.js', import.meta.url));
 

@@ -1,0 +1,77 @@
+import * as fs from 'node:fs';
+import { createRequire, Module } from 'node:module';
+import * as path from 'node:path';
+import * as vm from 'node:vm';
+
+/**
+ * Runs a CommonJS bundle (the CLI's dist/cli/run.cjs) with V8's code cache, the way the
+ * v8-compile-cache package does for Node before 22 (no module.enableCompileCache): the
+ * bundle is compiled by vm.Script with the bytes V8 serialized after an earlier run
+ * (`FILE.v8-cache`, beside it), so that a start deserializes the functions it runs
+ * instead of parsing a megabyte of JavaScript. V8 checks the bytes itself (its version,
+ * its flags, the source's length) and rejects what does not fit; the cache also names the
+ * bundle's build stamp (the `// stagedroot-bundle STAMP` comment the build puts on its
+ * first line), so that a rebuilt bundle of the same length never runs with another
+ * build's code. Whatever goes wrong with the cache (absent, stale, torn, unreadable,
+ * unwritable) the bundle is compiled from its source, as without one; the cache is then
+ * written again when the process exits (best effort: a read-only /usr simply keeps none).
+ *
+ * With source maps on (--debug) the bundle is loaded by Node's own require, which reads
+ * its source map: the cache is only for the fast path.
+ */
+export function runBundle(file: string, o: { sourceMaps: boolean; env: NodeJS.ProcessEnv }): void {
+  const require = createRequire(file);
+  if (o.sourceMaps || o.env.STAGEDROOT_CODE_CACHE === '0') {
+    require(file);
+    return;
+  }
+  const source = fs.readFileSync(file, 'utf8');
+  const stamp = /^\/\/ stagedroot-bundle (\S+)\n/.exec(source)?.[1];
+  const cacheFile = `${file}.v8-cache`;
+  const cachedData = stamp === undefined ? undefined : readCache(cacheFile, stamp);
+  const script = new vm.Script(Module.wrap(source), { filename: file, ...(cachedData === undefined ? {} : { cachedData }), ...dynamicImports() });
+  if (stamp !== undefined && (cachedData === undefined || script.cachedDataRejected === true)) {
+    // After the run: the cache then holds the functions this verb compiled, not only the top level.
+    process.once('exit', () => writeCache(cacheFile, stamp, script));
+  }
+  const wrapper = script.runInThisContext() as (exports: object, req: NodeJS.Require, module: object, filename: string, dirname: string) => void;
+  const module = { exports: {}, filename: file };
+  wrapper.call(module.exports, module.exports, require, module, file, path.dirname(file));
+}
+
+const MAGIC = 'stagedroot-v8-cache 1 ';
+
+/** The cached bytes when the file is a cache of this build (`MAGIC STAMP\n` then V8's bytes); undefined otherwise. */
+function readCache(cacheFile: string, stamp: string): Buffer | undefined {
+  let bytes: Buffer;
+  try {
+    bytes = fs.readFileSync(cacheFile);
+  } catch {
+    return undefined;
+  }
+  const head = `${MAGIC}${stamp}\n`;
+  if (bytes.length <= head.length || bytes.toString('latin1', 0, head.length) !== head) return undefined;
+  return bytes.subarray(head.length);
+}
+
+function writeCache(cacheFile: string, stamp: string, script: vm.Script): void {
+  const tmp = `${cacheFile}.tmp-${process.pid}`;
+  try {
+    const data = script.createCachedData();
+    fs.writeFileSync(tmp, Buffer.concat([Buffer.from(`${MAGIC}${stamp}\n`, 'latin1'), data]), { mode: 0o644 });
+    fs.renameSync(tmp, cacheFile);
+  } catch {
+    // Unwritable (a read-only /usr, another user's package): the next start compiles from source again.
+    try {
+      fs.rmSync(tmp, { force: true });
+    } catch {
+      // nothing left to do
+    }
+  }
+}
+
+/** import() inside the bundle goes to Node's own loader (Node ≥ 20.12 has the constant); the bundle calls none on the CLI's paths. */
+function dynamicImports(): { importModuleDynamically?: number } {
+  const c = (vm as { constants?: { USE_MAIN_CONTEXT_DEFAULT_LOADER?: number } }).constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER;
+  return c === undefined ? {} : { importModuleDynamically: c };
+}
