@@ -4,7 +4,8 @@ import * as path from 'node:path';
 import * as vm from 'node:vm';
 
 /**
- * Runs a CommonJS bundle (the CLI's dist/cli/run.cjs) with V8's code cache, the way the
+ * Runs a CommonJS bundle (the CLI's dist/cli/run.cjs, the library's dist/lib/library.cjs)
+ * and returns its exports, with V8's code cache, the way the
  * v8-compile-cache package does for Node before 22 (no module.enableCompileCache): the
  * bundle is compiled by vm.Script with the bytes V8 serialized after an earlier run
  * (`FILE.v8-cache`, beside it), so that a start deserializes the functions it runs
@@ -19,12 +20,9 @@ import * as vm from 'node:vm';
  * With source maps on (--debug) the bundle is loaded by Node's own require, which reads
  * its source map: the cache is only for the fast path.
  */
-export function runBundle(file: string, o: { sourceMaps: boolean; env: NodeJS.ProcessEnv }): void {
+export function runBundle(file: string, o: { sourceMaps: boolean; env: NodeJS.ProcessEnv }): unknown {
   const require = createRequire(file);
-  if (o.sourceMaps || o.env.STAGEDROOT_CODE_CACHE === '0') {
-    require(file);
-    return;
-  }
+  if (o.sourceMaps || o.env.STAGEDROOT_CODE_CACHE === '0') return require(file);
   const source = fs.readFileSync(file, 'utf8');
   const stamp = /^\/\/ stagedroot-bundle (\S+)\n/.exec(source)?.[1];
   const cacheFile = `${file}.v8-cache`;
@@ -37,6 +35,7 @@ export function runBundle(file: string, o: { sourceMaps: boolean; env: NodeJS.Pr
   const wrapper = script.runInThisContext() as (exports: object, req: NodeJS.Require, module: object, filename: string, dirname: string) => void;
   const module = { exports: {}, filename: file };
   wrapper.call(module.exports, module.exports, require, module, file, path.dirname(file));
+  return module.exports;
 }
 
 const MAGIC = 'stagedroot-v8-cache 1 ';
