@@ -3,7 +3,7 @@ import { StagedrootError } from '../errors.js';
 import { readText, writableAt, type statPath } from '../fs/trees/durable.js';
 import { RootFs } from '../fs/trees/root-fs.js';
 import { runCommand } from '../util/run-command.js';
-import { INITRAMFS_FILES, UNIT_NAMES, packageDir } from './package-files.js';
+import { DROPIN_FILES, INITRAMFS_FILES, UNIT_NAMES, packageDir } from './package-files.js';
 import { environmentFile, renderUnit, type UnitTarget } from './unit-text.js';
 
 export interface InstallOptions {
@@ -72,6 +72,7 @@ export async function installHost(o: InstallOptions): Promise<InstallResult> {
   const plan: { path: string; text: string; mode: number }[] = [
     { path: '/etc/stagedroot/environment', text: environmentFile(t), mode: 0o644 },
     ...UNIT_NAMES.map((unit) => ({ path: `/etc/systemd/system/${unit}`, text: renderUnit(packageText(`units/${unit}`), t), mode: 0o644 })),
+    ...DROPIN_FILES.map((f) => ({ path: f.to, text: packageText(f.from), mode: f.mode })),
     ...INITRAMFS_FILES.map((f) => ({ path: f.to, text: packageText(f.from), mode: f.mode })),
   ];
   const blocked = new Map<string, string>();

@@ -18,4 +18,9 @@ export const INITRAMFS_FILES: readonly { from: string; to: string; mode: number 
   { from: 'initramfs/grub/09_stagedroot', to: '/etc/grub.d/09_stagedroot', mode: 0o755 },
 ];
 
-export const UNIT_NAMES = ['stagedroot-boot.service', 'stagedroot-finalize.service', 'stagedroot-health.service'] as const;
+export const UNIT_NAMES = ['stagedroot-boot.service', 'stagedroot-detach-usr.service', 'stagedroot-finalize.service', 'stagedroot-health.service'] as const;
+
+/** Drop-ins for the distribution's own units (paths in the root): see each file's comment. */
+export const DROPIN_FILES: readonly { from: string; to: string; mode: number }[] = [
+  { from: 'units/systemd-journal-flush.service.d/stagedroot.conf', to: '/etc/systemd/system/systemd-journal-flush.service.d/50-stagedroot.conf', mode: 0o644 },
+];

@@ -48,6 +48,8 @@ describe('stagedroot install', () => {
     expect(boot).toContain('RequiresMountsFor=/sysroot\n');
     expect(read(root, 'etc/systemd/system/stagedroot-finalize.service')).toContain('ExecStop=/usr/local/bin/stagedroot finalize\n');
     expect(read(root, 'etc/systemd/system/stagedroot-health.service')).toContain('ExecStart=/usr/local/bin/stagedroot health\n');
+    expect(read(root, 'etc/systemd/system/stagedroot-detach-usr.service')).toContain('ExecStart=/bin/umount --lazy /usr\n');
+    expect(read(root, 'etc/systemd/system/systemd-journal-flush.service.d/50-stagedroot.conf')).toContain('\nConflicts=umount.target\nBefore=umount.target\n');
     for (const u of ['boot', 'finalize', 'health']) {
       const text = read(root, `etc/systemd/system/stagedroot-${u}.service`);
       expect(text).not.toMatch(/^Condition/m);
@@ -62,7 +64,8 @@ describe('stagedroot install', () => {
     }
     expect(r.warnings.join('\n')).toContain('there is no sysroot at /srv/stagedroot');
     if (HAVE_SYSTEMCTL) {
-      expect(r.enabled).toEqual(['stagedroot-boot.service', 'stagedroot-finalize.service', 'stagedroot-health.service']);
+      expect(r.enabled).toEqual(['stagedroot-boot.service', 'stagedroot-detach-usr.service', 'stagedroot-finalize.service', 'stagedroot-health.service']);
+      expect(fs.readlinkSync(path.join(root, 'etc/systemd/system/final.target.wants/stagedroot-detach-usr.service'))).toBe('/etc/systemd/system/stagedroot-detach-usr.service');
       expect(fs.readlinkSync(path.join(root, 'etc/systemd/system/sysinit.target.wants/stagedroot-boot.service'))).toBe('/etc/systemd/system/stagedroot-boot.service');
       expect(fs.readlinkSync(path.join(root, 'etc/systemd/system/multi-user.target.wants/stagedroot-finalize.service'))).toBe('/etc/systemd/system/stagedroot-finalize.service');
       expect(fs.readlinkSync(path.join(root, 'etc/systemd/system/boot-complete.target.requires/stagedroot-health.service'))).toBe('/etc/systemd/system/stagedroot-health.service');
