@@ -9,6 +9,7 @@ import { isDirectory, listDir, readLink, readText, statPath } from '../fs/trees/
 import { filesystemPath, pathHere, type FilesystemPath } from '../fs/core/mount-path.js';
 import { bootableDeployments, bootEntry, parseBootEntry, type BootEntry, type KernelImage } from '../state/boot-entry-text.js';
 import { GRUB_MENU_FILE, grubMenu } from '../state/grub-menu.js';
+import { LOADER_CONF, loaderConfWithDefault } from '../state/loader-conf.js';
 import type { BaseState, DeploymentRecord } from '../state/schema.js';
 import { findKernel, installKernel, KERNEL_PLACES, removeUnusedKernels } from './kernels.js';
 
@@ -138,9 +139,10 @@ const ESP_ENTRY = /^stagedroot-(\d{4,})\.conf$/;
  * systemd-boot on an ESP (FAT: no symlinks): plain files in loader/entries/, each
  * written and renamed on its own, so there is no set to swap. Versions only grow: the
  * entries are written lowest first, each with a version above every one on disk, so at
- * every point the highest (systemd-boot's default) is the old default or the new one,
- * and every file on disk names a deployment that has its kernel in place. Entries no
- * longer wanted go last, then their kernels.
+ * every point the highest (systemd-boot's default among them: loader.conf says
+ * `default stagedroot-*`, state/loader-conf.ts) is the old default or the new one, and
+ * every file on disk names a deployment that has its kernel in place. Entries no longer
+ * wanted go last, then their kernels.
  */
 function writeEspEntries(ctx: Context, esp: string, list: Bootable[], arg: string): void {
   const { dfs } = ctx;
@@ -167,8 +169,18 @@ function writeEspEntries(ctx: Context, esp: string, list: Bootable[], arg: strin
     const keep = new Set(entries.map((e) => e.file));
     for (const e of onDisk) if (!keep.has(e.file)) dfs.unlink(path.join(dir, e.file));
   }
+  // Then the default: stagedroot's entries, not the distribution's (sorted first by their
+  // sort-key). Written after the entries it selects; a crash before it leaves the
+  // machine's own default, as before the adoption.
+  const conf = path.join(esp, LOADER_CONF);
+  if (list.length > 0) {
+    const text = readText(conf);
+    const wanted = loaderConfWithDefault(text);
+    if (text !== wanted) dfs.writeFileAtomic(conf, wanted);
+  }
   // Temp files of a write a crash interrupted (systemd-boot reads only *.conf; an older version named them .stagedroot-ID.conf.tmp-…).
   dfs.removeTempLeftovers(dir, (t) => ESP_ENTRY.test(t));
+  if (isDirectory(path.dirname(conf))) dfs.removeTempLeftovers(path.dirname(conf));
   removeUnusedKernels(ctx, esp, new Set(list.map((b) => b.kernel.hash)));
 }
 

@@ -46,9 +46,10 @@ const NEW_KERNEL = [
   { path: '/usr/lib/modules/6.2.0-1/initramfs.img', contents: 'initramfs 6.2.0-1\n' },
 ];
 
-async function withEsp(): Promise<TempSysroot> {
+async function withEsp(before: (esp: string) => void = () => {}): Promise<TempSysroot> {
   esp = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-esp-'));
   execaSync('mount', ['-t', 'tmpfs', '-o', 'size=64m', 'tmpfs', esp]);
+  before(esp);
   t = await tempSysroot({ tree: KERNEL_TREE, bootDir: esp, bootLoader: 'systemd-boot', kernelArguments: ['root=LABEL=root', 'rw'] });
   return t;
 }
@@ -77,6 +78,26 @@ function expectOwnKernels(list: Listed[], where: string): void {
     expect(fs.readFileSync(path.join(esp!, e.linux), 'utf8'), `${where}: ${e.id}`).toBe(fs.readFileSync(path.join(tree, k.kernelPath), 'utf8'));
     expect(fs.readFileSync(path.join(esp!, e.initrd![0]!), 'utf8'), `${where}: ${e.id}`).toBe(fs.readFileSync(path.join(tree, k.initrdPath!), 'utf8'));
   }
+}
+
+/** The id of the entry `bootctl list` marks as the default (its text output; 252's JSON has no such field). */
+async function bootctlDefault(): Promise<string | null> {
+  const r = await execa('bootctl', [`--esp-path=${esp}`, '--no-pager', 'list'], { env: { SYSTEMD_RELAX_ESP_CHECKS: '1' }, reject: false });
+  expect(r.exitCode, r.stderr).toBe(0);
+  const m = /title: .*\(default\).*\n\s*id: (\S+)/.exec(r.stdout);
+  return m ? m[1]! : null;
+}
+
+/** What a Debian machine with systemd-boot has on its ESP before stagedroot: kernel-install's entry (sort-key debian) and the admin's loader.conf. */
+function debianEsp(dir: string): void {
+  fs.mkdirSync(path.join(dir, 'loader/entries'), { recursive: true });
+  fs.mkdirSync(path.join(dir, 'e9680a08/6.1.0-50-cloud-amd64'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'e9680a08/6.1.0-50-cloud-amd64/linux'), 'debian kernel\n');
+  fs.writeFileSync(
+    path.join(dir, 'loader/entries/e9680a08-6.1.0-50-cloud-amd64.conf'),
+    'title Debian GNU/Linux 12 (bookworm)\nversion 6.1.0-50-cloud-amd64\nmachine-id e9680a08\nsort-key debian\noptions root=LABEL=root rw stagedroot=/stagedroot\nlinux /e9680a08/6.1.0-50-cloud-amd64/linux\n',
+  );
+  fs.writeFileSync(path.join(dir, 'loader/loader.conf'), 'timeout 0\nconsole-mode keep\ndefault e9680a08-*\n');
 }
 
 /** Nothing on the ESP is a symlink or a hardlink (FAT has neither). */
@@ -114,6 +135,25 @@ if (NO !== null) {
       const before = fs.statSync(path.join(esp!, 'loader/entries/stagedroot-0001.conf')).mtimeMs;
       syncBootEntries(makeContext(t!.dir), t!.sysroot.state());
       expect(fs.statSync(path.join(esp!, 'loader/entries/stagedroot-0001.conf')).mtimeMs).toBe(before);
+    });
+
+    it("beside the distribution's own entries (sorted first by their sort-key), stagedroot's current is the default: loader.conf says so, the admin's other settings kept", async () => {
+      await withEsp(debianEsp);
+      const list = await bootctlList();
+      // The distribution's entry is listed first (sort-key debian < stagedroot) and stays.
+      expect(list.map((e) => e.id)).toEqual(['e9680a08-6.1.0-50-cloud-amd64.conf', 'stagedroot-0001.conf']);
+      expect(await bootctlDefault()).toBe('stagedroot-0001.conf');
+      expect(fs.readFileSync(path.join(esp!, 'loader/loader.conf'), 'utf8')).toBe('timeout 0\nconsole-mode keep\ndefault stagedroot-*\n');
+      await t!.sysroot.stage({ label: 'k2', files: NEW_KERNEL });
+      await t!.sysroot.finalize();
+      expect(await bootctlDefault()).toBe('stagedroot-0002.conf');
+      await t!.sysroot.boot({ runDir: '/nonexistent' });
+      await t!.sysroot.markGood();
+      await t!.sysroot.rollback();
+      expect(await bootctlDefault()).toBe('stagedroot-0001.conf');
+      expect(fs.readFileSync(path.join(esp!, 'e9680a08/6.1.0-50-cloud-amd64/linux'), 'utf8')).toBe('debian kernel\n');
+      // Nothing left of the writes' temp files.
+      expect(fs.readdirSync(path.join(esp!, 'loader')).sort()).toEqual(['entries', 'loader.conf']);
     });
 
     it('a crash after any write leaves a bootable set: every entry boots its own kernel, the default is the old or the new current', async () => {
