@@ -14,11 +14,20 @@ const MAX_IMAGE = 512 << 20;
 /** Where kernels are looked for, in words (for the warning when none is found). */
 export const KERNEL_PLACES = 'usr/lib/modules/VERSION/vmlinuz, boot/vmlinuz-VERSION';
 
-/** A regular file inside the tree reached through real directories, no symlink on the way (a tree's link must not lead to a host file). */
-function isFileInTree(tree: string, rel: string): boolean {
+/**
+ * A regular file inside the tree reached through real directories, no symlink on the way
+ * (a tree's link must not lead to a host file). `dirs` remembers the directories one
+ * lookup of candidates() has checked already (usr/lib/modules/V is on the way to both
+ * vmlinuz and initramfs.img): every `open` with a boot directory looks for each
+ * deployment's kernel.
+ */
+function isFileInTree(tree: string, rel: string, dirs: Map<string, boolean>): boolean {
   const parts = rel.split('/');
   for (let i = 1; i < parts.length; i++) {
-    if (!(lstatPath(path.join(tree, ...parts.slice(0, i)))?.isDirectory() ?? false)) return false;
+    const dir = parts.slice(0, i).join('/');
+    let ok = dirs.get(dir);
+    if (ok === undefined) dirs.set(dir, (ok = lstatPath(path.join(tree, dir))?.isDirectory() ?? false));
+    if (!ok) return false;
   }
   return lstatPath(path.join(tree, rel))?.isFile() ?? false;
 }
@@ -26,19 +35,20 @@ function isFileInTree(tree: string, rel: string): boolean {
 /** Candidates, both layouts: usr/lib/modules/V/vmlinuz (+ initramfs.img), Debian's boot/vmlinuz-V (+ boot/initrd.img-V). */
 function candidates(tree: string): { version: string; kernelPath: string; initrdPath: string | null }[] {
   const out: { version: string; kernelPath: string; initrdPath: string | null }[] = [];
+  const dirs = new Map<string, boolean>();
   for (const v of listDir(path.join(tree, 'usr/lib/modules'))) {
     const kernelPath = `usr/lib/modules/${v}/vmlinuz`;
-    if (!isFileInTree(tree, kernelPath)) continue;
+    if (!isFileInTree(tree, kernelPath, dirs)) continue;
     const initrd = `usr/lib/modules/${v}/initramfs.img`;
-    out.push({ version: v, kernelPath, initrdPath: isFileInTree(tree, initrd) ? initrd : null });
+    out.push({ version: v, kernelPath, initrdPath: isFileInTree(tree, initrd, dirs) ? initrd : null });
   }
   for (const name of listDir(path.join(tree, 'boot'))) {
     const m = /^vmlinuz-(.+)$/.exec(name);
     if (!m || out.some((c) => c.version === m[1])) continue;
     const kernelPath = `boot/${name}`;
-    if (!isFileInTree(tree, kernelPath)) continue;
+    if (!isFileInTree(tree, kernelPath, dirs)) continue;
     const initrd = `boot/initrd.img-${m[1]}`;
-    out.push({ version: m[1]!, kernelPath, initrdPath: isFileInTree(tree, initrd) ? initrd : null });
+    out.push({ version: m[1]!, kernelPath, initrdPath: isFileInTree(tree, initrd, dirs) ? initrd : null });
   }
   return out;
 }
