@@ -41,6 +41,16 @@ export const STAGE = 'stagedroot stage /run/spec.json >/run/stage.log 2>&1; r st
 export const REBOOT = 'r status "$(st)"\nsystemctl --no-block reboot\n';
 export const POWEROFF = 'r status "$(st)"\nsystemctl --no-block poweroff\n';
 
+/** The console's lines saying a mount could not be unmounted at shutdown (colour codes removed), each once. */
+export function uncleanShutdown(consoleText) {
+  const lines = consoleText
+    .split('\n')
+    // eslint-disable-next-line no-control-regex
+    .map((l) => l.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '').replace(/^\[\s*\d+\.\d+\]\s*/, '').replace(/^\(sd-\w+\)\[\d+\]:\s*/, '').trim())
+    .filter((l) => /Failed unmounting|Failed to unmount/.test(l));
+  return [...new Set(lines)];
+}
+
 export const dep = (status, id) => status?.deployments?.find((d) => d.id === id) ?? null;
 export const decode = (b64) => {
   try {
@@ -96,8 +106,16 @@ export class Scenario {
   rootIs(r, id, when) {
     return this.check((r.results.get('root') ?? '').includes(`/deploy/${id}/tree`), `${when}: / should be deployment ${id}, findmnt says ${JSON.stringify(r.results.get('root') ?? null)}`);
   }
+  /**
+   * The boot ended as its step asked (qemu exited), and its shutdown was clean: no mount
+   * that systemd (PID 1, `Failed unmounting X.mount`) or systemd-shutdown (`Failed to
+   * unmount /usr`, what Debian's split-usr systemd 252 printed for the read-only /usr
+   * bind) could not unmount.
+   */
   clean(r, when) {
     if (r.ended !== 'exited') this.failures.push(`${when}: the boot ended with ${r.ended} (see ${r.consoleLog})`);
+    const unmounts = uncleanShutdown(fs.readFileSync(r.consoleLog, 'utf8'));
+    if (unmounts.length > 0) this.failures.push(`${when}: the shutdown left mounts behind: ${unmounts.join('; ')} (see ${r.consoleLog})`);
   }
   /** A check of what one piece of stagedroot brings: a failure names the piece. */
   needs(cond, piece, what) {

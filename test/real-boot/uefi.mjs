@@ -5,10 +5,18 @@ import { ADOPTION_COMMANDS, adoptionStep } from './adopt.mjs';
 import { buildMachine } from './image.mjs';
 import { POWEROFF, REBOOT, STAGE, Scenario, spec } from './scenario.mjs';
 
-const LOADER_INFO = '/sys/firmware/efi/efivars/LoaderInfo-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f';
-const loader = `r loader "$(tr -cd '[:print:]' <${LOADER_INFO} 2>&1)"\n`;
-/** The ESP entry (its file name without .conf, what bootctl takes) that boots a deployment. */
-const entryOf = (id) => `$(basename "$(grep -l 'stagedroot.deployment=${id}\\( \\|$\\)' /boot/efi/loader/entries/*.conf | head -n 1)" .conf)`;
+// systemd-boot's EFI variables (UTF-16 after 4 bytes of attributes: tr keeps the text).
+const EFIVAR = (name) => `/sys/firmware/efi/efivars/${name}-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f`;
+/** Which loader booted, and which of its entries (the file name on the ESP). */
+const loader = `r loader "$(tr -cd '[:print:]' <${EFIVAR('LoaderInfo')} 2>&1)"
+r entry "$(tr -cd '[:print:]' <${EFIVAR('LoaderEntrySelected')} 2>&1)"
+`;
+/**
+ * The ESP entry that boots a deployment, by its file name with `.conf`: systemd-boot 252's
+ * entry ids keep the suffix (`bootctl list` shows `id: stagedroot-0001.conf`), and
+ * `bootctl set-oneshot stagedroot-0001` exits 0 but matches no entry at boot.
+ */
+const entryOf = (id) => `$(basename "$(grep -l 'stagedroot.deployment=${id}\\( \\|$\\)' /boot/efi/loader/entries/*.conf | head -n 1)")`;
 
 export async function uefiSystemdBoot(env) {
   const machine = { ...buildMachine({ firmware: 'uefi', us: env.us, work: env.out, tarball: env.tarball, log: env.log }), packages: env.packages };
@@ -23,6 +31,9 @@ ${spec({ label: 'd-update', files: [{ path: '/etc/d-update', contents: 'from the
   s.clean(b, 'boot after the adoption');
   s.check((b.results.get('loader') ?? '').includes('systemd-boot'), `systemd-boot should have booted the adopted machine: ${b.results.get('loader')}`);
   s.rootIs(b, '0001', 'after the adoption');
+  // The default is stagedroot's entry for current, not Debian's own (kernel-install's, sorted first).
+  s.eq(b.results.get('entry'), 'stagedroot-0001.conf', 'the entry systemd-boot booted after the adoption (LoaderEntrySelected)');
+  s.check((b.results.get('cmdline') ?? '').includes('stagedroot.deployment=0001'), `the kernel command line should name deployment 0001: ${b.results.get('cmdline')}`);
   s.needs(Number(b.results.get('entries') ?? 0) >= 1, 'bootlib: systemd-boot entries on the ESP', `\`bootctl list\` should show an entry naming deployment 0001`);
   s.eq(b.results.get('stage-exit'), '0', 'stagedroot stage exit code');
   const old = b.status?.booted ?? null;
@@ -32,21 +43,27 @@ ${spec({ label: 'd-update', files: [{ path: '/etc/d-update', contents: 'from the
     return s;
   }
 
-  const c = await s.boot('d-new', `r update "$(cat /etc/d-update 2>&1)"
+  const c = await s.boot('d-new', `${loader}r update "$(cat /etc/d-update 2>&1)"
 r oneshot "$(bootctl set-oneshot "${entryOf(old)}" 2>&1; echo $?)"
 ${REBOOT}`);
   s.clean(c, 'boot after the update');
   s.rootIs(c, staged, 'after the update');
+  s.eq(c.results.get('entry'), `stagedroot-${staged}.conf`, 'the entry systemd-boot booted after the update');
   s.eq(c.results.get('update'), 'from the update', "the update's file");
   s.needs(/(^|\n)0$/.test(c.results.get('oneshot') ?? ''), 'bootlib: systemd-boot entries on the ESP', `bootctl set-oneshot of deployment ${old}'s entry: ${c.results.get('oneshot')}`);
 
-  const d = await s.boot('d-old-once', REBOOT);
+  const d = await s.boot('d-old-once', `${loader}${REBOOT}`);
   s.clean(d, 'boot of the one-shot entry');
   s.rootIs(d, old, 'the entry picked with bootctl set-oneshot');
+  s.eq(d.results.get('entry'), `stagedroot-${old}.conf`, 'the entry systemd-boot booted once (bootctl set-oneshot)');
+  s.eq(d.status?.booted, old, 'status.booted');
   s.eq(d.status?.current, staged, 'status.current (unchanged by a one-time choice)');
+  s.eq(d.status?.bootedByChoice, true, 'status.bootedByChoice');
 
-  const e = await s.boot('d-new-again', POWEROFF);
+  const e = await s.boot('d-new-again', `${loader}${POWEROFF}`);
   s.clean(e, 'the boot after the one-shot');
   s.rootIs(e, staged, 'the boot after the one-shot');
+  s.eq(e.results.get('entry'), `stagedroot-${staged}.conf`, 'the entry systemd-boot booted after the one-shot');
+  s.eq(e.status?.bootedByChoice, false, 'status.bootedByChoice after the one-shot');
   return s;
 }
