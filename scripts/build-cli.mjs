@@ -114,7 +114,7 @@ const results = await Promise.all([
   }),
   build({
     ...commonJs,
-    stdin: { contents: "import * as path from 'node:path';\nimport { runBundle } from './src/fs/core/code-cache.js';\nexport const library = runBundle(path.join(__dirname, 'library.cjs'), { sourceMaps: process.sourceMapsEnabled === true, env: process.env });\n", resolveDir: root, sourcefile: 'library-load.ts', loader: 'ts' },
+    stdin: { contents: "import * as path from 'node:path';\nimport { runBundle } from './src/fs/core/code-cache.js';\nexport const library = runBundle(path.join(__dirname, 'library.cjs'), { name: 'stagedroot/dist/lib/library.cjs', sourceMaps: process.sourceMapsEnabled === true, env: process.env });\n", resolveDir: root, sourcefile: 'library-load.ts', loader: 'ts' },
     outfile: 'dist/lib/load.cjs',
   }),
   build({ ...worker, outdir: 'dist/lib' }),

@@ -19,15 +19,20 @@ import * as vm from 'node:vm';
  *
  * With source maps on (--debug) the bundle is loaded by Node's own require, which reads
  * its source map: the cache is only for the fast path.
+ *
+ * `o.name` is the script's name in stack traces, one that does not depend on where the
+ * package is (`stagedroot/dist/cli/run.cjs`): V8's cache keeps the name the script was
+ * compiled with (the build's own path, for the cache npm pack ships), so a name taken
+ * from the file's place would be right on one machine and wrong on the others.
  */
-export function runBundle(file: string, o: { sourceMaps: boolean; env: NodeJS.ProcessEnv }): unknown {
+export function runBundle(file: string, o: { name: string; sourceMaps: boolean; env: NodeJS.ProcessEnv }): unknown {
   const require = createRequire(file);
   if (o.sourceMaps || o.env.STAGEDROOT_CODE_CACHE === '0') return require(file);
   const source = fs.readFileSync(file, 'utf8');
   const stamp = /^\/\/ stagedroot-bundle (\S+)\n/.exec(source)?.[1];
   const cacheFile = `${file}.v8-cache`;
   const cachedData = stamp === undefined ? undefined : readCache(cacheFile, stamp);
-  const script = new vm.Script(Module.wrap(source), { filename: file, ...(cachedData === undefined ? {} : { cachedData }), ...dynamicImports() });
+  const script = new vm.Script(Module.wrap(source), { filename: o.name, ...(cachedData === undefined ? {} : { cachedData }), ...dynamicImports() });
   if (stamp !== undefined && (cachedData === undefined || script.cachedDataRejected === true)) {
     // After the run: the cache then holds the functions this verb compiled, not only the top level.
     process.once('exit', () => writeCache(cacheFile, stamp, script));

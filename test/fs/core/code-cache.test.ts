@@ -87,6 +87,20 @@ describe('the CLI bundle and its V8 code cache', () => {
     }
   });
 
+  it('names the bundle stagedroot/dist/cli/run.cjs in stacks, wherever the package is and wherever its cache was made', () => {
+    // The cache made in the build's dist/ runs here too (V8 keeps the name a script was compiled with).
+    fs.copyFileSync(path.join(repo, 'dist/cli/run.cjs.v8-cache'), cacheFile);
+    const preload = path.join(dir, 'stack-on-write.cjs');
+    fs.writeFileSync(preload, "const w = process.stdout.write.bind(process.stdout);\nprocess.stdout.write = (t, ...a) => { process.stderr.write(new Error('here').stack + '\\n'); return w(t, ...a); };\n");
+    for (let i = 0; i < 2; i++) {
+      const r = status([], preload);
+      expect(r.code, r.err).toBe(0);
+      expect(r.err).toMatch(/\(stagedroot\/dist\/cli\/run\.cjs:\d+:\d+\)/);
+      expect(r.err).not.toContain(repo);
+      expect(r.err).not.toContain(path.join(dir, 'dist'));
+    }
+  });
+
   it('with --debug, loads the bundle through Node\'s require: stacks name the TypeScript sources', () => {
     // A stdout that throws: an unexpected error from inside the CLI's status verb.
     const preload = path.join(dir, 'throwing-stdout.cjs');
