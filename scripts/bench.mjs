@@ -10,6 +10,9 @@
  *                            start against `node -e 0`, a CLI stage on 50,000 files;
  *                            scripts/bench/boot-dir.mjs: open + status with --boot-dir),
  *                            about a minute; replaces their section of BENCHMARKS.md
+ *   --finalize               only the finalize rows (scripts/bench/finalize.mjs: finalize
+ *                            of a booted sysroot with a local etc/ change to merge, at
+ *                            each size); prints its target row, writes nothing
  *   BENCH_REPS=5             repetitions per measurement (median reported; 1 with --quick)
  *   BENCH_SIZES=10000,100000 tree sizes in files
  *   BENCH_SEED=20240611      the seed of the generated trees and update
@@ -28,10 +31,12 @@ import { loopMount } from './bench/loop-mount.mjs';
 import { ensureTools, run, versionOf } from './bench/tools.mjs';
 import { cliSection, measureCli, spliceCliSection } from './bench/cli.mjs';
 import { measureBootDir } from './bench/boot-dir.mjs';
+import { finalizeRow, measureFinalize } from './bench/finalize.mjs';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const quick = process.argv.includes('--quick');
 const cliOnly = process.argv.includes('--cli');
+const finalizeOnly = process.argv.includes('--finalize');
 const reps = Number(process.env.BENCH_REPS ?? (quick ? 1 : 5));
 const sizes = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map((s) => Number(s.trim()));
 const seed = Number(process.env.BENCH_SEED ?? 20240611);
@@ -52,6 +57,17 @@ if (cliOnly) {
   if (out !== '-' && fs.existsSync(out)) {
     fs.writeFileSync(out, spliceCliSection(fs.readFileSync(out, 'utf8'), section));
     log(`updated its section of ${out}`);
+  }
+  process.exit(0);
+}
+
+if (finalizeOnly) {
+  const dir = fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'stagedroot-bench-finalize-'));
+  try {
+    const res = await measureFinalize({ dir, sizes, seed, reps, log });
+    console.log(`\n${targetsTable([finalizeRow(res)])}\n\nload average at the end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}; samples: ${res.map((r) => `${r.files}: ${r.finalize.map((ms) => ms.toFixed(0)).join(', ')} ms`).join('; ')}`);
+  } finally {
+    spawnSync('rm', ['-rf', dir]);
   }
   process.exit(0);
 }

@@ -28,8 +28,9 @@ export type FinalizeResult =
  * O(change), so shutdown stays fast however large the tree (`fullVerify` checks the
  * manifest's checksum and the whole tree);
  * a mismatch is recorded durably as a finalize failure, and current stays as it was.
- * The /etc merge's tree-sized parts (the walk of the live etc/, the manifest's patch and
- * hash) run on a worker thread: the caller's event loop keeps turning.
+ * The /etc merge's tree-sized part (the walk of the live etc/) runs on a worker thread:
+ * the caller's event loop keeps turning. Its result is recorded as the manifest's
+ * overlay (O(changes in /etc)), not by rewriting the manifest.
  */
 export async function finalize(ctx: Context, s: BaseState, o: FinalizeOptions = {}): Promise<FinalizeResult> {
   if (s.staged === null) return { finalized: false, reason: 'nothing-staged' };
@@ -62,7 +63,7 @@ export async function finalize(ctx: Context, s: BaseState, o: FinalizeOptions = 
   // Kept copies (outside every tree), then the merge into the staged tree, then the swap.
   if (merge) keepLocalVersions(ctx, merge);
   keepSharedVersions(ctx, staged.id, shared, sharedDirs(s));
-  const sha = merge ? await applyEtcMerge(ctx, merge, mergedDirs(s)) : staged.manifestSha256;
+  const sha = merge ? applyEtcMerge(ctx, merge, mergedDirs(s), staged.manifestSha256) : staged.manifestSha256;
   const report = mergeReport(ctx, staged.id, merge, shared);
   const merged: BaseState = { ...s, deployments: s.deployments.map((d) => (d.id === staged.id ? { ...d, manifestSha256: sha } : d)) };
   const t = finalizeTransition(merged);
@@ -99,7 +100,7 @@ async function checkStaged(ctx: Context, id: string, manifestSha256: string | nu
   if (!exists(layout.manifest(id))) return `its manifest ${layout.manifest(id)} is missing`;
   let drift;
   if (full) {
-    if (manifestSha256 !== null && (await runTreeTask(manifestTasks.hashFile, { file: layout.manifest(id) })) !== manifestSha256) return `its manifest ${layout.manifest(id)} was modified after staging`;
+    if (manifestSha256 !== null && (await runTreeTask(manifestTasks.manifestDigest, { file: layout.manifest(id) })) !== manifestSha256) return `its manifest ${layout.manifest(id)} was modified after staging`;
     drift = await runTreeTask(manifestTasks.verifyTree, { tree: layout.tree(id), manifest: layout.manifest(id) });
   } else {
     const text = readText(layout.delta(id));

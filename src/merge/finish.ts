@@ -44,7 +44,7 @@ export function recoverFinalize(ctx: Context, state: BaseState, actions: string[
     const marker = readMarker(layout, d.id);
     if (marker === null) continue;
     if (d.id === s.staged) {
-      const sha = redoEtcMerge(ctx, d.id, marker);
+      const sha = redoEtcMerge(ctx, d.id, marker, d.manifestSha256);
       s = { ...s, deployments: s.deployments.map((x) => (x.id === d.id ? { ...x, manifestSha256: sha } : x)) };
       saveState(layout, dfs, { ...s, intent: null });
       actions.push(`completed the interrupted merge into staged deployment ${d.id}`);

@@ -1,6 +1,6 @@
 import { lstatOrNull } from '../fs/trees/copy-entry.js';
 import { ManifestIndex } from '../fs/manifests/manifest-index.js';
-import { ManifestReader, readEntry } from '../fs/manifests/manifest.js';
+import { ManifestReader, readEntry, unchangedSince } from '../fs/manifests/manifest.js';
 import type { ManifestEntry } from '../fs/manifests/manifest-line.js';
 import { hostPath } from '../fs/core/names.js';
 import { comparePaths, isUnder } from '../fs/core/paths.js';
@@ -42,25 +42,28 @@ export function sameEntry(a: ManifestEntry | null, b: ManifestEntry | null): boo
   return true;
 }
 
-/** The next entry of `r` under `dir` (entries before it skipped), without consuming it; null past it. */
+/** The next entry of `r` under `dir` (entries before it skipped unparsed), without consuming it; null past it. */
 function peekUnder(r: ManifestReader, dir: string): ManifestEntry | null {
   for (;;) {
-    const e = r.peek();
-    if (e === null) return null;
-    if (comparePaths(e.p, dir) < 0) {
-      r.next();
+    const raw = r.peekRaw();
+    if (raw === null) return null;
+    if (comparePaths(raw.p, dir) < 0) {
+      r.nextRaw();
       continue;
     }
-    return isUnder(e.p, dir) ? e : null;
+    return isUnder(raw.p, dir) ? r.entryOf(raw) : null;
   }
 }
 
 /**
  * Streams the rows of one merged directory in manifest order: the two manifests read
- * alongside one walk of the live directory (only the merged directory is walked). Every
- * live file is hashed: a wrong "unchanged" here would lose a local edit (one that kept
- * size and mtime, as `cp -p` or `touch -r` do), and a merged directory is small. Memory
- * follows the directory's depth, not its size.
+ * alongside one walk of the live directory (only the merged directory is walked). A live
+ * file is hashed unless it is the very inode the booted manifest recorded, unchanged
+ * since (size, mtime, inode number and ctime, see unchangedSince): then its entry is the
+ * recorded one. Size and mtime alone would not do (`cp -p` and `touch -r` keep them, and
+ * a wrong "unchanged" here loses a local edit); every write, chmod, chown or attribute
+ * change moves the ctime, which no user can set. Memory follows the directory's depth,
+ * not its size.
  */
 export function forEachRow(o: RowSources, fn: (row: Row) => void): void {
   const rb = new ManifestReader(o.baseManifest);
@@ -80,7 +83,7 @@ export function forEachRow(o: RowSources, fn: (row: Row) => void): void {
     flushBefore(rel);
     const b = take(rb, rel);
     const n = take(rn, rel);
-    fn({ p: rel, b, n, l: readEntry(rel, host, st) });
+    fn({ p: rel, b, n, l: unchangedSince(b, st) ? b : readEntry(rel, host, st) });
   };
   try {
     const host = `${o.liveTree}/${o.dir}`;

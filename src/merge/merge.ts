@@ -3,15 +3,15 @@ import type { Context } from '../context.js';
 import { StagedrootError, type Issue } from '../errors.js';
 import { copyOut, lstatOrNull } from '../fs/trees/copy-entry.js';
 import { parseDelta } from '../fs/manifests/delta.js';
-import { exists, fileSha256, readText } from '../fs/trees/durable.js';
+import { exists, readText } from '../fs/trees/durable.js';
 import { displayPath, hostPath } from '../fs/core/names.js';
 import { changedRows, type Row, type RowSources } from './merge-rows.js';
-import { patchManifest } from '../fs/manifests/patch-manifest.js';
+import { patchOverlay } from '../fs/manifests/patch-manifest.js';
+import { overlayFile } from '../fs/manifests/manifest-overlay.js';
 import { labelTouched } from '../fs/trees/selinux.js';
 import { RootFs, type TouchEvent } from '../fs/trees/root-fs.js';
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
 import { rowTasks } from './row-tasks.js';
-import { manifestTasks } from '../fs/manifests/tasks.js';
 import type { Layout } from '../state/layout.js';
 import { planMerge, rowsAlwaysPlanned, typeConflictPaths, type MergeAction, type TypeConflict, type UpdatePaths } from './plan.js';
 
@@ -130,7 +130,6 @@ export function keepLocalVersions(ctx: Context, m: PlannedMerge): void {
 interface WrittenMerge {
   tree: string;
   manifest: string;
-  next: string;
   events: TouchEvent[];
 }
 
@@ -164,29 +163,37 @@ function writeEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly string[],
     const st = lstatOrNull(hostPath(tree, p));
     events.push({ kind: st !== null && st.isDirectory() ? 'touch' : 'remove', path: p });
   }
-  const manifest = layout.manifest(m.staged);
-  return { tree, manifest, next: `${manifest}.merged`, events };
+  return { tree, manifest: layout.manifest(m.staged), events };
 }
 
 /**
- * Writes the plan into the staged tree and its manifest (see writeEtcMerge); the
- * manifest is patched on a worker thread (tree-sized; hashed as it is written), then
- * replaced atomically, never after an error. Returns the new manifest's sha256.
+ * Records what the merge wrote as the staged manifest's overlay (see manifest-overlay.ts):
+ * O(changes in the merged directories), the manifest itself is not rewritten. The
+ * overlay is written atomically (temp, fsync, rename, fsync of the directory), never
+ * after an error, and before the state records its digest. Returns that digest.
  */
-export async function applyEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly string[]): Promise<string> {
-  const w = writeEtcMerge(ctx, m, merged, []);
-  const patched = await runTreeTask(manifestTasks.patchManifest, { tree: w.tree, before: w.manifest, after: w.next, events: w.events, durable: true }, { faults: ctx.faults });
-  ctx.dfs.rename(w.next, w.manifest);
-  return patched.sha256 ?? (await runTreeTask(manifestTasks.hashFile, { file: w.manifest }));
+function recordMerge(ctx: Context, w: WrittenMerge, baseSha256: string | null): string {
+  const o = patchOverlay(w.tree, w.manifest, w.events, baseSha256);
+  ctx.dfs.writeFileAtomic(overlayFile(w.manifest), o.text);
+  return o.digest;
+}
+
+/**
+ * Writes the plan into the staged tree (see writeEtcMerge) and records it in its
+ * manifest's overlay (see recordMerge). `baseSha256`: the staged manifest's digest as
+ * the state records it. Returns the new digest.
+ */
+export function applyEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly string[], baseSha256: string | null): string {
+  return recordMerge(ctx, writeEtcMerge(ctx, m, merged, []), baseSha256);
 }
 
 /**
  * Completes a merge a crash interrupted in a deployment that is still staged: plans it
  * again from the live tree (type conflicts are left for the next finalize to refuse) and
  * applies it, re-reading every path the first attempt may have touched. Returns the new
- * manifest's sha256. Synchronous: recovery runs when a sysroot is opened.
+ * manifest's digest. Synchronous: recovery runs when a sysroot is opened.
  */
-export function redoEtcMerge(ctx: Context, id: string, marker: MergeMarker): string {
+export function redoEtcMerge(ctx: Context, id: string, marker: MergeMarker, baseSha256: string | null): string {
   const { layout } = ctx;
   if (!exists(layout.tree(marker.booted))) {
     throw new StagedrootError('STATE_CORRUPT', `An interrupted merge into ${id} came from deployment ${marker.booted}, whose tree is gone`, { path: layout.mergeMarker(id) });
@@ -195,8 +202,5 @@ export function redoEtcMerge(ctx: Context, id: string, marker: MergeMarker): str
   const tree = new RootFs(layout.tree(id), { faults: ctx.faults });
   for (const dir of new Set(marker.paths.map((p) => (p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '')))) tree.removeTempLeftovers(dir);
   const m = planEtcMerge(layout, marker.booted, id, marker.merged, { thread: 'caller' });
-  const w = writeEtcMerge(ctx, m, marker.merged, marker.paths);
-  const patched = patchManifest(w.tree, w.manifest, w.next, w.events, ctx.faults, true);
-  ctx.dfs.rename(w.next, w.manifest);
-  return patched.sha256 ?? fileSha256(w.manifest);
+  return recordMerge(ctx, writeEtcMerge(ctx, m, marker.merged, marker.paths), baseSha256);
 }

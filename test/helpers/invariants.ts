@@ -13,6 +13,7 @@ import type { BaseState } from '../../src/state/schema.js';
 import { loadState } from '../../src/store/state-file.js';
 import { hashTree } from '../../src/testing/index.js';
 import { verifyTree, type Drift } from '../../src/fs/manifests/verify-tree.js';
+import { manifestDigest } from '../../src/fs/manifests/manifest-overlay.js';
 
 /** What may be at the top of a sysroot when no writer runs (no lock, no temp files). */
 export const ALLOWED_ROOT_ENTRIES = new Set(['state.json', 'state.json.bak', 'current', 'deploy', 'work', 'trash', 'shared', 'shared.list', 'kept', 'boot-tries', 'fallback', 'rollback']);
@@ -89,6 +90,11 @@ export function expectConsistent(sysroot: Sysroot, dir: string, where: string, t
   expect(verifySync(sysroot, state.current).filter((x) => !local(state.current, x.path)), `${where}: current ${state.current}`).toEqual([]);
 
   if (state.staged !== null) expect(state.deployments.find((d) => d.id === state.staged)?.status, where).toBe('ready');
+  // The checksum the state records is the manifest's as readers see it (its overlay included).
+  const layout = new Layout(sysroot.path);
+  for (const d of state.deployments.filter((x) => x.status === 'ready' && x.manifestSha256 !== null)) {
+    expect(manifestDigest(layout.manifest(d.id)), `${where}: the manifest of ${d.id} is the one its record names`).toBe(d.manifestSha256);
+  }
   for (const d of state.deployments.filter((x) => x.status === 'ready')) {
     expect(verifySync(sysroot, d.id).filter((x) => !local(d.id, x.path)), `${where}: deployment ${d.id}`).toEqual([]);
   }

@@ -10,6 +10,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { finalize } from '../../src/commit/finalize.js';
 import { makeContext } from '../../src/context.js';
 import { hashFile } from '../../src/fs/core/hash.js';
+import { manifestDigest, overlayFile, readOverlay } from '../../src/fs/manifests/manifest-overlay.js';
+import { readManifest } from '../../src/fs/manifests/manifest.js';
 import { tarLayerSource } from '../../src/sources/tar-layer.js';
 import { Sysroot } from '../../src/sysroot.js';
 import { hashTree, reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
@@ -45,8 +47,18 @@ describe('/etc merge at finalize', () => {
 
     const fin = await s.finalize();
     expect(fin).toMatchObject({ finalized: true, id: r.id, merge: { id: r.id, conflicts: [] } });
-    // The checksum recorded for the merged manifest is the file's.
-    expect(s.state().deployments.find((d) => d.id === r.id)?.manifestSha256).toBe(hashFile(path.join(t.dir, 'deploy', r.id, 'manifest.ndjson')));
+    // The merge is recorded as the manifest's overlay, the manifest itself as staged; the
+    // checksum recorded covers both, and the base's sha256 is the one recorded at stage.
+    const manifest = path.join(t.dir, 'deploy', r.id, 'manifest.ndjson');
+    const stagedSha = hashFile(manifest);
+    expect(readOverlay(manifest)?.base).toBe(stagedSha);
+    expect([...readOverlay(manifest)!.dirty]).toEqual(expect.arrayContaining(['etc/app.conf', 'etc/added.conf', 'etc/old.conf', 'etc/new.d/x.conf']));
+    expect(s.state().deployments.find((d) => d.id === r.id)?.manifestSha256).toBe(manifestDigest(manifest));
+    // Read through the overlay, the manifest is the merged tree's.
+    const lines = new Map([...readManifest(manifest)].map((e) => [e.p, e]));
+    expect(lines.has('etc/old.conf')).toBe(false);
+    expect(lines.get('etc/localtime')).toMatchObject({ t: 'l', l: '/usr/share/zoneinfo/Europe/Paris' });
+    expect(lines.get('etc/hostname')?.m).toBe(0o600);
     expect(hashTree(live)).toBe(liveHash); // the old booted tree (the rollback) is left as it was
     await s.boot();
     const cur = s.treePath(s.status().booted!);
@@ -169,7 +181,7 @@ describe('/etc merge at finalize', () => {
     expect(read(path.join(shared, 'state'))).toBe('written by 0002\n');
   });
 
-  it('an I/O error while the merged manifest is written: nothing is renamed, current is unchanged, recovery completes the merge', async () => {
+  it('an I/O error while the manifest\'s overlay is written: nothing is renamed, current is unchanged, recovery completes the merge', async () => {
     t = await tempSysroot({ tree: TREE });
     const s = t.sysroot;
     const live = s.treePath('0001');
@@ -182,19 +194,22 @@ describe('/etc merge at finalize', () => {
       faults: {
         afterMutation(op, p) {
           ops.push(`${op} ${path.basename(p)}`);
-          if (op === 'write' && p === `${manifest}.merged`) throw Object.assign(new Error('EIO: i/o error, write'), { code: 'EIO' });
+          // The temp file of the overlay: the next one in deploy/ID after the merge marker.
+          if (op === 'create' && path.dirname(p) === path.dirname(manifest) && ops.includes('rename merging.json')) throw Object.assign(new Error('EIO: i/o error, write'), { code: 'EIO' });
         },
       },
     });
     await expect(finalize(ctx, s.state())).rejects.toThrow(/EIO/);
-    expect(ops).toContain('create manifest.ndjson.merged');
-    expect(ops.some((o) => o.startsWith('rename') && o.endsWith('manifest.ndjson'))).toBe(false);
+    expect(ops.some((o) => o.startsWith('rename') && o.endsWith('.overlay'))).toBe(false);
+    expect(fs.existsSync(overlayFile(manifest))).toBe(false);
+    expect(fs.readdirSync(path.dirname(manifest)).filter((n) => n.startsWith('.stagedroot-tmp-'))).toEqual([]);
     expect(hashFile(manifest)).toBe(before);
     expect(fs.realpathSync(path.join(t.dir, 'current'))).toBe(fs.realpathSync(live));
     // Opening the sysroot (recovery) redoes the merge the error cut short; finalize then completes.
     const again = await Sysroot.open(t.dir);
     expect(again.status()).toMatchObject({ current: '0001', staged: r.id });
-    expect(again.state().deployments.find((d) => d.id === r.id)?.manifestSha256).toBe(hashFile(manifest));
+    expect(again.state().deployments.find((d) => d.id === r.id)?.manifestSha256).toBe(manifestDigest(manifest));
+    expect(hashFile(manifest)).toBe(before); // recorded in the overlay, the manifest untouched
     expect((await again.verify(r.id)).drift).toEqual([]);
     await reboot(again);
     expect(read(path.join(again.treePath(r.id), 'etc/app.conf'))).toBe('listen = 8080\n');

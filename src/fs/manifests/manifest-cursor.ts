@@ -1,8 +1,9 @@
 import * as fs from 'node:fs';
 import { StagedrootError } from '../../errors.js';
 import { decode, type ManifestWriter, type RawLine } from './manifest.js';
-import { LINE_HEAD, asciiPathEnd, cheapPath, parseManifestLine, sumSizes, type ManifestEntry } from './manifest-line.js';
+import { LINE_HEAD, asciiPathEnd, cheapPath, formatEntry, parseManifestLine, sumSizes, type ManifestEntry } from './manifest-line.js';
 import { comparePaths, isUnder } from '../core/paths.js';
+import { overlayViewOf, type OverlayView } from './manifest-overlay.js';
 
 const NL = 0x0a;
 const SLASH = 0x2f;
@@ -12,7 +13,9 @@ const CHUNK = 1 << 20;
  * Reads a manifest line by line like ManifestReader, over the file's bytes rather than
  * decoded lines, so that a run of lines that is copied unchanged into a new manifest
  * (a snapshot's usr/, 97% of a tree) goes through as bytes: no string per line, no
- * parse, no re-encoding. A line is decoded only when the caller looks at it.
+ * parse, no re-encoding. A line is decoded only when the caller looks at it. The
+ * manifest's overlay (see manifest-overlay.ts) is merged in as ManifestReader merges it:
+ * a run copied as bytes stops before the next path the overlay names.
  */
 export class ManifestCursor {
   private fd: number | null;
@@ -24,6 +27,10 @@ export class ManifestCursor {
   private eof = false;
   private lineNo = 0;
   private peeked: { raw: RawLine; next: number } | null | undefined = undefined;
+  private readonly overlay: OverlayView | null;
+  /** The overlay's next entry; `fresh`: the line peekRaw returned is that entry. */
+  private k = 0;
+  private fresh: RawLine | null = null;
 
   /** `chunk`: the bytes read at a time (tests make it small to cross chunk edges often). */
   constructor(readonly file: string, chunk = CHUNK) {
@@ -33,16 +40,48 @@ export class ManifestCursor {
     } catch (err) {
       throw new StagedrootError('STATE_CORRUPT', `Cannot open manifest ${file}: ${(err as Error).message}`, { path: file, cause: err });
     }
+    try {
+      this.overlay = overlayViewOf(file);
+    } catch (err) {
+      this.close();
+      throw err;
+    }
   }
 
-  /** The next line, unparsed, without consuming it. */
+  /** The next line (of the manifest as its overlay patches it), unparsed, without consuming it. */
   peekRaw(): RawLine | null {
-    if (this.peeked === undefined) this.peeked = this.readLine();
-    return this.peeked === null ? null : this.peeked.raw;
+    const ov = this.overlay;
+    if (ov === null) return this.basePeek();
+    if (this.fresh !== null) return this.fresh;
+    for (;;) {
+      const b = this.basePeek();
+      const f = this.k < ov.entries.length ? ov.entries[this.k]! : null;
+      if (f !== null && (b === null || comparePaths(f.p, b.p) <= 0)) {
+        this.fresh = { p: f.p, line: formatEntry(f), lineNo: 0, entry: f };
+        return this.fresh;
+      }
+      if (b === null || !ov.drops(b.p)) return b;
+      this.baseNext();
+    }
   }
 
   nextRaw(): RawLine | null {
     const r = this.peekRaw();
+    if (this.fresh !== null) {
+      this.fresh = null;
+      this.k += 1;
+      return r;
+    }
+    return this.baseNext();
+  }
+
+  private basePeek(): RawLine | null {
+    if (this.peeked === undefined) this.peeked = this.readLine();
+    return this.peeked === null ? null : this.peeked.raw;
+  }
+
+  private baseNext(): RawLine | null {
+    const r = this.basePeek();
     if (this.peeked) this.start = this.peeked.next;
     this.peeked = undefined;
     return r;
@@ -68,7 +107,15 @@ export class ManifestCursor {
     return this.run(prefix, stop, null).lines;
   }
 
-  private run(prefix: string, stop: string | null, out: ManifestWriter | null): { lines: number; bytes: number } {
+  private run(prefix: string, until: string | null, out: ManifestWriter | null): { lines: number; bytes: number } {
+    let stop = until;
+    if (this.overlay !== null) {
+      // The run stops before the next path the overlay names: from there on, line by line.
+      const next = this.peekRaw();
+      if (next === null || this.fresh !== null) return { lines: 0, bytes: 0 };
+      const point = this.overlay.nextPointAfter(next.p);
+      if (point !== null && (stop === null || comparePaths(point, stop) < 0)) stop = point;
+    }
     if (this.peeked) this.lineNo -= 1; // counted again below
     this.peeked = undefined; // `start` still points at the peeked line
     const under = Buffer.from(`${prefix}/`);

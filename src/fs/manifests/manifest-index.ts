@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import { StagedrootError } from '../../errors.js';
 import { cheapPath, parseManifestLine, type ManifestEntry } from './manifest-line.js';
 import { comparePaths } from '../core/paths.js';
+import { overlayViewOf, type OverlayView } from './manifest-overlay.js';
 
 const BLOCK = 1 << 16;
 /** Below this many bytes a search reads the lines one by one. */
@@ -13,12 +14,14 @@ const MAX_BLOCKS = 64;
  * Looks entries up in a manifest by path without reading it whole: a binary search over
  * byte offsets (a manifest is sorted by comparePaths, one line an entry), reading 64 KiB
  * blocks that are kept for the next lookup. A lookup costs O(log size) block reads at
- * worst; a sorted run of lookups in one directory mostly hits blocks read already.
+ * worst; a sorted run of lookups in one directory mostly hits blocks read already. The
+ * manifest's overlay (see manifest-overlay.ts) is looked at first.
  */
 export class ManifestIndex {
   private fd: number | null;
   private readonly size: number;
   private readonly blocks = new Map<number, Buffer>();
+  private readonly overlay: OverlayView | null;
 
   constructor(readonly file: string) {
     try {
@@ -27,10 +30,25 @@ export class ManifestIndex {
     } catch (err) {
       throw new StagedrootError('STATE_CORRUPT', `Cannot open manifest ${file}: ${(err as Error).message}`, { path: file, cause: err });
     }
+    try {
+      this.overlay = overlayViewOf(file);
+    } catch (err) {
+      this.close();
+      throw err;
+    }
   }
 
   /** The entry of `p`, or null when the manifest has none. */
   find(p: string): ManifestEntry | null {
+    if (this.overlay !== null) {
+      const e = this.overlay.byPath.get(p);
+      if (e !== undefined) return e;
+      if (this.overlay.drops(p)) return null;
+    }
+    return this.findBase(p);
+  }
+
+  private findBase(p: string): ManifestEntry | null {
     // lo: a line start at or before p's line (0 at first); hi: a line start after it (or the end).
     let lo = 0;
     let hi = this.size;

@@ -8,6 +8,7 @@ import { nameFromBytes } from '../core/names.js';
 import { comparePaths } from '../core/paths.js';
 import { readXattrs, xattrDigest } from '../core/xattr.js';
 import { cheapPath, ctimeUs, formatEntry, parseManifestLine, type ManifestEntry } from './manifest-line.js';
+import { overlayViewOf, type OverlayView } from './manifest-overlay.js';
 
 /**
  * A manifest lists every entry of a deployment's tree, one JSON object per line (see
@@ -165,7 +166,11 @@ export interface RawLine {
   entry?: ManifestEntry;
 }
 
-/** Reads manifest lines in order, synchronously, in 1 MiB chunks; each line checked against the schema. */
+/**
+ * Reads manifest lines in order, synchronously, in 1 MiB chunks; each line checked against
+ * the schema. The manifest's overlay, when it has one (see manifest-overlay.ts), is merged
+ * in: the reader yields the manifest as the overlay patches it.
+ */
 export class ManifestReader {
   private fd: number | null;
   private buf = Buffer.allocUnsafe(1 << 20);
@@ -178,14 +183,27 @@ export class ManifestReader {
   private lineNo = 0;
   private peeked: RawLine | null | undefined = undefined;
   private pos: number;
+  private readonly overlay: OverlayView | null;
+  /** The overlay's next entry, and the next line of the base (undefined: not read yet). */
+  private k = 0;
+  private base: RawLine | null | undefined = undefined;
 
-  /** `start`: the byte offset of a line to start at (a part of a manifest, see copy-split.ts). */
+  /**
+   * `start`: the byte offset of a line to start at (a part of a manifest, see
+   * copy-split.ts; the overlay's entries before it come first, to be passed over by seek).
+   */
   constructor(readonly file: string, start = 0) {
     this.pos = start;
     try {
       this.fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
     } catch (err) {
       throw new StagedrootError('STATE_CORRUPT', `Cannot open manifest ${file}: ${(err as Error).message}`, { path: file, cause: err });
+    }
+    try {
+      this.overlay = overlayViewOf(file);
+    } catch (err) {
+      this.close();
+      throw err;
     }
   }
 
@@ -240,7 +258,25 @@ export class ManifestReader {
     }
   }
 
+  /** The next line of the manifest as its overlay patches it. */
   private read(): RawLine | null {
+    const ov = this.overlay;
+    if (ov === null) return this.readBase();
+    for (;;) {
+      if (this.base === undefined) this.base = this.readBase();
+      const b = this.base;
+      const f = this.k < ov.entries.length ? ov.entries[this.k]! : null;
+      if (f !== null && (b === null || comparePaths(f.p, b.p) <= 0)) {
+        this.k += 1;
+        return { p: f.p, line: formatEntry(f), lineNo: 0, entry: f };
+      }
+      if (b === null) return null;
+      this.base = undefined;
+      if (!ov.drops(b.p)) return b;
+    }
+  }
+
+  private readBase(): RawLine | null {
     for (;;) {
       if (this.idx < this.lines.length) {
         const line = this.lines[this.idx++]!;

@@ -4,6 +4,8 @@ import type { ManifestEntry } from './manifest-line.js';
 import { hostPath } from '../core/names.js';
 import { comparePaths, isUnder } from '../core/paths.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
+import { hashFile } from '../core/hash.js';
+import { formatOverlay, overlayDigest, readOverlay } from './manifest-overlay.js';
 
 /** What happened to a tree path (RootFs reports each write), for incremental manifest updates. */
 export interface TouchEvent {
@@ -161,4 +163,22 @@ export function patchManifest(tree: string, before: string | readonly string[], 
     w.close(durable);
   }
   return { ...deltaOf({ dirty, fresh, underRemoved, ...ch }, entries, dropped), sha256: w.sha256() };
+}
+
+/**
+ * Records a change set applied to a deployment's tree as its manifest's overlay (see
+ * manifest-overlay.ts), composed with the overlay the manifest has already (a merge redone
+ * after a crash, a second finalize of a deployment still staged): every path either one
+ * touched is re-read from the tree. O(changes): the base manifest is neither read nor
+ * rewritten. `baseSha256`: the base manifest's sha256 as recorded at stage (hashed when
+ * unknown). Returns the overlay's text, which the caller writes atomically beside the
+ * manifest (see overlayFile), and the digest the state records for the pair.
+ */
+export function patchOverlay(tree: string, manifest: string, events: readonly TouchEvent[], baseSha256: string | null): { text: string; digest: string } {
+  const had = readOverlay(manifest);
+  const earlier: TouchEvent[] = had === null ? [] : [...[...had.dirty].map((path) => ({ kind: 'touch' as const, path })), ...[...had.removed].map((path) => ({ kind: 'remove' as const, path }))];
+  const ch = changesOf(tree, [...earlier, ...events]);
+  const base = had?.base ?? baseSha256 ?? hashFile(manifest);
+  const text = formatOverlay(base, ch.dirty, ch.removed, ch.fresh);
+  return { text, digest: overlayDigest(base, text) };
 }

@@ -2,6 +2,7 @@ import { defineTreeTask, type TaskHooks, type TreeTask } from '../jobs/tree-task
 import { hashFile } from '../core/hash.js';
 import { diffManifests, type PathChange } from './diff-manifests.js';
 import { sumFileSizes } from './manifest-sizes.js';
+import { manifestDigest } from './manifest-overlay.js';
 import { patchManifest, type PatchResult, type TouchEvent } from './patch-manifest.js';
 import { snapshotManifest, type SnapshotManifestArgs, type SnapshotManifestResult } from './snapshot-manifest.js';
 import { verifyTree, type Drift } from './verify-tree.js';
@@ -21,5 +22,7 @@ export const manifestTasks = {
   ),
   diffManifests: task('diffManifests', (a: { a: string; b: string }): PathChange[] => diffManifests(a.a, a.b)),
   hashFile: task('hashFile', (a: { file: string }): string => hashFile(a.file)),
+  /** A deployment's manifest with its overlay, as the state records it (see manifest-overlay.ts). */
+  manifestDigest: task('manifestDigest', (a: { file: string }): string => manifestDigest(a.file)),
   sumFileSizes: task('sumFileSizes', (a: { manifest: string; prefixes: string[] }): number => sumFileSizes(a.manifest, a.prefixes)),
 };

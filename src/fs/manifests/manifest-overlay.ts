@@ -1,0 +1,149 @@
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import { StagedrootError } from '../../errors.js';
+import { hashFile } from '../core/hash.js';
+import { comparePaths } from '../core/paths.js';
+import { formatEntry, parseManifestLine, type ManifestEntry } from './manifest-line.js';
+
+/**
+ * A manifest's overlay (MANIFEST.overlay beside it): what finalize's /etc merge changed,
+ * recorded as a patch of the manifest instead of a rewrite of it, so that finalize costs
+ * O(changes in /etc), not O(tree). The base manifest's lines at a `dirty` path, or below a
+ * `removed` one, are replaced by the overlay's `entries` (the dirty paths that exist, as
+ * the merge left them), merged in order.
+ *
+ * Every reader of a manifest (ManifestReader, ManifestCursor, ManifestIndex) opens the
+ * overlay with it, so no reader sees the base alone; a manifest's digest (manifestDigest)
+ * covers both. The overlay is written whole, atomically (the safe-fs layer's write via
+ * a temp), before the state transition that records its digest.
+ *
+ * Format: one header line `{"overlay":1,"base":SHA,"dirty":[...],"removed":[...]}`
+ * (`base`: the sha256 of the base manifest it patches, as recorded when it was staged),
+ * then the entries, one manifest line each, in manifest order.
+ */
+export interface ManifestOverlay {
+  base: string;
+  dirty: ReadonlySet<string>;
+  removed: ReadonlySet<string>;
+  /** Sorted by comparePaths. */
+  entries: readonly ManifestEntry[];
+  /** The overlay file's text (what the digest covers). */
+  text: string;
+}
+
+export function overlayFile(manifest: string): string {
+  return `${manifest}.overlay`;
+}
+
+/** The overlay of `manifest`, or null when it has none. */
+export function readOverlay(manifest: string): ManifestOverlay | null {
+  const file = overlayFile(manifest);
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw new StagedrootError('STATE_CORRUPT', `Cannot read manifest overlay ${file}: ${(err as Error).message}`, { path: file, cause: err });
+  }
+  return parseOverlay(text, file);
+}
+
+const bad = (file: string, why: string): StagedrootError => new StagedrootError('STATE_CORRUPT', `Manifest overlay ${file} is unreadable: ${why}`, { path: file });
+
+function parseOverlay(text: string, file: string): ManifestOverlay {
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] !== '') throw bad(file, 'it does not end with a newline (torn)');
+  let head: unknown;
+  try {
+    head = JSON.parse(lines[0]!);
+  } catch (err) {
+    throw bad(file, (err as Error).message);
+  }
+  const h = head as { overlay?: unknown; base?: unknown; dirty?: unknown; removed?: unknown };
+  const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
+  if (typeof head !== 'object' || head === null || h.overlay !== 1 || typeof h.base !== 'string' || !strings(h.dirty) || !strings(h.removed) || Object.keys(head).length !== 4) {
+    throw bad(file, 'its first line is not an overlay header');
+  }
+  const entries: ManifestEntry[] = [];
+  for (let i = 1; i < lines.length - 1; i++) {
+    const e = parseManifestLine(lines[i]!, file, `line ${i + 1}`);
+    if (entries.length > 0 && comparePaths(entries[entries.length - 1]!.p, e.p) >= 0) throw bad(file, `line ${i + 1} is out of order`);
+    if (!h.dirty.includes(e.p)) throw bad(file, `line ${i + 1} (${e.p}) is not one of its dirty paths`);
+    entries.push(e);
+  }
+  return { base: h.base as string, dirty: new Set(h.dirty), removed: new Set(h.removed), entries, text };
+}
+
+/** The text of an overlay (sorted, as parseOverlay reads it back). */
+export function formatOverlay(base: string, dirty: Iterable<string>, removed: Iterable<string>, entries: readonly ManifestEntry[]): string {
+  const head = JSON.stringify({ overlay: 1, base, dirty: [...dirty].sort(comparePaths), removed: [...removed].sort(comparePaths) });
+  return [head, ...entries.map(formatEntry), ''].join('\n');
+}
+
+/**
+ * The digest of a manifest with its overlay, as the state records it: the sha256 of the
+ * base manifest's sha256 and the overlay's text (`baseSha256` given: the base is not
+ * read). A manifest without an overlay: the sha256 of the file, as before overlays.
+ */
+export function overlayDigest(baseSha256: string, overlayText: string): string {
+  return createHash('sha256').update(`${baseSha256}\n`).update(overlayText).digest('hex');
+}
+
+/** The digest of `manifest` as it is now (see overlayDigest): O(manifest) (the base is hashed). */
+export function manifestDigest(manifest: string): string {
+  const o = readOverlay(manifest);
+  const base = hashFile(manifest);
+  return o === null ? base : overlayDigest(base, o.text);
+}
+
+/**
+ * An overlay as readers apply it: `drops(p)` for a base line to leave out, the entries to
+ * merge in. `points`: every path the overlay names, sorted (a run of base lines copied as
+ * bytes stops before the next one, see ManifestCursor).
+ */
+export class OverlayView {
+  readonly entries: readonly ManifestEntry[];
+  readonly byPath: ReadonlyMap<string, ManifestEntry>;
+  private readonly points: string[];
+  private readonly tops: Set<string>;
+
+  constructor(readonly overlay: ManifestOverlay) {
+    this.entries = overlay.entries;
+    this.byPath = new Map(overlay.entries.map((e) => [e.p, e]));
+    this.points = [...new Set([...overlay.dirty, ...overlay.removed])].sort(comparePaths);
+    this.tops = new Set(this.points.map(top));
+  }
+
+  /** True for a base line the overlay replaces or removes. */
+  drops(p: string): boolean {
+    if (!this.tops.has(top(p))) return false;
+    if (this.overlay.dirty.has(p)) return true;
+    const removed = this.overlay.removed;
+    if (removed.size === 0) return false;
+    for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) if (removed.has(p.slice(0, i))) return true;
+    return removed.has(p);
+  }
+
+  /** The first path the overlay names that sorts after `p`, or null. */
+  nextPointAfter(p: string): string | null {
+    let lo = 0;
+    let hi = this.points.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (comparePaths(this.points[mid]!, p) <= 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < this.points.length ? this.points[lo]! : null;
+  }
+}
+
+function top(p: string): string {
+  const i = p.indexOf('/');
+  return i === -1 ? p : p.slice(0, i);
+}
+
+/** The overlay view of `manifest`, or null. */
+export function overlayViewOf(manifest: string): OverlayView | null {
+  const o = readOverlay(manifest);
+  return o === null ? null : new OverlayView(o);
+}

@@ -1,0 +1,112 @@
+/**
+ * A manifest's overlay (src/fs/manifests/manifest-overlay.ts): every reader of a manifest
+ * (ManifestReader, ManifestCursor with its byte runs, ManifestIndex, the size sum) reads
+ * the manifest as the overlay patches it, checked against a plain reference on random
+ * manifests and overlays; the digest covers the base and the overlay.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ManifestCursor } from '../../../src/fs/manifests/manifest-cursor.js';
+import { ManifestIndex } from '../../../src/fs/manifests/manifest-index.js';
+import { ManifestWriter, readManifest } from '../../../src/fs/manifests/manifest.js';
+import { formatEntry, type ManifestEntry } from '../../../src/fs/manifests/manifest-line.js';
+import { formatOverlay, manifestDigest, overlayDigest, overlayFile, readOverlay } from '../../../src/fs/manifests/manifest-overlay.js';
+import { sumFileSizes } from '../../../src/fs/manifests/manifest-sizes.js';
+import { hashFile } from '../../../src/fs/core/hash.js';
+import { comparePaths, isUnder } from '../../../src/fs/core/paths.js';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-overlay-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+const H = 'ab'.repeat(32);
+
+function rng(seed: number): (n: number) => number {
+  let s = seed >>> 0;
+  return (n) => {
+    s = (Math.imul(s, 1103515245) + 12345) >>> 0;
+    return (s >>> 8) % n;
+  };
+}
+
+const NAMES = ['etc', 'usr', 'lib', 'lib-x', 'a', 'b', 'conf.d', 'z', 'é'];
+
+function randomPaths(rnd: (n: number) => number, n: number): string[] {
+  const paths = new Set<string>();
+  for (let i = 0; i < n; i++) {
+    const parts: string[] = [];
+    for (let d = 0, depth = 1 + rnd(4); d < depth; d++) parts.push(NAMES[rnd(NAMES.length)]! + (rnd(3) === 0 ? String(rnd(9)) : ''));
+    for (let d = 1; d <= parts.length; d++) paths.add(parts.slice(0, d).join('/'));
+  }
+  return [...paths].sort(comparePaths);
+}
+
+const entry = (p: string, size: number): ManifestEntry => ({ p, t: 'f', m: 0o644, u: 0, g: 0, s: size, h: H, mt: 1 });
+
+function writeManifest(file: string, entries: ManifestEntry[]): void {
+  const w = new ManifestWriter(file);
+  for (const e of entries) w.write(e);
+  w.close(false);
+}
+
+describe('manifest overlay', () => {
+  it('every reader reads the base as the overlay patches it', () => {
+    for (let seed = 1; seed <= 30; seed++) {
+      const rnd = rng(seed);
+      const base = randomPaths(rnd, 20 + rnd(200)).map((p) => entry(p, rnd(1000)));
+      const other = randomPaths(rnd, 10 + rnd(30));
+      // Dirty: some base paths (changed or gone) and some new ones; removed: some base paths (their subtrees go).
+      const dirty = new Set([...base.filter(() => rnd(8) === 0).map((e) => e.p), ...other.filter(() => rnd(3) === 0)]);
+      const removed = new Set([...dirty].filter(() => rnd(3) === 0));
+      const fresh = [...dirty].filter(() => rnd(3) !== 0).sort(comparePaths).map((p) => entry(p, 5000 + rnd(1000)));
+      const file = path.join(dir, `m${seed}.ndjson`);
+      writeManifest(file, base);
+      fs.writeFileSync(overlayFile(file), formatOverlay('00'.repeat(32), dirty, removed, fresh));
+
+      const gone = (p: string): boolean => dirty.has(p) || [...removed].some((r) => isUnder(p, r));
+      const want = [...base.filter((e) => !gone(e.p)), ...fresh].sort((a, b) => comparePaths(a.p, b.p));
+      expect([...readManifest(file)]).toEqual(want);
+
+      // The cursor, as snapshot-manifest drives it: runs under a prefix copied as bytes.
+      const out = path.join(dir, `c${seed}.ndjson`);
+      const w = new ManifestWriter(out);
+      const c = new ManifestCursor(file, 64);
+      for (let r = c.peekRaw(); r !== null; r = c.peekRaw()) {
+        const prefix = ['usr', 'etc', 'lib'].find((t) => r.p !== t && isUnder(r.p, t));
+        if (prefix !== undefined && c.copyRun(w, prefix, null).lines > 0) continue;
+        c.nextRaw();
+        w.writeLine(r.p, r.line);
+      }
+      c.close();
+      w.close(false);
+      expect([...readManifest(out)]).toEqual(want);
+      expect(fs.readFileSync(out, 'utf8')).toBe(want.map((e) => formatEntry(e) + '\n').join(''));
+
+      const sizes = want.filter((e) => !isUnder(e.p, 'usr')).reduce((n, e) => n + (e.s ?? 0), 0);
+      expect(sumFileSizes(file, ['usr'])).toBe(sizes);
+
+      const index = new ManifestIndex(file);
+      const byPath = new Map(want.map((e) => [e.p, e]));
+      for (const p of [...base.map((e) => e.p), ...other]) expect(index.find(p)).toEqual(byPath.get(p) ?? null);
+      index.close();
+    }
+  });
+
+  it('the digest covers the base and the overlay; a torn or foreign overlay is refused', () => {
+    const file = path.join(dir, 'digest.ndjson');
+    writeManifest(file, [entry('etc', 1), entry('etc/a', 2)]);
+    expect(manifestDigest(file)).toBe(hashFile(file));
+    const text = formatOverlay(hashFile(file), ['etc/a'], [], [entry('etc/a', 3)]);
+    fs.writeFileSync(overlayFile(file), text);
+    expect(readOverlay(file)?.base).toBe(hashFile(file));
+    const recorded = overlayDigest(hashFile(file), text);
+    expect(manifestDigest(file)).toBe(recorded);
+    fs.appendFileSync(file, formatEntry(entry('etc/b', 4)) + '\n');
+    expect(manifestDigest(file)).not.toBe(recorded);
+    fs.writeFileSync(overlayFile(file), text.slice(0, -3));
+    expect(() => readOverlay(file)).toThrow(/unreadable/);
+    expect(() => [...readManifest(file)]).toThrow(/unreadable/);
+    fs.writeFileSync(overlayFile(file), formatOverlay(hashFile(file), ['etc/a'], [], [entry('etc/b', 3)]));
+    expect(() => readOverlay(file)).toThrow(/not one of its dirty paths/);
+  });
+});
