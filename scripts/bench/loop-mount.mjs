@@ -1,5 +1,5 @@
 /**
- * Filesystems for the benchmark's btrfs and XFS rows: a sparse image file formatted and
+ * Filesystems for the benchmark's btrfs, XFS and ext4 rows: a sparse image file formatted and
  * mounted on a loop device under the bench directory. When one cannot be made (not root,
  * no mkfs, no loop devices), says why instead, and the report says so.
  */
@@ -10,6 +10,8 @@ import { spawnSync } from 'node:child_process';
 const MKFS = {
   btrfs: (img) => ['mkfs.btrfs', ['-q', img]],
   xfs: (img) => ['mkfs.xfs', ['-q', '-m', 'reflink=1', img]],
+  // The portable path's own floor, away from the root filesystem's other writers.
+  ext4: (img) => ['mkfs.ext4', ['-q', '-F', img]],
 };
 
 /** Returns { dir, cleanup } for a mounted filesystem of `type`, or { why } when it cannot be made. */
