@@ -132,7 +132,7 @@ function writeStamped(result, file) {
 const runFile = path.join(cliDir, 'run.cjs');
 writeStamped(results[1], runFile);
 fs.chmodSync(path.join(cliDir, 'main.cjs'), 0o755);
-writeCodeCache();
+await writeCodeCache();
 writeStamped(results[3], path.join(libDir, 'library.cjs'));
 writeLibraryEntries();
 
@@ -160,20 +160,40 @@ function writeLibraryEntries() {
   }
 }
 
-/** Runs `stagedroot status` of a scratch sysroot once, which leaves the bundle's code cache (with the functions status runs) beside it. */
-function writeCodeCache() {
+/**
+ * Runs the CLI bundle as the bin does (runBundle, under the same name) for `status` and
+ * `mark-good` of a scratch sysroot, one after the other in one process: the code cache it
+ * leaves beside the bundle at exit holds the functions both compiled (the start, the state
+ * file, the lock and a transition: what `boot` runs too). A build-only driver, bundled to a
+ * temp file; `boot` is not run (it would read this machine's /run/stagedroot).
+ */
+async function writeCodeCache() {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-build-'));
   try {
     const tree = path.join(scratch, 'tree');
     fs.mkdirSync(path.join(tree, 'etc'), { recursive: true });
     fs.writeFileSync(path.join(tree, 'etc/os-release'), 'ID=build\n');
     const sysroot = path.join(scratch, 'sysroot');
-    const bin = path.join(cliDir, 'main.cjs');
-    const run = (args, env) => spawnSync(process.execPath, [bin, ...args, '--sysroot', sysroot], { encoding: 'utf8', env: { ...process.env, STAGEDROOT_DEBUG: '', ...env } });
-    const init = run(['init', '--from', tree], { STAGEDROOT_CODE_CACHE: '0' });
-    const status = init.status === 0 ? run(['status'], {}) : init;
-    if (status.status !== 0 || !fs.existsSync(`${runFile}.v8-cache`)) {
-      console.warn(`build-cli: no code cache written (the first run of the CLI writes it): ${(status.stderr || status.stdout).trim().slice(-500)}`);
+    const env = { ...process.env, STAGEDROOT_DEBUG: '', STAGEDROOT_CODE_CACHE: '' };
+    const init = spawnSync(process.execPath, [path.join(cliDir, 'main.cjs'), 'init', '--from', tree, '--sysroot', sysroot], { encoding: 'utf8', env: { ...env, STAGEDROOT_CODE_CACHE: '0' } });
+    const driver = path.join(scratch, 'cache-driver.cjs');
+    await build({
+      ...commonJs,
+      stdin: {
+        contents: `import { runBundle } from './src/fs/core/code-cache.js';
+const cli = runBundle(${JSON.stringify(runFile)}, { name: 'stagedroot/dist/cli/run.cjs', sourceMaps: false, env: process.env }) as { main: (argv: string[]) => Promise<void> };
+void (async () => { for (const verb of ['status', 'mark-good']) { await cli.main([verb, '--sysroot', ${JSON.stringify(sysroot)}]); if (process.exitCode) return; } })();
+`,
+        resolveDir: root,
+        sourcefile: 'cache-driver.ts',
+        loader: 'ts',
+      },
+      sourcemap: false,
+      outfile: driver,
+    });
+    const run = init.status === 0 ? spawnSync(process.execPath, [driver], { encoding: 'utf8', env }) : init;
+    if (run.status !== 0 || !fs.existsSync(`${runFile}.v8-cache`)) {
+      console.warn(`build-cli: no code cache written (the first run of the CLI writes it): ${(run.stderr || run.stdout).trim().slice(-500)}`);
     }
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true });

@@ -17,5 +17,6 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
 } else {
   const debug = debugFlagged(process.env, argv);
   if (debug) process.setSourceMapsEnabled(true);
-  runBundle(fileURLToPath(new URL('./run.cjs', import.meta.url)), { name: 'stagedroot/dist/cli/run.cjs', sourceMaps: debug, env: process.env });
+  const cli = runBundle(fileURLToPath(new URL('./run.cjs', import.meta.url)), { name: 'stagedroot/dist/cli/run.cjs', sourceMaps: debug, env: process.env }) as { main: (argv: string[]) => Promise<void> };
+  void cli.main(argv);
 }

@@ -1,8 +1,14 @@
 import { processIo } from './io.js';
 import { runCli } from './program.js';
 
-// The CLI bundle's entry (dist/cli/run.cjs, CommonJS: no top-level await). No fault hook
-// here: crash tests kill a CLI through src/testing/crash-cli.ts, never this entry.
-void runCli(process.argv.slice(2), processIo).then((code) => {
-  process.exitCode = code;
-});
+/**
+ * The CLI bundle's entry (dist/cli/run.cjs, CommonJS): the bin (main.ts) calls it with
+ * its arguments once it has loaded the bundle; the build calls it for several verbs in
+ * one process, so that the code cache it leaves holds what each of them compiles. No
+ * fault hook here: crash tests kill a CLI through src/testing/crash-cli.ts, never this entry.
+ */
+export function main(argv: string[]): Promise<void> {
+  return runCli(argv, processIo).then((code) => {
+    process.exitCode = code;
+  });
+}

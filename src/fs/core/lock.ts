@@ -1,9 +1,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { StagedrootError, errnoOf } from '../../errors.js';
 import { noFaults, type FaultHook } from './faults.js';
+import { randomHex } from './random-hex.js';
 
 /**
  * The sysroot's writer lock: a directory `lock/` holding `owner.json`, taken by
@@ -74,7 +74,7 @@ function pause(): Promise<void> {
 
 /** Creates `lockDir` holding `owner.json` by renaming a prepared temp dir into place; false when it is taken. */
 function tryTake(sysroot: string, lockDir: string, owner: Owner, faults: FaultHook): boolean {
-  const tmp = path.join(sysroot, `.lock-new-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const tmp = path.join(sysroot, `.lock-new-${process.pid}-${randomHex(4)}`);
   fs.mkdirSync(tmp, { mode: 0o700 });
   faults.afterMutation('mkdir', tmp);
   fs.writeFileSync(path.join(tmp, 'owner.json'), JSON.stringify(owner));
@@ -92,7 +92,7 @@ function tryTake(sysroot: string, lockDir: string, owner: Owner, faults: FaultHo
 }
 
 function newOwner(operation: string): Owner {
-  return { pid: process.pid, start: processStart(process.pid), boot: bootId(), token: randomBytes(8).toString('hex'), operation, since: new Date().toISOString() };
+  return { pid: process.pid, start: processStart(process.pid), boot: bootId(), token: randomHex(8), operation, since: new Date().toISOString() };
 }
 
 /** The current holder; null when unreadable; 'gone' when the lock disappeared meanwhile. */
@@ -159,7 +159,7 @@ function breakStale(sysroot: string, lockDir: string, seen: Owner | null, faults
  * checked, so that a dir taken afresh by a live process meanwhile is put back, not lost.
  */
 function removeOwned(sysroot: string, dir: string, seen: Owner | null, faults: FaultHook): void {
-  const trash = path.join(sysroot, `.lock-stale-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const trash = path.join(sysroot, `.lock-stale-${process.pid}-${randomHex(4)}`);
   try {
     fs.renameSync(dir, trash);
   } catch (err) {
@@ -194,7 +194,7 @@ function release(sysroot: string, lockDir: string, owner: Owner, faults: FaultHo
   const current = readOwner(lockDir);
   if (current === null || current === 'gone' || current.token !== owner.token) return;
   // Rename first: removing in place would leave an empty lock dir another process could take.
-  const trash = path.join(sysroot, `.lock-old-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const trash = path.join(sysroot, `.lock-old-${process.pid}-${randomHex(4)}`);
   fs.renameSync(lockDir, trash);
   faults.afterMutation('rename', trash);
   fs.rmSync(trash, { recursive: true, force: true });

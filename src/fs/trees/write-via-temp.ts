@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import type { FaultHook } from '../core/faults.js';
 import { ioError } from '../core/io-error.js';
 import { TEMP_PREFIX } from '../core/temp-names.js';
+import { randomHex } from '../core/random-hex.js';
 
 export { isTempName, isLegacyTempName, TEMP_PREFIX } from '../core/temp-names.js';
 
@@ -49,7 +49,7 @@ type FileOptions = Omit<ViaTempOptions, 'io'> & { io: FileIo; mode: number; fini
 
 /** A fresh temp name in directory `dir` (a host path). */
 export function tempNameIn(dir: string): string {
-  return path.join(dir, `${TEMP_PREFIX}${process.pid}-${randomBytes(6).toString('hex')}`);
+  return path.join(dir, `${TEMP_PREFIX}${process.pid}-${randomHex(6)}`);
 }
 
 /**
