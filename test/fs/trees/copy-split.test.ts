@@ -52,6 +52,28 @@ describe('copyTreeSplit', () => {
     expect(points.map((p) => paths.indexOf(p.path))).toEqual([...points.map((p) => paths.indexOf(p.path))].sort((a, b) => a - b));
   });
 
+  it('cuts by cost: a region the copy copies weighs more than one it links, so the cut moves towards it', () => {
+    const file = path.join(base, 'weighted.manifest');
+    const lines: string[] = [];
+    const line = (p: string): string => JSON.stringify({ p, t: 'f', m: 420, u: 0, g: 0, s: 1, h: 'ab'.repeat(32), mt: 1 });
+    lines.push(JSON.stringify({ p: 'etc', t: 'd', m: 493, u: 0, g: 0 }));
+    for (let i = 0; i < 1000; i++) lines.push(line(`etc/f${String(i).padStart(4, '0')}`));
+    lines.push(JSON.stringify({ p: 'usr', t: 'd', m: 493, u: 0, g: 0 }));
+    for (let i = 0; i < 9000; i++) lines.push(line(`usr/f${String(i).padStart(4, '0')}`));
+    fs.writeFileSync(file, lines.join('\n') + '\n');
+    const size = fs.statSync(file).size;
+    // By bytes: the middle of usr/. Weighted (etc/ 8 times a usr/ line): 10 % × 8 + 90 % × 1 = 170 %; half of it,
+    // 85 %, is reached 5 % into usr/, at about 15 % of the bytes.
+    const even = splitPoints(file, 2);
+    expect(even[0]!.offset / size).toBeCloseTo(0.5, 1);
+    const weighted = splitPoints(file, 2, (p) => (p.startsWith('usr/') ? 1 : 8));
+    expect(weighted).toHaveLength(1);
+    expect(weighted[0]!.path.startsWith('usr/')).toBe(true);
+    expect(weighted[0]!.offset / size).toBeGreaterThan(0.1);
+    expect(weighted[0]!.offset / size).toBeLessThan(0.2);
+    expect(lines.slice(0, lines.indexOf(line(weighted[0]!.path))).join('\n').length + 1).toBe(weighted[0]!.offset);
+  });
+
   it.each([2, 3, 5])('in %i parts: the same tree and manifest as one copy', async (parts) => {
     const one = path.join(base, `one-${parts}`);
     const split = path.join(base, `split-${parts}`);
