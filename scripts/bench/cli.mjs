@@ -3,7 +3,7 @@
  * from spawn to exit, against `node -e 0` (Node's own start) in the same rounds:
  *   - `stagedroot --version`, `status`, `boot` (nothing to do: a good deployment, no
  *     tries), `mark-good`, on a tiny sysroot (two files);
- *   - importing the library (`await import('stagedroot')`, dist/index.js);
+ *   - importing the library (`await import('stagedroot')`: package.json's exports, dist/lib/index.mjs);
  *   - a CLI `stage` of the bench's 200-file update (100 modified, 50 added, 50 removed)
  *     on a 50,000-file tree, against `cp -al` + `sync -f` of that tree (the booted tree,
  *     to a path as deep as stage's); `discard` after each, untimed.
