@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: stagedroot against cp -al, cp -a --reflink=auto, rsync --link-dest
  * and ostree, on generated trees of 10,000 and 100,000 files and one update, in one
- * run; then the same update on btrfs and XFS loop mounts (made by the bench). Prints
+ * run; then the same update on btrfs, XFS and ext4 loop mounts (made by the bench). Prints
  * medians and the target ratios and writes them to BENCHMARKS.md.
  *
  *   --quick                  every target ratio, fast: 1 round, no ostree, rsync, full
@@ -115,8 +115,9 @@ try {
   // measurements from the same stretch of time on this shared machine.
   for (let r = 0; r < reps; r++) for (const p of prepared) await p.round(r);
   for (const p of prepared) results.push(await p.finish());
-  // The same update on btrfs (trees are subvolumes, stage snapshots) and XFS (reflinks).
-  for (const type of quick ? ['btrfs'] : ['btrfs', 'xfs']) {
+  // The same update on btrfs (trees are subvolumes, stage snapshots), XFS (reflinks) and a
+  // loop-mounted ext4 (the portable path, on a filesystem of its own).
+  for (const type of quick ? ['btrfs', 'ext4'] : ['btrfs', 'xfs', 'ext4']) {
     const m = loopMount(base, type, 8);
     if (m.why) {
       log(`NOTE: no ${type} rows: ${m.why}`);

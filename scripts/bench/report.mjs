@@ -55,6 +55,13 @@ export function targets12(byFs) {
   const { big } = sized(main.results);
   out.push(ratio(`stage (default policy) ≤ 1.2 × cp -al + sync -f (${main.type}, ${fmtN(big.files)} files)`, med(big, 'stage'), med(big, 'cp -al + sync -f'), 1.2));
   out.push(ratio(`stage (hardlink policy) ≤ 1.2 × cp -al + sync -f (${main.type}, ${fmtN(big.files)} files)`, med(big, 'stage (hardlink all)'), med(big, 'cp -al + sync -f'), 1.2));
+  // The same on an ext4 loop mount: the portable path away from the root filesystem's other writers.
+  const ext4 = byFs.find((f, i) => i > 0 && f.type === 'ext4' && !f.why);
+  if (ext4) {
+    const { big: e } = sized(ext4.results);
+    out.push(ratio(`stage (default policy) ≤ 1.2 × cp -al + sync -f (ext4 loop mount, ${fmtN(e.files)} files)`, med(e, 'stage'), med(e, 'cp -al + sync -f'), 1.2));
+    out.push(ratio(`stage (hardlink policy) ≤ 1.2 × cp -al + sync -f (ext4 loop mount, ${fmtN(e.files)} files)`, med(e, 'stage (hardlink all)'), med(e, 'cp -al + sync -f'), 1.2));
+  }
   const btrfs = byFs.find((f) => f.type === 'btrfs');
   if (!btrfs || btrfs.why) {
     out.push({ target: 'btrfs targets', measured: btrfs?.why ?? 'no btrfs run', ratio: 'n/a', pass: null });
@@ -67,11 +74,12 @@ export function targets12(byFs) {
       out.push(ratio(`btrfs: prune of one deployment ≤ 1.5 × its time at ${fmtN(b.small.files)} (${scale})`, med(b.big, 'prune'), med(b.small, 'prune'), 1.5));
     }
   }
-  for (const f of byFs) {
+  for (const [i, f] of byFs.entries()) {
     if (f.why) continue;
+    const where = i > 0 && f.type === main.type ? `${f.type} loop mount` : f.type;
     const { big: g } = sized(f.results);
     const d = med(g, 'event-loop delay');
-    out.push({ target: `event-loop delay during a stage ≤ 50 ms (${f.type}, ${fmtN(g.files)} files)`, measured: `${fmtMs(d)} ms (longest busy stretch ${fmtMs(med(g, 'event-loop busy'))} ms; most main-thread CPU between two ticks ${fmtMs(med(g, 'event-loop cpu'))} ms)`, ratio: d === null ? 'n/a' : `${(d / 50).toFixed(2)} of the bound`, pass: d === null ? null : d <= 50 });
+    out.push({ target: `event-loop delay during a stage ≤ 50 ms (${where}, ${fmtN(g.files)} files)`, measured: `${fmtMs(d)} ms (longest busy stretch ${fmtMs(med(g, 'event-loop busy'))} ms; most main-thread CPU between two ticks ${fmtMs(med(g, 'event-loop cpu'))} ms)`, ratio: d === null ? 'n/a' : `${(d / 50).toFixed(2)} of the bound`, pass: d === null ? null : d <= 50 });
   }
   const rss = big.peakRssBytes / (1 << 20);
   out.push({ target: `peak RSS of staging ≤ 200 MB (${main.type}, ${fmtN(big.files)} files)`, measured: `${rss.toFixed(0)} MB`, ratio: `${(rss / 200).toFixed(2)} of the bound`, pass: rss <= 200 });
