@@ -100,7 +100,10 @@ export async function runInTree(o: RunInTreeOptions): Promise<CommandResult> {
       timeoutMs: o.timeoutMs,
       signal: o.signal,
       onOutput: o.onOutput,
-      env: { DEBIAN_FRONTEND: 'noninteractive', PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', STAGEDROOT_RUN: '1' },
+      // DPKG_FORCE=unsafe-io: dpkg skips its fsync per unpacked file (minutes for a kernel
+      // package on a slow disk); the staged tree is nobody's root yet, and the stage syncs
+      // its whole filesystem before anything commits it (stage.ts, sync).
+      env: { DEBIAN_FRONTEND: 'noninteractive', DPKG_FORCE: 'unsafe-io', PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', STAGEDROOT_RUN: '1' },
     },
   );
   o.onResult?.(r);

@@ -37,12 +37,14 @@ if (why !== null) {
 
     it('stages what the command writes (a private copy of the tree: the booted one never changes)', async () => {
       const booted = hashTree(tree('0001'));
-      const r = await run('echo from-run > /etc/from-run && mkdir -p /usr/lib/new && echo lib > /usr/lib/new/file && echo v2 >> /usr/lib/tool.conf && echo streamed-line');
+      const r = await run('echo from-run > /etc/from-run && mkdir -p /usr/lib/new && echo lib > /usr/lib/new/file && echo v2 >> /usr/lib/tool.conf && echo "$DPKG_FORCE" > /etc/dpkg-force && echo streamed-line');
       expect(r.code, r.err).toBe(0);
       expect(r.err).toContain('streamed-line'); // the command's output, as progress on stderr
       const st = await status();
       expect(st.staged).toBe('0002');
       expect(fs.readFileSync(path.join(tree('0002'), 'etc/from-run'), 'utf8')).toBe('from-run\n');
+      // dpkg's per-file fsync is skipped: the stage syncs the tree's filesystem before it commits.
+      expect(fs.readFileSync(path.join(tree('0002'), 'etc/dpkg-force'), 'utf8')).toBe('unsafe-io\n');
       expect(fs.readFileSync(path.join(tree('0002'), 'usr/lib/tool.conf'), 'utf8')).toBe('version 1\nv2\n');
       // Appended in place, yet the booted tree is untouched: nothing was hardlinked.
       expect(hashTree(tree('0001'))).toBe(booted);
