@@ -19,7 +19,9 @@ export async function kernelUpdateThroughGrub(env) {
   const s = new Scenario('(b) a kernel installed by stage --run boots; grub-reboot of the old entry boots the old tree and kernel once; rollback', env);
   const newKernel = kernel2Version(env.us);
   const a = await s.boot('b-stage-kernel', `${MOUNT_PACKAGES}r old-kernel "$(uname -r)"
-${KERNEL_UPDATE_COMMAND} >/run/stage.log 2>&1; r stage-exit $?; cat /run/stage.log >/dev/console
+r stage-started "$(cut -d' ' -f1 /proc/uptime)"
+{ ${KERNEL_UPDATE_COMMAND}; echo $? >/run/stage.rc; } 2>&1 | tee /run/stage.log >/dev/console; r stage-exit "$(cat /run/stage.rc)"
+r stage-ended "$(cut -d' ' -f1 /proc/uptime)"
 ${REBOOT}`);
   s.clean(a, 'stage boot');
   s.needs(a.results.get('stage-exit') === '0', 'adopt: stage --run', `\`${KERNEL_UPDATE_COMMAND}\` exit code: ${a.results.get('stage-exit')} (see ${a.consoleLog})`);

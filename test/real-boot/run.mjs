@@ -9,6 +9,10 @@ import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { buildMachine, buildPackageDisk, kernelIn, pack, userspace } from './image.mjs';
 import { SCENARIOS } from './scenarios.mjs';
+import { uefiSystemdBoot } from './uefi.mjs';
+
+/** The scenarios that build and boot a machine of their own (the others continue on the GRUB machine). */
+const OWN_MACHINE = new Set([uefiSystemdBoot]);
 
 const cache = process.env.STAGEDROOT_TEST_CACHE ?? '/var/cache/stagedroot-test';
 const out = process.env.STAGEDROOT_BOOT_OUT ?? fs.mkdtempSync('/var/tmp/stagedroot-boot-');
@@ -69,8 +73,15 @@ function resumeMachine(from, work, us, log) {
 
 let passed = 0;
 let failed = 0;
-for (const [i, scenario] of SCENARIOS.entries()) {
-  if (!selected.has(i + 1)) continue;
+// STAGEDROOT_BOOT_PARALLEL=1: a scenario on a machine of its own (the UEFI one) runs beside
+// the GRUB machine's chain instead of after it: two single-CPU guests on two cores.
+const parallel = process.env.STAGEDROOT_BOOT_PARALLEL === '1';
+const chosen = [...SCENARIOS.entries()].filter(([i]) => selected.has(i + 1));
+const beside = parallel ? chosen.filter(([, sc]) => OWN_MACHINE.has(sc)).map(([i, sc]) => runScenario(i, sc)) : [];
+for (const [i, sc] of chosen) if (!(parallel && OWN_MACHINE.has(sc))) await runScenario(i, sc);
+await Promise.all(beside);
+
+async function runScenario(i, scenario) {
   const t = Date.now();
   let s;
   try {
@@ -89,7 +100,7 @@ for (const [i, scenario] of SCENARIOS.entries()) {
     if (b.blame) console.log(`    ${b.label}: systemd-analyze blame: ${b.blame}; ${b.analyzeTime}`);
   }
   for (const f of s.failures) console.log(`    ${f}`);
-  if (ok && process.env.STAGEDROOT_BOOT_SNAPSHOTS === '1' && env.machine.firmware === 'bios') {
+  if (ok && process.env.STAGEDROOT_BOOT_SNAPSHOTS === '1' && !OWN_MACHINE.has(scenario)) {
     const keep = path.join(out, `after-scenario-${i + 1}.bios.img.keep`);
     execFileSync('cp', ['--sparse=always', env.machine.img, keep]);
     log(`machine after scenario ${i + 1} kept: ${keep} (STAGEDROOT_BOOT_RESUME=${keep} starts from it)`);
