@@ -214,8 +214,8 @@ function bootOutcome(s: BaseState, at: string, record: BootRecord | null): BootO
       // The boot hook syncs triesLeft from each boot's record: still at its start value, no boot of it reached the hook.
       const neverReached = cur.triesLeft === null || cur.triesLeft >= base.bootTries;
       const reason = neverReached
-        ? `deployment ${cur.id} did not reach the boot hook in ${base.bootTries} tries (counted by the initramfs); booted ${record.id} instead`
-        : `deployment ${cur.id} used all ${base.bootTries} boot tries without being marked good (counted by the initramfs); booted ${record.id} instead`;
+        ? `deployment ${cur.id} did not reach the boot hook in ${base.bootTries} tries (counted by the initramfs)`
+        : `deployment ${cur.id} used all ${base.bootTries} boot tries without being marked good (counted by the initramfs)`;
       return fallBack(base, cur, record.id, reason, at, ff);
     }
     const booted = mustFind(base, record.id);

@@ -82,7 +82,7 @@ describe('boot counting shared with the initramfs', () => {
     const st = t.sysroot.status();
     expect(st).toMatchObject({ booted: '0001', current: '0001', pendingReboot: false });
     expect(st.lastFailure).toMatchObject({ id: '0002', label: 'dies-early', phase: 'boot' });
-    expect(st.lastFailure?.reason).toBe('deployment 0002 did not reach the boot hook in 3 tries (counted by the initramfs); booted 0001 instead');
+    expect(st.lastFailure?.reason).toBe('deployment 0002 did not reach the boot hook in 3 tries (counted by the initramfs)');
     expect(fs.readdirSync(path.join(t.dir, 'boot-tries'))).toEqual([]);
     expect(fs.existsSync(path.join(t.dir, 'fallback'))).toBe(false);
   });
@@ -95,7 +95,7 @@ describe('boot counting shared with the initramfs', () => {
     initramfsBoot(t.dir);
     initramfsBoot(t.dir);
     await t.sysroot.boot(initramfsBoot(t.dir));
-    expect(t.sysroot.status().lastFailure?.reason).toBe('deployment 0002 used all 3 boot tries without being marked good (counted by the initramfs); booted 0001 instead');
+    expect(t.sysroot.status().lastFailure?.reason).toBe('deployment 0002 used all 3 boot tries without being marked good (counted by the initramfs)');
   });
 
   it('a record that is not about this sysroot\'s running root is ignored, loudly', async () => {
