@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { z } from 'zod';
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { isDirectory, listDir, lstatPath, readBytes, readText, writeJson, type DurableFs } from '../fs/trees/durable.js';
+import { isDirectory, listDir, lstatPath, readBytes, readLink, readText, writeJson, type DurableFs } from '../fs/trees/durable.js';
 import { hashFile } from '../fs/core/hash.js';
 import { ctimeUs } from '../fs/manifests/manifest-line.js';
 import { copiedNames, kernelDir, type KernelImage } from '../state/boot-entry-text.js';
@@ -53,6 +53,20 @@ function candidates(tree: string): { version: string; kernelPath: string; initrd
   return out;
 }
 
+/**
+ * The version Debian's default-kernel link names: linux-base keeps `/vmlinuz` (or
+ * `/boot/vmlinuz`, with link_in_boot) pointing at the kernel installed last, the one the
+ * distribution boots by default (update-grub's first entry). Null without such a link.
+ */
+function linkedVersion(tree: string): string | null {
+  for (const rel of ['vmlinuz', 'boot/vmlinuz']) {
+    if (!(lstatPath(path.join(tree, rel))?.isSymbolicLink() ?? false)) continue;
+    const m = /(?:^|\/)vmlinuz-([^/]+)$/.exec(readLink(path.join(tree, rel)) ?? '');
+    if (m) return m[1]!;
+  }
+  return null;
+}
+
 /** Where a deployment's kernel hashes are kept (deploy/ID/kernel-hashes.json), and who writes it. */
 export interface KernelHashCache {
   file: string;
@@ -97,15 +111,17 @@ function imageHashes(tree: string, rels: string[], cache: KernelHashCache | unde
 }
 
 /**
- * The kernel a deployment ships, where its distribution keeps it: the highest version of
- * usr/lib/modules/V/vmlinuz (initramfs.img beside it) and Debian's boot/vmlinuz-V
- * (boot/initrd.img-V). Null when the tree has none. With `cache`, the images (tens of MB)
+ * The kernel a deployment ships, where its distribution keeps it: usr/lib/modules/V/vmlinuz
+ * (initramfs.img beside it) and Debian's boot/vmlinuz-V (boot/initrd.img-V); the one
+ * Debian's `/vmlinuz` link names, else the highest version (two flavours of one version,
+ * `-amd64` beside `-cloud-amd64`, have no order but the link's). Null when the tree has none. With `cache`, the images (tens of MB)
  * are read only when they changed since the cache recorded them: every transition and
  * every `open` with a boot directory asks for each deployment's kernel.
  */
 export function findKernel(tree: string, cache?: KernelHashCache): KernelImage | null {
   const all = candidates(tree).sort((a, b) => a.version.localeCompare(b.version, 'en', { numeric: true }));
-  const k = all.at(-1);
+  const linked = linkedVersion(tree);
+  const k = all.find((c) => c.version === linked) ?? all.at(-1);
   if (k === undefined) return null;
   const [kernel, initrd] = imageHashes(tree, k.initrdPath ? [k.kernelPath, k.initrdPath] : [k.kernelPath], cache);
   const hash = createHash('sha256')
