@@ -7,7 +7,7 @@ import { kernel2Version } from './image.mjs';
 import { REBOOT, Scenario, dep } from './scenario.mjs';
 
 /** The package disk (vdc) where the admin put the kernel's .debs. */
-const MOUNT_PACKAGES = 'mkdir -p /mnt/packages && mount -o ro /dev/vdc /mnt/packages\n';
+export const MOUNT_PACKAGES = 'mkdir -p /mnt/packages && mount -o ro /dev/vdc /mnt/packages\n';
 
 /** What the admin types to install the kernel (docs/install.md, day 2), with the package disk mounted: --bind lets the command in the new tree see it. */
 export const KERNEL_UPDATE_COMMAND = "stagedroot stage --run 'apt-get install -y /mnt/packages/kernel2/*.deb' --bind /mnt/packages";
