@@ -1,5 +1,6 @@
 import { StagedrootError } from '../errors.js';
 import { PACKAGE_DBS } from '../install/package-db.js';
+import { FRESH_DIRS } from '../sources/command.js';
 import { runCommand, type CommandResult } from '../util/run-command.js';
 
 export interface RunInTreeOptions {
@@ -60,7 +61,7 @@ elif [ -f "$T/etc/resolv.conf" ] && [ -f /etc/resolv.conf ]; then
 	mount --bind /etc/resolv.conf "$T/etc/resolv.conf" && mount -o remount,bind,ro "$T/etc/resolv.conf"
 fi
 for b in "$@"; do
-	case "$b" in /tmp/*|/run/*) mkdir -p "$T$b";; esac
+	case "$b" in ${FRESH_DIRS.map((d) => `/${d}/*`).join('|')}) mkdir -p "$T$b";; esac
 	mount --bind "$b" "$T$b"
 	mount -o remount,bind,ro "$T$b"
 done

@@ -60,7 +60,7 @@ function candidates(tree: string): { version: string; kernelPath: string; initrd
  */
 function linkedVersion(tree: string): string | null {
   for (const rel of ['vmlinuz', 'boot/vmlinuz']) {
-    if (!(lstatPath(path.join(tree, rel))?.isSymbolicLink() ?? false)) continue;
+    // readLink reads the link itself (never follows it) and is null for what is not one.
     const m = /(?:^|\/)vmlinuz-([^/]+)$/.exec(readLink(path.join(tree, rel)) ?? '');
     if (m) return m[1]!;
   }

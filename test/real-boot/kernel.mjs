@@ -4,7 +4,7 @@
 // grub-reboot boots the old tree with the old kernel, then the new one is back; a
 // rollback makes the old deployment current again.
 import { kernel2Version } from './image.mjs';
-import { REBOOT, Scenario, dep } from './scenario.mjs';
+import { REBOOT, STREAMED_STAGE, Scenario, dep } from './scenario.mjs';
 
 /** The package disk (vdc) where the admin put the kernel's .debs. */
 export const MOUNT_PACKAGES = 'mkdir -p /mnt/packages && mount -o ro /dev/vdc /mnt/packages\n';
@@ -20,8 +20,7 @@ export async function kernelUpdateThroughGrub(env) {
   const newKernel = kernel2Version(env.us);
   const a = await s.boot('b-stage-kernel', `${MOUNT_PACKAGES}r old-kernel "$(uname -r)"
 r stage-started "$(cut -d' ' -f1 /proc/uptime)"
-{ ${KERNEL_UPDATE_COMMAND}; echo $? >/run/stage.rc; } 2>&1 | tee /run/stage.log >/dev/console; r stage-exit "$(cat /run/stage.rc)"
-r stage-ended "$(cut -d' ' -f1 /proc/uptime)"
+${STREAMED_STAGE(KERNEL_UPDATE_COMMAND)}r stage-ended "$(cut -d' ' -f1 /proc/uptime)"
 ${REBOOT}`);
   s.clean(a, 'stage boot');
   s.needs(a.results.get('stage-exit') === '0', 'adopt: stage --run', `\`${KERNEL_UPDATE_COMMAND}\` exit code: ${a.results.get('stage-exit')} (see ${a.consoleLog})`);

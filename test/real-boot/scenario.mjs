@@ -37,6 +37,8 @@ r health-journal "$(jr stagedroot-health.service)"
 `;
 
 export const spec = (o) => `cat >/run/spec.json <<'SPEC'\n${JSON.stringify(o)}\nSPEC\n`;
+/** A long stage command, its output streamed to the console as it runs: reports stage-exit. */
+export const STREAMED_STAGE = (cmd) => `{ ${cmd}; echo $? >/run/stage.rc; } 2>&1 | tee /run/stage.log >/dev/console; r stage-exit "$(cat /run/stage.rc)"\n`;
 export const STAGE = 'stagedroot stage /run/spec.json >/run/stage.log 2>&1; r stage-exit $?; cat /run/stage.log >/dev/console\n';
 export const REBOOT = 'r status "$(st)"\nsystemctl --no-block reboot\n';
 export const POWEROFF = 'r status "$(st)"\nsystemctl --no-block poweroff\n';

@@ -5,7 +5,7 @@
 import { ADOPTION_COMMANDS, adoptionStep } from './adopt.mjs';
 import { buildMachine, kernel2Version } from './image.mjs';
 import { MOUNT_PACKAGES } from './kernel.mjs';
-import { POWEROFF, REBOOT, Scenario } from './scenario.mjs';
+import { POWEROFF, REBOOT, STREAMED_STAGE, Scenario } from './scenario.mjs';
 
 /** The kernel update of the GRUB machine's scenario, and a file of its own (the command's change to /etc). */
 const UPDATE_COMMAND = "stagedroot stage --run 'apt-get install -y /mnt/packages/kernel2/*.deb && echo from-the-update >/etc/d-update' --bind /mnt/packages";
@@ -33,8 +33,7 @@ export async function uefiSystemdBoot(env) {
   ADOPTION_COMMANDS.uefi.forEach((c, i) => s.eq(a.results.get(`adopt-${i}`), '0', `exit code of \`${c}\``));
 
   const b = await s.boot('d-adopted', `${loader}r entries "$(bootctl list --no-pager 2>&1 | grep -c 'stagedroot.deployment=')"
-${MOUNT_PACKAGES}{ ${UPDATE_COMMAND}; echo $? >/run/stage.rc; } 2>&1 | tee /run/stage.log >/dev/console; r stage-exit "$(cat /run/stage.rc)"
-${REBOOT}`);
+${MOUNT_PACKAGES}${STREAMED_STAGE(UPDATE_COMMAND)}${REBOOT}`);
   s.clean(b, 'boot after the adoption');
   s.check((b.results.get('loader') ?? '').includes('systemd-boot'), `systemd-boot should have booted the adopted machine: ${b.results.get('loader')}`);
   s.rootIs(b, '0001', 'after the adoption');

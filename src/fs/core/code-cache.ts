@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import { createRequire, Module } from 'node:module';
 import * as path from 'node:path';
 import * as vm from 'node:vm';
+import { tempNameIn } from './temp-names.js';
 
 /**
  * Runs a CommonJS bundle (the CLI's dist/cli/run.cjs, the library's dist/lib/library.cjs)
@@ -59,7 +60,7 @@ function readCache(cacheFile: string, stamp: string): Buffer | undefined {
 }
 
 function writeCache(cacheFile: string, stamp: string, script: vm.Script): void {
-  const tmp = `${cacheFile}.tmp-${process.pid}`;
+  const tmp = tempNameIn(path.dirname(cacheFile));
   try {
     const data = script.createCachedData();
     fs.writeFileSync(tmp, Buffer.concat([Buffer.from(`${MAGIC}${stamp}\n`, 'latin1'), data]), { mode: 0o644 });

@@ -1,3 +1,6 @@
+import * as path from 'node:path';
+import { randomHex } from './random-hex.js';
+
 /**
  * The one temp-name scheme of a write via a temp (fs/trees/write-via-temp.ts):
  * `.stagedroot-tmp-PID-HEX` beside the entry being replaced. Nothing else is ever named
@@ -7,6 +10,11 @@
 export const TEMP_PREFIX = '.stagedroot-tmp-';
 
 const TEMP_NAME = /^\.stagedroot-tmp-\d+-[0-9a-f]+$/;
+
+/** A fresh temp name in directory `dir` (a host path). */
+export function tempNameIn(dir: string): string {
+  return path.join(dir, `${TEMP_PREFIX}${process.pid}-${randomHex(6)}`);
+}
 
 /** True for a name the write-via-temp routine makes. */
 export function isTempName(name: string): boolean {

@@ -1,10 +1,9 @@
 import * as path from 'node:path';
 import type { FaultHook } from '../core/faults.js';
 import { ioError } from '../core/io-error.js';
-import { TEMP_PREFIX } from '../core/temp-names.js';
-import { randomHex } from '../core/random-hex.js';
+import { tempNameIn } from '../core/temp-names.js';
 
-export { isTempName, isLegacyTempName, TEMP_PREFIX } from '../core/temp-names.js';
+export { isTempName, isLegacyTempName, TEMP_PREFIX, tempNameIn } from '../core/temp-names.js';
 
 /**
  * THE write-via-temp routine: every entry stagedroot replaces atomically (a file of a
@@ -46,11 +45,6 @@ export interface FileIo extends CommitIo {
   close(fd: number): void;
 }
 type FileOptions = Omit<ViaTempOptions, 'io'> & { io: FileIo; mode: number; finish?: (fd: number, tmp: string) => void };
-
-/** A fresh temp name in directory `dir` (a host path). */
-export function tempNameIn(dir: string): string {
-  return path.join(dir, `${TEMP_PREFIX}${process.pid}-${randomHex(6)}`);
-}
 
 /**
  * Makes an entry under a temp name beside `dest` (`make` creates it, of any kind: a
