@@ -13,6 +13,8 @@
  *   --finalize               only the finalize rows (scripts/bench/finalize.mjs: finalize
  *                            of a booted sysroot with a local etc/ change to merge, at
  *                            each size); prints its target row, writes nothing
+ *   BENCH_CLI_STARTS=15      --cli: rounds of the start rows
+ *   BENCH_CLI_STAGES=3       --cli: rounds of the stage row (0: none, the start rows alone in ~1 min)
  *   BENCH_REPS=5             repetitions per measurement (median reported; 1 with --quick)
  *   BENCH_SIZES=10000,100000 tree sizes in files
  *   BENCH_SEED=20240611      the seed of the generated trees and update

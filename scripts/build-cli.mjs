@@ -4,6 +4,8 @@
  *                                                           --version and runs the next one)
  *   src/cli/run.ts              -> dist/cli/run.cjs         (the CLI, CommonJS) and its V8 code cache
  *                                                           dist/cli/run.cjs.v8-cache
+ *   src/cli/boot-run.ts         -> dist/cli/boot.cjs        (the boot path's verbs alone, src/cli/boot-path.ts)
+ *                                                           and dist/cli/boot.cjs.v8-cache
  *   src/cli/tree-worker-main.ts -> dist/cli/tree-worker.js  (its worker threads, an ES module)
  * with source maps beside them. Why: a CLI run used to resolve, read and compile
  * ~160 modules of dist/ and ~140 of node_modules before doing anything (0.6 s on a quiet
@@ -89,6 +91,29 @@ const builtins = {
   },
 };
 
+/**
+ * The boot bundle leaves out what the Sysroot loads by import() for the verbs that are
+ * not on the boot path (staging, the sources, finalize, the manifests' tree tasks): half
+ * the bytes a boot reads and V8 checks. Such an import() in the boot bundle fails loudly
+ * rather than loading a second copy of the library (test/cli/boot-bundle.test.ts runs
+ * each boot-path verb from it).
+ */
+const NOT_ON_BOOT_PATH = /^src\/(stage|sources|commit)\/|^src\/fs\/manifests\/tasks\.ts$/;
+const bootOnly = {
+  name: 'boot-only',
+  setup(b) {
+    b.onResolve({ filter: /^\./ }, (args) => {
+      if (args.kind !== 'dynamic-import') return undefined;
+      const file = path.relative(root, path.resolve(args.resolveDir, args.path)).replace(/\.js$/, '.ts');
+      return NOT_ON_BOOT_PATH.test(file) ? { path: file, namespace: 'not-on-boot-path' } : undefined;
+    });
+    b.onLoad({ filter: /.*/, namespace: 'not-on-boot-path' }, (args) => ({
+      contents: `throw new Error(${JSON.stringify(`stagedroot: ${args.path} is not in the boot bundle (dist/cli/boot.cjs): only the boot path's verbs run from it`)});`,
+      loader: 'js',
+    }));
+  },
+};
+
 // The stamp placeholder has the stamp's length, so that replacing it moves nothing the source map points at.
 const PLACEHOLDER = 'x'.repeat(16);
 const stamped = { banner: { js: `// stagedroot-bundle ${PLACEHOLDER}` }, plugins: [builtins], write: false };
@@ -100,9 +125,10 @@ const worker = {
   // Bundled CommonJS dependencies call require(): give them one.
   banner: { js: "import { createRequire as __stagedrootRequire } from 'node:module'; const require = __stagedrootRequire(import.meta.url);" },
 };
-const results = await Promise.all([
-  build({ ...commonJs, entryPoints: { main: 'src/cli/main.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' } }),
+const [, runResult, bootResult, workerResult, libraryResult] = await Promise.all([
+  build({ ...commonJs, plugins: [builtins], entryPoints: { main: 'src/cli/main.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' } }),
   build({ ...commonJs, ...stamped, entryPoints: { run: 'src/cli/run.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' } }),
+  build({ ...commonJs, ...stamped, plugins: [bootOnly, builtins], entryPoints: { boot: 'src/cli/boot-run.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' } }),
   build({ ...worker, outdir: 'dist/cli' }),
   // The library for importers (package.json's exports): one bundle with both entries, so
   // that `stagedroot` and `stagedroot/testing` share their classes; its own worker beside it.
@@ -130,14 +156,16 @@ function writeStamped(result, file) {
   fs.rmSync(`${file}.v8-cache`, { force: true });
 }
 const runFile = path.join(cliDir, 'run.cjs');
-writeStamped(results[1], runFile);
+const bootFile = path.join(cliDir, 'boot.cjs');
+writeStamped(runResult, runFile);
+writeStamped(bootResult, bootFile);
 fs.chmodSync(path.join(cliDir, 'main.cjs'), 0o755);
-await writeCodeCache();
-writeStamped(results[3], path.join(libDir, 'library.cjs'));
+await writeCodeCaches();
+writeStamped(libraryResult, path.join(libDir, 'library.cjs'));
 writeLibraryEntries();
 
 if (metafile) {
-  fs.writeFileSync(path.join(cliDir, 'meta.json'), JSON.stringify({ main: results[1].metafile, worker: results[2].metafile, library: results[3].metafile }));
+  fs.writeFileSync(path.join(cliDir, 'meta.json'), JSON.stringify({ main: runResult.metafile, boot: bootResult.metafile, worker: workerResult.metafile, library: libraryResult.metafile }));
 }
 
 /**
@@ -161,39 +189,45 @@ function writeLibraryEntries() {
 }
 
 /**
- * Runs the CLI bundle as the bin does (runBundle, under the same name) for `status` and
- * `mark-good` of a scratch sysroot, one after the other in one process: the code cache it
- * leaves beside the bundle at exit holds the functions both compiled (the start, the state
- * file, the lock and a transition: what `boot` runs too). A build-only driver, bundled to a
- * temp file; `boot` is not run (it would read this machine's /run/stagedroot).
+ * Runs each CLI bundle as the bin does (runBundle, under the same name) for verbs of a
+ * scratch sysroot, one after the other in one process: the code cache it leaves beside
+ * the bundle at exit holds the functions they compiled (the start, the state file, the
+ * lock and a transition). run.cjs runs `status` and `mark-good`; boot.cjs `status`,
+ * `boot` (with a run and etc directory of the scratch's own: never this machine's
+ * /run/stagedroot, so it follows current) and `mark-good`. A build-only driver, bundled
+ * to a temp file.
  */
-async function writeCodeCache() {
+async function writeCodeCaches() {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-build-'));
   try {
     const tree = path.join(scratch, 'tree');
     fs.mkdirSync(path.join(tree, 'etc'), { recursive: true });
     fs.writeFileSync(path.join(tree, 'etc/os-release'), 'ID=build\n');
     const sysroot = path.join(scratch, 'sysroot');
+    const places = { runDir: path.join(scratch, 'run'), etcDir: path.join(scratch, 'etc') };
     const env = { ...process.env, STAGEDROOT_DEBUG: '', STAGEDROOT_CODE_CACHE: '' };
     const init = spawnSync(process.execPath, [path.join(cliDir, 'main.cjs'), 'init', '--from', tree, '--sysroot', sysroot], { encoding: 'utf8', env: { ...env, STAGEDROOT_CODE_CACHE: '0' } });
-    const driver = path.join(scratch, 'cache-driver.cjs');
-    await build({
-      ...commonJs,
-      stdin: {
-        contents: `import { runBundle } from './src/fs/core/code-cache.js';
-const cli = runBundle(${JSON.stringify(runFile)}, { name: 'stagedroot/dist/cli/run.cjs', sourceMaps: false, env: process.env }) as { main: (argv: string[]) => Promise<void> };
-void (async () => { for (const verb of ['status', 'mark-good']) { await cli.main([verb, '--sysroot', ${JSON.stringify(sysroot)}]); if (process.exitCode) return; } })();
+    for (const [file, verbs] of [[runFile, ['status', 'mark-good']], [bootFile, ['status', 'boot', 'mark-good']]]) {
+      const driver = path.join(scratch, 'cache-driver.cjs');
+      await build({
+        ...commonJs,
+        stdin: {
+          contents: `import { runBundle } from './src/fs/core/code-cache.js';
+import { processIo } from './src/cli/io.js';
+const cli = runBundle(${JSON.stringify(file)}, { name: ${JSON.stringify(`stagedroot/dist/cli/${path.basename(file)}`)}, sourceMaps: false, env: process.env }) as { main: (argv: string[], io: typeof processIo) => Promise<void> };
+void (async () => { for (const verb of ${JSON.stringify(verbs)}) { await cli.main([verb, '--sysroot', ${JSON.stringify(sysroot)}], { ...processIo, places: ${JSON.stringify(places)} }); if (process.exitCode) return; } })();
 `,
-        resolveDir: root,
-        sourcefile: 'cache-driver.ts',
-        loader: 'ts',
-      },
-      sourcemap: false,
-      outfile: driver,
-    });
-    const run = init.status === 0 ? spawnSync(process.execPath, [driver], { encoding: 'utf8', env }) : init;
-    if (run.status !== 0 || !fs.existsSync(`${runFile}.v8-cache`)) {
-      console.warn(`build-cli: no code cache written (the first run of the CLI writes it): ${(run.stderr || run.stdout).trim().slice(-500)}`);
+          resolveDir: root,
+          sourcefile: 'cache-driver.ts',
+          loader: 'ts',
+        },
+        sourcemap: false,
+        outfile: driver,
+      });
+      const run = init.status === 0 ? spawnSync(process.execPath, [driver], { encoding: 'utf8', env }) : init;
+      if (run.status !== 0 || !fs.existsSync(`${file}.v8-cache`)) {
+        console.warn(`build-cli: no code cache written for ${path.basename(file)} (the first run of the CLI writes it): ${(run.stderr || run.stdout).trim().slice(-500)}`);
+      }
     }
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true });

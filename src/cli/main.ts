@@ -2,14 +2,16 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { runBundle } from '../fs/core/code-cache.js';
+import { onBootPath } from './boot-path.js';
 import { debugFlagged } from './debug.js';
 
 // The `stagedroot` bin: bundled by scripts/build-cli.mjs into dist/cli/main.cjs (CommonJS:
-// an ES module entry costs Node ~10 ms more to start). The CLI itself is one CommonJS
-// bundle, dist/cli/run.cjs, run from V8's code cache (fs/core/code-cache.ts); with --debug
-// or STAGEDROOT_DEBUG its stacks name the TypeScript sources through its source map, which
-// Node reads only for modules loaded after source maps are turned on (and only then:
-// parsing the map costs a start).
+// an ES module entry costs Node ~10 ms more to start). The CLI itself is two CommonJS
+// bundles run from V8's code cache (fs/core/code-cache.ts): dist/cli/boot.cjs, the boot
+// path's verbs alone (boot-path.ts), and dist/cli/run.cjs, every verb. With --debug or
+// STAGEDROOT_DEBUG their stacks name the TypeScript sources through their source maps,
+// which Node reads only for modules loaded after source maps are turned on (and only
+// then: parsing a map costs a start).
 const argv = process.argv.slice(2);
 if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
   // What commander prints for it (program.ts), without loading the CLI: package.json's version.
@@ -17,6 +19,7 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
 } else {
   const debug = debugFlagged(process.env, argv);
   if (debug) process.setSourceMapsEnabled(true);
-  const cli = runBundle(fileURLToPath(new URL('./run.cjs', import.meta.url)), { name: 'stagedroot/dist/cli/run.cjs', sourceMaps: debug, env: process.env }) as { main: (argv: string[]) => Promise<void> };
+  const bundle = onBootPath(argv) ? 'boot.cjs' : 'run.cjs';
+  const cli = runBundle(fileURLToPath(new URL(`./${bundle}`, import.meta.url)), { name: `stagedroot/dist/cli/${bundle}`, sourceMaps: debug, env: process.env }) as { main: (argv: string[]) => Promise<void> };
   void cli.main(argv);
 }

@@ -1,14 +1,11 @@
-import { processIo } from './io.js';
-import { runCli } from './program.js';
+import { bundleMain } from './make-program.js';
+import { VERBS } from './program.js';
 
 /**
  * The CLI bundle's entry (dist/cli/run.cjs, CommonJS): the bin (main.ts) calls it with
- * its arguments once it has loaded the bundle; the build calls it for several verbs in
- * one process, so that the code cache it leaves holds what each of them compiles. No
- * fault hook here: crash tests kill a CLI through src/testing/crash-cli.ts, never this entry.
+ * its arguments once it has loaded the bundle (the boot path's verbs run from boot.cjs
+ * instead: boot-run.ts); the build calls it for several verbs in one process, so that
+ * the code cache it leaves holds what each of them compiles. No fault hook here: crash
+ * tests kill a CLI through src/testing/crash-cli.ts, never this entry.
  */
-export function main(argv: string[]): Promise<void> {
-  return runCli(argv, processIo).then((code) => {
-    process.exitCode = code;
-  });
-}
+export const main = bundleMain(VERBS);

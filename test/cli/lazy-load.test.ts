@@ -13,8 +13,8 @@ const RECORD = fileURLToPath(new URL('../helpers/record-loads.mjs', import.meta.
  * The verbs on the boot path (boot at every boot, mark-good after it, status by agents)
  * load only what they run: not the sources, staging, finalize, the hooks' runner, nor
  * tar, yaml or execa. Checked on tsc's dist/ (one module a file, so the loader sees
- * which): the CLI bundle (dist/cli/run.cjs) has the same lazy imports, evaluated the
- * same way.
+ * which): the CLI bundles (dist/cli/run.cjs, and boot.cjs for these verbs) have the same
+ * lazy imports, evaluated the same way.
  */
 function loadsOf(args: string[]): string[] {
   const log = path.join(dir, `loads-${args[0]}.txt`);

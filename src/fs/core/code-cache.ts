@@ -5,7 +5,7 @@ import * as vm from 'node:vm';
 import { tempNameIn } from './temp-names.js';
 
 /**
- * Runs a CommonJS bundle (the CLI's dist/cli/run.cjs, the library's dist/lib/library.cjs)
+ * Runs a CommonJS bundle (the CLI's dist/cli/run.cjs and boot.cjs, the library's dist/lib/library.cjs)
  * and returns its exports, with V8's code cache, the way the
  * v8-compile-cache package does for Node before 22 (no module.enableCompileCache): the
  * bundle is compiled by vm.Script with the bytes V8 serialized after an earlier run
