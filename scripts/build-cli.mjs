@@ -66,30 +66,37 @@ const commonJs = {
  * a module's property names as getters, so an `import * as x` does not load it either.
  */
 const LAZY = ['assert', 'child_process', 'crypto', 'dgram', 'dns', 'http', 'https', 'net', 'os', 'perf_hooks', 'readline', 'stream/promises', 'string_decoder', 'timers/promises', 'tls', 'tty', 'v8', 'worker_threads', 'zlib'];
-const builtins = {
+const builtinsPlugin = (o) => ({
   name: 'builtins',
   setup(b) {
     const bare = (p) => p.replace(/^node:/, '');
     const lazy = new Set(LAZY.filter((m) => builtinModules.includes(m)));
-    b.onResolve({ filter: /^(node:)?[a-z_/]+$/ }, (args) => {
+    b.onResolve({ filter: /^(node:|lazy:)?[a-z_/]+$/ }, (args) => {
+      if (args.path.startsWith('lazy:')) return { path: args.path.slice('lazy:'.length), namespace: 'lazy-builtin' };
       const name = bare(args.path);
       if (!builtinModules.includes(name)) return undefined;
-      if (args.namespace === 'builtin') return { path: `node:${name}`, external: true };
+      // require() (in a CommonJS dependency) takes the module itself: no namespace to copy into.
+      const direct = args.namespace === 'builtin' || args.namespace === 'lazy-builtin' || ((!o.namespaces || args.kind === 'require-call') && !lazy.has(name));
+      if (direct) return { path: `node:${name}`, external: true };
       return { path: name, namespace: 'builtin' };
     });
     const req = createRequire(import.meta.url);
+    // One namespace object per builtin, its names copied once: esbuild's __toESM would copy
+    // fs's hundred names at each of its 35 importers (and crypto's seventy at each of its
+    // eight); the default export is the module itself (an `import m from` would copy too).
     b.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => {
+      const spec = JSON.stringify(`${lazy.has(args.path) ? 'lazy' : 'node'}:${args.path}`);
+      return { contents: `const m=require(${spec});export * from ${spec};export default m;`, loader: 'js', resolveDir: root };
+    });
+    b.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (args) => {
       const spec = JSON.stringify(`node:${args.path}`);
-      if (!lazy.has(args.path)) {
-        // One namespace object per builtin: esbuild's __toESM would otherwise copy fs's hundred names at each of its 35 importers.
-        return { contents: `import m from ${spec};export * from ${spec};export default m;`, loader: 'js', resolveDir: root };
-      }
-      const names = Object.keys(req(`node:${args.path}`)).filter((k) => /^[A-Za-z_$][\w$]*$/.test(k));
+      const names = Object.keys(req(spec.slice(1, -1))).filter((k) => /^[A-Za-z_$][\w$]*$/.test(k));
       const getters = names.map((k) => `get ${k}(){return l().${k}}`).join(',');
       return { contents: `let m;const l=()=>m??=require(${spec});module.exports={${getters}};`, loader: 'js', resolveDir: root };
     });
   },
-};
+});
+const builtins = builtinsPlugin({ namespaces: true });
 
 /**
  * The boot bundle leaves out what the Sysroot loads by import() for the verbs that are
@@ -126,7 +133,7 @@ const worker = {
   banner: { js: "import { createRequire as __stagedrootRequire } from 'node:module'; const require = __stagedrootRequire(import.meta.url);" },
 };
 const [, runResult, bootResult, workerResult, libraryResult] = await Promise.all([
-  build({ ...commonJs, plugins: [builtins], entryPoints: { main: 'src/cli/main.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' } }),
+  build({ ...commonJs, plugins: [builtinsPlugin({ namespaces: false })], entryPoints: { main: 'src/cli/main.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' } }),
   build({ ...commonJs, ...stamped, entryPoints: { run: 'src/cli/run.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' } }),
   build({ ...commonJs, ...stamped, plugins: [bootOnly, builtins], entryPoints: { boot: 'src/cli/boot-run.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' } }),
   build({ ...worker, outdir: 'dist/cli' }),

@@ -19,7 +19,10 @@ export interface Io {
 export const processIo: Io = {
   out: (t) => process.stdout.write(t),
   err: (t) => process.stderr.write(t),
-  errIsTty: Boolean(process.stderr.isTTY),
+  // A getter: process.stderr is made (its stream modules loaded) only when a verb asks or writes.
+  get errIsTty() {
+    return Boolean(process.stderr.isTTY);
+  },
   env: process.env,
 };
 

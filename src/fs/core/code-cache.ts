@@ -1,7 +1,7 @@
-import * as fs from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire, Module } from 'node:module';
-import * as path from 'node:path';
-import * as vm from 'node:vm';
+import { dirname } from 'node:path';
+import { constants as vmConstants, Script } from 'node:vm';
 import { tempNameIn } from './temp-names.js';
 
 /**
@@ -29,18 +29,18 @@ import { tempNameIn } from './temp-names.js';
 export function runBundle(file: string, o: { name: string; sourceMaps: boolean; env: NodeJS.ProcessEnv }): unknown {
   const require = createRequire(file);
   if (o.sourceMaps || o.env.STAGEDROOT_CODE_CACHE === '0') return require(file);
-  const source = fs.readFileSync(file, 'utf8');
+  const source = readFileSync(file, 'utf8');
   const stamp = /^\/\/ stagedroot-bundle (\S+)\n/.exec(source)?.[1];
   const cacheFile = `${file}.v8-cache`;
   const cachedData = stamp === undefined ? undefined : readCache(cacheFile, stamp);
-  const script = new vm.Script(Module.wrap(source), { filename: o.name, ...(cachedData === undefined ? {} : { cachedData }), ...dynamicImports() });
+  const script = new Script(Module.wrap(source), { filename: o.name, ...(cachedData === undefined ? {} : { cachedData }), ...dynamicImports() });
   if (stamp !== undefined && (cachedData === undefined || script.cachedDataRejected === true)) {
     // After the run: the cache then holds the functions this verb compiled, not only the top level.
     process.once('exit', () => writeCache(cacheFile, stamp, script));
   }
   const wrapper = script.runInThisContext() as (exports: object, req: NodeJS.Require, module: object, filename: string, dirname: string) => void;
   const module = { exports: {}, filename: file };
-  wrapper.call(module.exports, module.exports, require, module, file, path.dirname(file));
+  wrapper.call(module.exports, module.exports, require, module, file, dirname(file));
   return module.exports;
 }
 
@@ -50,7 +50,7 @@ const MAGIC = 'stagedroot-v8-cache 1 ';
 function readCache(cacheFile: string, stamp: string): Buffer | undefined {
   let bytes: Buffer;
   try {
-    bytes = fs.readFileSync(cacheFile);
+    bytes = readFileSync(cacheFile);
   } catch {
     return undefined;
   }
@@ -59,16 +59,16 @@ function readCache(cacheFile: string, stamp: string): Buffer | undefined {
   return bytes.subarray(head.length);
 }
 
-function writeCache(cacheFile: string, stamp: string, script: vm.Script): void {
-  const tmp = tempNameIn(path.dirname(cacheFile));
+function writeCache(cacheFile: string, stamp: string, script: Script): void {
+  const tmp = tempNameIn(dirname(cacheFile));
   try {
     const data = script.createCachedData();
-    fs.writeFileSync(tmp, Buffer.concat([Buffer.from(`${MAGIC}${stamp}\n`, 'latin1'), data]), { mode: 0o644 });
-    fs.renameSync(tmp, cacheFile);
+    writeFileSync(tmp, Buffer.concat([Buffer.from(`${MAGIC}${stamp}\n`, 'latin1'), data]), { mode: 0o644 });
+    renameSync(tmp, cacheFile);
   } catch {
     // Unwritable (a read-only /usr, another user's package): the next start compiles from source again.
     try {
-      fs.rmSync(tmp, { force: true });
+      rmSync(tmp, { force: true });
     } catch {
       // nothing left to do
     }
@@ -77,6 +77,6 @@ function writeCache(cacheFile: string, stamp: string, script: vm.Script): void {
 
 /** import() inside the bundle goes to Node's own loader (Node ≥ 20.12 has the constant); the bundle calls none on the CLI's paths. */
 function dynamicImports(): { importModuleDynamically?: number } {
-  const c = (vm as { constants?: { USE_MAIN_CONTEXT_DEFAULT_LOADER?: number } }).constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER;
+  const c = (vmConstants as { USE_MAIN_CONTEXT_DEFAULT_LOADER?: number } | undefined)?.USE_MAIN_CONTEXT_DEFAULT_LOADER;
   return c === undefined ? {} : { importModuleDynamically: c };
 }

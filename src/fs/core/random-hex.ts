@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import * as fs from 'node:fs';
+import { closeSync, constants, openSync, readSync } from 'node:fs';
 
 /**
  * `n` random bytes as hex (temp names, lock tokens), read from /dev/urandom: node:crypto
@@ -9,11 +9,11 @@ import * as fs from 'node:fs';
 export function randomHex(n: number): string {
   const buf = Buffer.alloc(n);
   try {
-    const fd = fs.openSync('/dev/urandom', fs.constants.O_RDONLY);
+    const fd = openSync('/dev/urandom', constants.O_RDONLY);
     try {
-      if (fs.readSync(fd, buf, 0, n, null) === n) return buf.toString('hex');
+      if (readSync(fd, buf, 0, n, null) === n) return buf.toString('hex');
     } finally {
-      fs.closeSync(fd);
+      closeSync(fd);
     }
   } catch {
     // no /dev/urandom (a chroot without /dev): crypto's generator

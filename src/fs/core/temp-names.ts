@@ -1,4 +1,4 @@
-import * as path from 'node:path';
+import { join } from 'node:path';
 import { randomHex } from './random-hex.js';
 
 /**
@@ -13,7 +13,7 @@ const TEMP_NAME = /^\.stagedroot-tmp-\d+-[0-9a-f]+$/;
 
 /** A fresh temp name in directory `dir` (a host path). */
 export function tempNameIn(dir: string): string {
-  return path.join(dir, `${TEMP_PREFIX}${process.pid}-${randomHex(6)}`);
+  return join(dir, `${TEMP_PREFIX}${process.pid}-${randomHex(6)}`);
 }
 
 /** True for a name the write-via-temp routine makes. */
