@@ -12,9 +12,21 @@ export interface LoadedState {
   brokenReason?: string;
 }
 
+/**
+ * The last state text the schema accepted, and what it parsed to (as JSON: the state is
+ * plain JSON data). One `boot` reads the same state.json five times (the open, recovery,
+ * the transition's recovery, the boot record's check, the view): the schema checks a text
+ * once; the same text again is parsed from the accepted output, a fresh object each time.
+ * A text the schema rejects is never kept, so it is checked (and rejected) at every read.
+ */
+let accepted: { text: string; output: string } | undefined;
+
 function parse(text: string, file: string): { ok: true; state: State } | { ok: false; reason: string } {
+  if (accepted?.text === text) return { ok: true, state: JSON.parse(accepted.output) as State };
   try {
-    return { ok: true, state: parseJsonState(text, file, stateSchema, 'state') };
+    const state = parseJsonState(text, file, stateSchema, 'state');
+    accepted = { text, output: JSON.stringify(state) };
+    return { ok: true, state };
   } catch (err) {
     if (isStagedrootError(err)) return { ok: false, reason: err.message };
     throw err;

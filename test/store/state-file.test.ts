@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Sysroot } from '../../src/sysroot.js';
 import { Layout } from '../../src/state/layout.js';
 import { loadState, saveState } from '../../src/store/state-file.js';
+import { stateSchema } from '../../src/state/schema.js';
 import { DurableFs } from '../../src/fs/trees/durable.js';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { motdUpdate } from '../helpers/trees.js';
@@ -101,5 +102,37 @@ describe('the state file', () => {
     expect(writes.filter((w) => w.startsWith('rename'))).toEqual(['rename state.json', 'rename state.json.bak']);
     expect(loadState(layout).state.bootTries).toBe(5);
     expect(fs.readdirSync(t.dir).filter((n) => n.includes('tmp-'))).toEqual([]);
+  });
+
+  it('a text read again is the schema\'s answer again: the same data, a fresh object, and a rejected text still rejected', async () => {
+    t = await tempSysroot();
+    const layout = new Layout(t.dir);
+    const good = fs.readFileSync(layout.stateFile, 'utf8');
+    const first = loadState(layout).state;
+    expect(first).toEqual(stateSchema.parse(JSON.parse(good)));
+    // Defaults the schema fills in (locked, lastId) are there on a second read too.
+    const raw = JSON.parse(good) as { lastId?: string; deployments: { locked?: boolean }[] };
+    delete raw.lastId;
+    delete raw.deployments[0]!.locked;
+    fs.writeFileSync(layout.stateFile, JSON.stringify(raw));
+    const filled = loadState(layout).state;
+    const again = loadState(layout).state;
+    expect(again).toEqual(filled);
+    expect(again).toEqual(stateSchema.parse(raw));
+    expect(again).not.toBe(filled);
+    expect(again.deployments[0]!.locked).toBe(false);
+    again.deployments[0]!.label = 'changed by a caller';
+    expect(loadState(layout).state.deployments[0]!.label).toBe(filled.deployments[0]!.label);
+    // Texts the schema rejects (a wrong id, an unknown key) are rejected at every read, after an accepted one and before it.
+    fs.writeFileSync(layout.stateBackup, '[]');
+    for (const bad of [JSON.stringify({ ...raw, current: 'x' }), JSON.stringify({ ...raw, extra: 1 }), good.replace('"version": 1', '"version": 2')]) {
+      expect(stateSchema.safeParse(JSON.parse(bad)).success).toBe(false);
+      for (let i = 0; i < 2; i++) {
+        fs.writeFileSync(layout.stateFile, good);
+        expect(loadState(layout).state).toEqual(first);
+        fs.writeFileSync(layout.stateFile, bad);
+        expect(() => loadState(layout)).toThrow(expect.objectContaining({ code: 'STATE_CORRUPT' }));
+      }
+    }
   });
 });
