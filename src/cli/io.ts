@@ -2,6 +2,7 @@ import { StagedrootError, formatIssues } from '../errors.js';
 import { exitCodeFor } from '../exit-codes.js';
 import type { SysrootPlaces } from '../boot/find-sysroot.js';
 import { debugFlagged } from './debug.js';
+import { writeAllSync } from '../fs/core/write-fd.js';
 
 /** Where the CLI prints: injectable so tests can run the program in-process. */
 export interface Io {
@@ -16,9 +17,32 @@ export interface Io {
   places?: SysrootPlaces;
 }
 
+/**
+ * Writes to fd 1 or 2 directly, synchronously (as Node's stdio streams write files, pipes
+ * and terminals on Linux) without making the stream: process.stdout's first write loads
+ * Node's stream and socket modules, ~4 ms of CPU, more than `boot` spends on its work. A
+ * write that cannot go now (a full non-blocking pipe) or fails goes to the stream, which
+ * waits or reports as before, and so does everything after it on that fd, in order.
+ */
+function stdio(fd: 1 | 2, stream: () => NodeJS.WriteStream): (text: string) => void {
+  let streaming = false;
+  return (text) => {
+    if (streaming) {
+      stream().write(text);
+      return;
+    }
+    const bytes = Buffer.from(text);
+    const done = writeAllSync(fd, bytes);
+    if (done < bytes.length) {
+      streaming = true;
+      stream().write(bytes.subarray(done));
+    }
+  };
+}
+
 export const processIo: Io = {
-  out: (t) => process.stdout.write(t),
-  err: (t) => process.stderr.write(t),
+  out: stdio(1, () => process.stdout),
+  err: stdio(2, () => process.stderr),
   // A getter: process.stderr is made (its stream modules loaded) only when a verb asks or writes.
   get errIsTty() {
     return Boolean(process.stderr.isTTY);

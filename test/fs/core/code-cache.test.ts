@@ -102,7 +102,8 @@ beforeAll(() => {
       // The cache made in the build's dist/ runs here too (V8 keeps the name a script was compiled with).
       fs.copyFileSync(path.join(repo, 'dist/cli', `${bundle}.v8-cache`), cacheFile());
       const preload = path.join(dir, 'stack-on-write.cjs');
-      fs.writeFileSync(preload, "const w = process.stdout.write.bind(process.stdout);\nprocess.stdout.write = (t, ...a) => { process.stderr.write(new Error('here').stack + '\\n'); return w(t, ...a); };\n");
+      // The CLI writes its output with fs.writeSync (src/cli/io.ts): a stack at each write to fd 1.
+      fs.writeFileSync(preload, "const fs = require('fs'); const w = fs.writeSync;\nfs.writeSync = function (fd, ...a) { if (fd === 1) w(2, new Error('here').stack + '\\n'); return w.call(this, fd, ...a); };\n");
       for (let i = 0; i < 2; i++) {
         const r = status([], preload);
         expect(r.code, r.err).toBe(0);
@@ -113,9 +114,9 @@ beforeAll(() => {
     });
 
     it('with --debug, loads the bundle through Node\'s require: stacks name the TypeScript sources', () => {
-      // A stdout that throws: an unexpected error from inside the verb.
+      // A write to stdout that throws: an unexpected error from inside the verb.
       const preload = path.join(dir, `throwing-stdout-${bundle}.cjs`);
-      fs.writeFileSync(preload, `const w = process.stdout.write.bind(process.stdout);\nprocess.stdout.write = (t, ...a) => { if (String(t).startsWith(${JSON.stringify(first)})) throw new TypeError('boom'); return w(t, ...a); };\n`);
+      fs.writeFileSync(preload, `const fs = require('fs'); const w = fs.writeSync;\nfs.writeSync = function (fd, b, ...a) { if (fd === 1 && String(b).startsWith(${JSON.stringify(first)})) throw new TypeError('boom'); return w.call(this, fd, b, ...a); };\n`);
       const debug = status(['--debug'], preload);
       expect(debug.code).toBe(1);
       expect(debug.err).toContain('stagedroot: INTERNAL: boom');
