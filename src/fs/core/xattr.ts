@@ -37,12 +37,13 @@ export interface XattrWriteOptions {
   onDrop?: (rel: string, name: string, why: string) => void;
 }
 
-const errnoNames = new Map<number, string>(Object.entries(osConstants.errno).map(([k, v]) => [v, k]));
+// Built at the first error: node:os is not loaded by a CLI start that reads no attribute.
+let errnoNames: Map<number, string> | undefined;
 
 /** The errno name of a @napi-rs/xattr error ("… (os error 95)"), or of a Node error. */
 function errnoOfXattr(err: unknown): string | undefined {
   const m = /os error (\d+)/.exec((err as Error)?.message ?? '');
-  if (m) return errnoNames.get(Number(m[1]));
+  if (m) return (errnoNames ??= new Map<number, string>(Object.entries(osConstants.errno).map(([k, v]) => [v, k]))).get(Number(m[1]));
   return (err as NodeJS.ErrnoException)?.code;
 }
 
