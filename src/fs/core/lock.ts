@@ -197,7 +197,20 @@ function release(sysroot: string, lockDir: string, owner: Owner, faults: FaultHo
   const trash = path.join(sysroot, `.lock-old-${process.pid}-${randomHex(4)}`);
   fs.renameSync(lockDir, trash);
   faults.afterMutation('rename', trash);
-  fs.rmSync(trash, { recursive: true, force: true });
+  removeLockDir(trash);
+}
+
+/**
+ * Removes a lock dir moved aside: its owner.json, then the dir (fs.rmSync's recursive walk
+ * loads a module of its own, a CLI start's last cost); anything else in it, recursively.
+ */
+function removeLockDir(dir: string): void {
+  try {
+    fs.unlinkSync(path.join(dir, 'owner.json'));
+    fs.rmdirSync(dir);
+  } catch {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 let cachedBootId: string | null | undefined;
