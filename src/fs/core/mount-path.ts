@@ -14,7 +14,7 @@ export interface FilesystemPath {
 
 /** /proc/self/mountinfo escapes space, tab, newline and backslash as octal. */
 function unescape(field: string): string {
-  return field.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
+  return field.includes('\\') ? field.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8))) : field;
 }
 
 /**
@@ -22,25 +22,37 @@ function unescape(field: string): string {
  * above its real path; the later of two on one point) and its path from that
  * filesystem's root. `/stagedroot` before the first boot under stagedroot and
  * `/sysroot/stagedroot` after it are both `/stagedroot` on the physical root. Null when
- * mountinfo cannot be read (not Linux).
+ * mountinfo cannot be read (not Linux). Read on every `open` with a boot directory (the
+ * entries' `stagedroot=`): the lines are scanned for their 4th and 5th fields, not split.
  */
 export function filesystemPath(dir: string, mountinfo = '/proc/self/mountinfo'): FilesystemPath | null {
   let text: string;
   let real: string;
   try {
     text = fs.readFileSync(mountinfo, 'utf8');
-    real = fs.realpathSync(dir);
+    real = fs.realpathSync.native(dir);
   } catch {
     return null;
   }
   let best: { point: string; root: string } | null = null;
-  for (const line of text.split('\n')) {
-    const f = line.split(' ');
-    if (f.length < 5) continue;
-    const root = unescape(f[3]!);
-    const point = unescape(f[4]!);
-    const inside = point === '/' || real === point || real.startsWith(`${point}/`);
-    if (inside && (best === null || point.length >= best.point.length)) best = { point, root };
+  for (let start = 0; start < text.length; ) {
+    const eol = text.indexOf('\n', start);
+    const end = eol < 0 ? text.length : eol;
+    // Fields: ID, parent ID, major:minor, root, mount point, ...
+    let i = start;
+    for (let n = 0; n < 3 && i >= 0; n++) {
+      const sp = text.indexOf(' ', i);
+      i = sp < 0 || sp >= end ? -1 : sp + 1;
+    }
+    const j = i < 0 ? -1 : text.indexOf(' ', i);
+    if (j >= 0 && j < end) {
+      const k = text.indexOf(' ', j + 1);
+      const root = unescape(text.slice(i, j));
+      const point = unescape(text.slice(j + 1, k < 0 || k > end ? end : k));
+      const inside = point === '/' || real === point || real.startsWith(`${point}/`);
+      if (inside && (best === null || point.length >= best.point.length)) best = { point, root };
+    }
+    start = end + 1;
   }
   if (best === null) return null;
   const rel = path.relative(best.point, real);

@@ -111,6 +111,12 @@ export class DurableFs {
     }
     this.mutated('unlink', p);
   }
+
+  /** Unlinks a file and makes its absence durable (fsync of the directory) before anything written after it. Missing is fine. */
+  unlinkDurably(p: string): void {
+    this.unlink(p);
+    fsyncDir(path.dirname(p));
+  }
 }
 
 export function exists(p: string): boolean {
@@ -238,7 +244,7 @@ export function readHead(file: string, n: number): Buffer {
 
 export function statPath(p: string): fs.Stats | null {
   try {
-    return fs.statSync(p);
+    return fs.statSync(p, { throwIfNoEntry: false }) ?? null;
   } catch {
     return null;
   }
@@ -263,7 +269,7 @@ export function writableAt(p: string, stop: string): { dir: string; writable: bo
 /** The path's own stat (a symlink is not followed), or null when it does not exist. */
 export function lstatPath(p: string): fs.Stats | null {
   try {
-    return fs.lstatSync(p);
+    return fs.lstatSync(p, { throwIfNoEntry: false }) ?? null;
   } catch {
     return null;
   }
