@@ -10,6 +10,9 @@
  *                            start against `node -e 0`, a CLI stage on 50,000 files;
  *                            scripts/bench/boot-dir.mjs: open + status with --boot-dir),
  *                            about a minute; replaces their section of BENCHMARKS.md
+ *   --boot-dir               only the boot-directory row (scripts/bench/boot-dir.mjs:
+ *                            open + status with and without --boot-dir, in process);
+ *                            prints its target row, writes nothing
  *   --finalize               only the finalize rows (scripts/bench/finalize.mjs: finalize
  *                            of a booted sysroot with a local etc/ change to merge, at
  *                            each size); prints its target row, writes nothing
@@ -31,7 +34,7 @@ import { CONTEXT_ROUNDS, prepareSize } from './bench/measure-size.mjs';
 import { resultsTable, targets, targets12, targetsTable } from './bench/report.mjs';
 import { loopMount } from './bench/loop-mount.mjs';
 import { ensureTools, run, versionOf } from './bench/tools.mjs';
-import { cliSection, measureCli, spliceCliSection } from './bench/cli.mjs';
+import { bootDirTarget, cliSection, measureCli, spliceCliSection } from './bench/cli.mjs';
 import { measureBootDir } from './bench/boot-dir.mjs';
 import { finalizeRow, measureFinalize } from './bench/finalize.mjs';
 
@@ -49,6 +52,14 @@ if (sizes.some((n) => !Number.isInteger(n) || n < 100)) throw new Error(`BENCH_S
 const log = (m) => console.log(m);
 const started = performance.now();
 const cliWhen = () => `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npm run bench${cliOnly ? ' -- --cli' : ''}\`; load average at the start ${os.loadavg().map((x) => x.toFixed(2)).join(' ')} (2 cores: above 2, every process waits for a core, Node's start included). Each command is a fresh process, timed from spawn to exit; the rounds interleave the commands.`;
+
+if (process.argv.includes('--boot-dir')) {
+  const load = os.loadavg().map((x) => x.toFixed(2)).join(' ');
+  const b = await measureBootDir({ dir: fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'stagedroot-bench-boot-dir-')), log, rounds: Number(process.env.BENCH_BOOT_DIR_ROUNDS ?? 41) });
+  console.log(`load average at the start ${load}, at the end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(JSON.stringify(bootDirTarget(b)));
+  process.exit(0);
+}
 
 if (cliOnly) {
   const when = cliWhen();

@@ -35,6 +35,12 @@ interface Scenario {
    * that pair a kernel with another deployment's tree (expectEntriesOwnKernels).
    */
   bootDir?: boolean;
+  /**
+   * The operation's process, and the `open` that recovers after it, run with a clock this
+   * far ahead: every stamp on disk is old enough that a boot-entry sync which writes
+   * nothing records what it read (boot-entries.json), and the next one may skip on it.
+   */
+  clockAheadMs?: number;
   /** Scenario-specific checks after recovery (`finished`: the operation's result is in effect). */
   check?(dir: string, state: BaseState, finished: boolean): void;
 }
@@ -205,6 +211,8 @@ function kernelUpdate(name: string, version: string): { label: string; files: { 
   return { ...u, files: [...u.files, { path: `/usr/lib/modules/${version}/vmlinuz`, contents: `kernel ${version}\n` }] };
 }
 
+const RECORD_AHEAD_MS = 60_000;
+
 /** The entries, finalize, rollback, mark-bad and the initramfs's fallback rewrite before `current` moves. */
 const BOOT_SCENARIOS: Scenario[] = [
   {
@@ -230,6 +238,20 @@ const BOOT_SCENARIOS: Scenario[] = [
     prepare: async (s) => {
       await s.stage(kernelUpdate('A', '2.0'));
       await reboot(s);
+    },
+  },
+  // The record of the last sync in place: the child's recovery re-records it (the copy's
+  // paths are new inodes), then finalize must drop it before its entries are written, so
+  // that no crash point leaves a record that skips a sync the entries need.
+  {
+    name: 'finalize of an update with a new kernel, the record of the last sync in place (entries)',
+    op: 'finalize',
+    bootDir: true,
+    clockAheadMs: RECORD_AHEAD_MS,
+    prepare: async (s, dir) => {
+      await s.stage(kernelUpdate('A', '2.0'));
+      await Sysroot.open(dir, { now: () => new Date(Date.now() + RECORD_AHEAD_MS) });
+      expect(fs.existsSync(path.join(dir, 'boot-entries.json')), 'the record is made').toBe(true);
     },
   },
   {
@@ -292,7 +314,8 @@ async function checkRecovered(p: Prepared, dir: string, n: number): Promise<void
   if (p.scenario.bootDir) expectEntriesOwnKernels(dir, `${where}: before recovery`, [p.before.current, p.after.current]);
 
   const warnings: string[] = [];
-  const sysroot = await Sysroot.open(dir, { onWarning: (w) => warnings.push(w) });
+  const clock = p.scenario.clockAheadMs === undefined ? {} : { now: () => new Date(Date.now() + p.scenario.clockAheadMs!) };
+  const sysroot = await Sysroot.open(dir, { onWarning: (w) => warnings.push(w), ...clock });
   expect(warnings, where).toEqual(sysroot.recovery.map((a) => `recovery: ${a}`));
 
   // One current that verifies, staged absent or complete, no leftovers, no tree written into.
@@ -353,7 +376,7 @@ describe(title, () => {
       // Count the operation's mutating calls on a copy; its end state is "after".
       const countDir = path.join(scratch, `count-${prepared.size}`);
       copySysroot(dir, countDir);
-      const r = runChild(countDir, scenario.op);
+      const r = runChild(countDir, scenario.op, undefined, scenario.clockAheadMs);
       if (r.status !== 0) throw new Error(`counting ${scenario.name} failed: ${r.stderr}`);
       const { count, ops } = JSON.parse(String(r.stdout)) as { count: number; ops: string[] };
       const after = readState(countDir);
@@ -376,7 +399,7 @@ describe(title, () => {
         // A fresh copy per crash point (a failed one is left for inspection until the end).
         const dir = path.join(scratch, `crash-${i}-${n}`);
         copySysroot(p.dir, dir);
-        const r = runChild(dir, scenario.op, n);
+        const r = runChild(dir, scenario.op, n, scenario.clockAheadMs);
         expect(r.signal, `${scenario.name}, crash point ${n}: ${r.stderr}`).toBe('SIGKILL');
         await checkRecovered(p, dir, n);
         fs.rmSync(dir, { recursive: true, force: true });

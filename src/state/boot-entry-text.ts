@@ -53,8 +53,13 @@ export function copiedNames(k: KernelImage): { kernel: string; initrd: string | 
  */
 export function entryOptions(d: DeploymentRecord, sysrootArg: string): string[] {
   const args = (d.kernelArguments ?? []).filter((a) => !a.startsWith(`${DEPLOYMENT_ARG}=`));
-  if (!args.some((a) => a.startsWith('stagedroot='))) args.push(`stagedroot=${sysrootArg}`);
+  if (!carriesSysroot(d)) args.push(`stagedroot=${sysrootArg}`);
   return [...args, `${DEPLOYMENT_ARG}=${d.id}`];
+}
+
+/** True when the deployment's own arguments say where the sysroot is (its entries do not need the sysroot's path). */
+export function carriesSysroot(d: DeploymentRecord): boolean {
+  return (d.kernelArguments ?? []).some((a) => a.startsWith('stagedroot='));
 }
 
 /** The deployment an entry's options name, or null. */

@@ -8,6 +8,7 @@ import { hashFile } from '../fs/core/hash.js';
 import { ctimeUs } from '../fs/manifests/manifest-line.js';
 import { copiedNames, kernelDir, type KernelImage } from '../state/boot-entry-text.js';
 import { parseJsonState } from '../util/json-state.js';
+import type { SeenPaths } from './seen-paths.js';
 
 const MAX_IMAGE = 512 << 20;
 
@@ -18,37 +19,47 @@ export const KERNEL_PLACES = 'usr/lib/modules/VERSION/vmlinuz, boot/vmlinuz-VERS
  * A regular file inside the tree reached through real directories, no symlink on the way
  * (a tree's link must not lead to a host file). `dirs` remembers the directories one
  * lookup of candidates() has checked already (usr/lib/modules/V is on the way to both
- * vmlinuz and initramfs.img): every `open` with a boot directory looks for each
- * deployment's kernel.
+ * vmlinuz and initramfs.img). With `seen`, every path looked at is recorded (a boot-entry
+ * sync's record: boot-entries-record.ts).
  */
-function isFileInTree(tree: string, rel: string, dirs: Map<string, boolean>): boolean {
+function isFileInTree(tree: string, rel: string, dirs: Map<string, boolean>, seen: SeenPaths | undefined): boolean {
   const parts = rel.split('/');
   for (let i = 1; i < parts.length; i++) {
     const dir = parts.slice(0, i).join('/');
     let ok = dirs.get(dir);
-    if (ok === undefined) dirs.set(dir, (ok = lstatPath(path.join(tree, dir))?.isDirectory() ?? false));
+    if (ok === undefined) dirs.set(dir, (ok = lstatIn(path.join(tree, dir), seen)?.isDirectory() ?? false));
     if (!ok) return false;
   }
-  return lstatPath(path.join(tree, rel))?.isFile() ?? false;
+  return lstatIn(path.join(tree, rel), seen)?.isFile() ?? false;
+}
+
+function lstatIn(p: string, seen: SeenPaths | undefined): ReturnType<typeof lstatPath> {
+  return seen === undefined ? lstatPath(p) : seen.lstat(p);
+}
+
+/** A directory's names, its identity seen first (a name added or removed moves its mtime and ctime). */
+function listSeen(dir: string, seen: SeenPaths | undefined): string[] {
+  seen?.stat(dir);
+  return listDir(dir);
 }
 
 /** Candidates, both layouts: usr/lib/modules/V/vmlinuz (+ initramfs.img), Debian's boot/vmlinuz-V (+ boot/initrd.img-V). */
-function candidates(tree: string): { version: string; kernelPath: string; initrdPath: string | null }[] {
+function candidates(tree: string, seen: SeenPaths | undefined): { version: string; kernelPath: string; initrdPath: string | null }[] {
   const out: { version: string; kernelPath: string; initrdPath: string | null }[] = [];
   const dirs = new Map<string, boolean>();
-  for (const v of listDir(path.join(tree, 'usr/lib/modules'))) {
+  for (const v of listSeen(path.join(tree, 'usr/lib/modules'), seen)) {
     const kernelPath = `usr/lib/modules/${v}/vmlinuz`;
-    if (!isFileInTree(tree, kernelPath, dirs)) continue;
+    if (!isFileInTree(tree, kernelPath, dirs, seen)) continue;
     const initrd = `usr/lib/modules/${v}/initramfs.img`;
-    out.push({ version: v, kernelPath, initrdPath: isFileInTree(tree, initrd, dirs) ? initrd : null });
+    out.push({ version: v, kernelPath, initrdPath: isFileInTree(tree, initrd, dirs, seen) ? initrd : null });
   }
-  for (const name of listDir(path.join(tree, 'boot'))) {
+  for (const name of listSeen(path.join(tree, 'boot'), seen)) {
     const m = /^vmlinuz-(.+)$/.exec(name);
     if (!m || out.some((c) => c.version === m[1])) continue;
     const kernelPath = `boot/${name}`;
-    if (!isFileInTree(tree, kernelPath, dirs)) continue;
+    if (!isFileInTree(tree, kernelPath, dirs, seen)) continue;
     const initrd = `boot/initrd.img-${m[1]}`;
-    out.push({ version: m[1]!, kernelPath, initrdPath: isFileInTree(tree, initrd, dirs) ? initrd : null });
+    out.push({ version: m[1]!, kernelPath, initrdPath: isFileInTree(tree, initrd, dirs, seen) ? initrd : null });
   }
   return out;
 }
@@ -58,9 +69,10 @@ function candidates(tree: string): { version: string; kernelPath: string; initrd
  * `/boot/vmlinuz`, with link_in_boot) pointing at the kernel installed last, the one the
  * distribution boots by default (update-grub's first entry). Null without such a link.
  */
-function linkedVersion(tree: string): string | null {
+function linkedVersion(tree: string, seen: SeenPaths | undefined): string | null {
   for (const rel of ['vmlinuz', 'boot/vmlinuz']) {
     // readLink reads the link itself (never follows it) and is null for what is not one.
+    seen?.lstat(path.join(tree, rel));
     const m = /(?:^|\/)vmlinuz-([^/]+)$/.exec(readLink(path.join(tree, rel)) ?? '');
     if (m) return m[1]!;
   }
@@ -93,12 +105,12 @@ function readCache(file: string): CachedHash[] {
  * ones the cache recorded (any content, mode or owner change moves the ctime, which no
  * user sets), else read whole; the cache is rewritten when an image was read.
  */
-function imageHashes(tree: string, rels: string[], cache: KernelHashCache | undefined): string[] {
+function imageHashes(tree: string, rels: string[], cache: KernelHashCache | undefined, seen: SeenPaths | undefined): string[] {
   const known = cache === undefined ? [] : readCache(cache.file);
   let read = false;
   const now: CachedHash[] = rels.map((rel) => {
     const host = path.join(tree, rel);
-    const st = lstatPath(host);
+    const st = lstatIn(host, seen);
     const c = known.find((k) => k.rel === rel);
     if (st !== null && c !== undefined && c.ino === st.ino && c.size === st.size && c.mtimeMs === st.mtimeMs && c.ctimeUs === ctimeUs(st)) return c;
     read = true;
@@ -115,15 +127,17 @@ function imageHashes(tree: string, rels: string[], cache: KernelHashCache | unde
  * (initramfs.img beside it) and Debian's boot/vmlinuz-V (boot/initrd.img-V); the one
  * Debian's `/vmlinuz` link names, else the highest version (two flavours of one version,
  * `-amd64` beside `-cloud-amd64`, have no order but the link's). Null when the tree has none. With `cache`, the images (tens of MB)
- * are read only when they changed since the cache recorded them: every transition and
- * every `open` with a boot directory asks for each deployment's kernel.
+ * are read only when they changed since the cache recorded them: a transition with a boot
+ * directory, and an `open` whose record of the last sync no longer holds, ask for each
+ * deployment's kernel. With `seen`, each path the lookup looked at is recorded with its
+ * identity (what the answer depends on).
  */
-export function findKernel(tree: string, cache?: KernelHashCache): KernelImage | null {
-  const all = candidates(tree).sort((a, b) => a.version.localeCompare(b.version, 'en', { numeric: true }));
-  const linked = linkedVersion(tree);
+export function findKernel(tree: string, cache?: KernelHashCache, seen?: SeenPaths): KernelImage | null {
+  const all = candidates(tree, seen).sort((a, b) => a.version.localeCompare(b.version, 'en', { numeric: true }));
+  const linked = linkedVersion(tree, seen);
   const k = all.find((c) => c.version === linked) ?? all.at(-1);
   if (k === undefined) return null;
-  const [kernel, initrd] = imageHashes(tree, k.initrdPath ? [k.kernelPath, k.initrdPath] : [k.kernelPath], cache);
+  const [kernel, initrd] = imageHashes(tree, k.initrdPath ? [k.kernelPath, k.initrdPath] : [k.kernelPath], cache, seen);
   const hash = createHash('sha256')
     .update(kernel!)
     .update(initrd ?? '')
@@ -157,6 +171,6 @@ export function installKernel(ctx: Context, boot: string, tree: string, k: Kerne
 }
 
 /** Removes the kernel copies under stagedroot/ that no entry uses (and an interrupted copy: a temp name, or an older version's HASH.tmp). */
-export function removeUnusedKernels(ctx: Context, boot: string, used: ReadonlySet<string>): void {
-  for (const h of listDir(path.join(boot, 'stagedroot'))) if (!used.has(h)) ctx.dfs.removeTree(path.join(boot, 'stagedroot', h));
+export function removeUnusedKernels(ctx: Context, boot: string, used: ReadonlySet<string>, seen?: SeenPaths): void {
+  for (const h of listSeen(path.join(boot, 'stagedroot'), seen)) if (!used.has(h)) ctx.dfs.removeTree(path.join(boot, 'stagedroot', h));
 }

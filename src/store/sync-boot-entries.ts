@@ -5,13 +5,15 @@
  */
 import * as path from 'node:path';
 import type { Context } from '../context.js';
-import { isDirectory, listDir, readLink, readText, statPath } from '../fs/trees/durable.js';
+import { DurableFs, listDir, readLink, readText, statPath } from '../fs/trees/durable.js';
 import { filesystemPath, pathHere, type FilesystemPath } from '../fs/core/mount-path.js';
-import { bootableDeployments, bootEntry, parseBootEntry, type BootEntry, type KernelImage } from '../state/boot-entry-text.js';
+import { bootableDeployments, bootEntry, carriesSysroot, parseBootEntry, type BootEntry, type KernelImage } from '../state/boot-entry-text.js';
 import { GRUB_MENU_FILE, grubMenu } from '../state/grub-menu.js';
 import { LOADER_CONF, loaderConfWithDefault } from '../state/loader-conf.js';
 import type { BaseState, DeploymentRecord } from '../state/schema.js';
 import { findKernel, installKernel, KERNEL_PLACES, removeUnusedKernels } from './kernels.js';
+import { readBootEntriesRecord, recordHolds, writeBootEntriesRecord } from './boot-entries-record.js';
+import { SeenPaths } from './seen-paths.js';
 
 export type BootLoader = 'bls' | 'systemd-boot' | 'grub';
 
@@ -38,10 +40,11 @@ export function sysrootOnFilesystem(ctx: Context, fp: FilesystemPath | null = fi
  * reads). States written before that resolve through the filesystem's mount, or use the
  * absolute path they recorded.
  */
-export function bootDirectory(ctx: Context, s: BaseState, fp: FilesystemPath | null = s.bootDirOnSysrootFs ? filesystemPath(ctx.layout.root) : null): string | null {
+export function bootDirectory(ctx: Context, s: BaseState, mounts: () => FilesystemPath | null = () => filesystemPath(ctx.layout.root)): string | null {
   if (!s.bootDir) return null;
   if (s.bootDirFromSysroot !== undefined) return path.resolve(ctx.layout.root, s.bootDirFromSysroot);
   if (s.bootDirOnSysrootFs) {
+    const fp = mounts();
     const here = fp && pathHere(fp, s.bootDirOnSysrootFs);
     if (here) return here;
   }
@@ -65,18 +68,44 @@ export function bootDirRecord(root: string, bootDir: string): Pick<BaseState, 'b
   return { bootDir, bootDirFromSysroot: rel };
 }
 
-/** The deployments that get an entry, each with its kernel; one without a kernel is named in a warning. */
-function bootables(ctx: Context, s: BaseState): Bootable[] {
-  const out: Bootable[] = [];
+/**
+ * The deployments that get an entry, each with its kernel from `find` (looked up, or as a
+ * record has it: undefined, not recorded, is null here), and those that ship none.
+ */
+function bootables(s: BaseState, find: (d: DeploymentRecord) => KernelImage | null | undefined): { list: Bootable[]; none: DeploymentRecord[] } | null {
+  const list: Bootable[] = [];
+  const none: DeploymentRecord[] = [];
   for (const d of bootableDeployments(s)) {
-    const kernel = findKernel(ctx.layout.tree(d.id), { file: ctx.layout.kernelHashes(d.id), dfs: ctx.dfs });
-    if (kernel === null) {
-      ctx.warn(`deployment ${d.id} (${d.label}) ships no kernel (looked for ${KERNEL_PLACES}): it gets no boot entry`);
-      continue;
-    }
-    out.push({ deployment: d, kernel });
+    const kernel = find(d);
+    if (kernel === undefined) return null;
+    if (kernel === null) none.push(d);
+    else list.push({ deployment: d, kernel });
   }
-  return out;
+  return { list, none };
+}
+
+/** A deployment without a kernel is named in a warning at every sync, the skipped ones too. */
+function warnNoKernel(ctx: Context, none: DeploymentRecord[]): void {
+  for (const d of none) ctx.warn(`deployment ${d.id} (${d.label}) ships no kernel (looked for ${KERNEL_PLACES}): it gets no boot entry`);
+}
+
+/**
+ * `stagedroot=` for the entries: the sysroot's path on its filesystem (mountinfo, read
+ * only when needed: GRUB's menu names the trees by it; BLS entries need it only for a
+ * deployment whose own arguments do not carry one).
+ */
+function sysrootArg(ctx: Context, loader: BootLoader, list: Bootable[], mounts: () => FilesystemPath | null): string {
+  return loader === 'grub' || !list.every((b) => carriesSysroot(b.deployment)) ? sysrootOnFilesystem(ctx, mounts()) : '';
+}
+
+/**
+ * What the entries are for, as one string: the sysroot's path (the record's paths are
+ * its trees), the form, where, `stagedroot=`, and the text of every entry (both forms'
+ * texts: whatever a deployment field changes in either).
+ */
+function entriesKey(ctx: Context, loader: BootLoader, boot: string, arg: string, list: Bootable[]): string {
+  const texts = list.map((b, i) => bootEntry(b.deployment, b.kernel, list.length - i, arg).text);
+  return JSON.stringify([ctx.layout.root, loader, boot, arg, texts, loader === 'grub' ? grubMenu(list, arg, arg) : '']);
 }
 
 /**
@@ -84,19 +113,39 @@ function bootables(ctx: Context, s: BaseState): Bootable[] {
  * reads (`bootLoader`): every entry names its deployment (`stagedroot.deployment=ID`) and
  * boots it with its own kernel. Called before `current` moves (applyTransition), so a
  * crash at any point leaves entries that each pair a kernel with its own tree.
- * Idempotent: nothing is written when the entries already match.
+ * Idempotent: nothing is written when the entries already match. Every `open` calls it
+ * (recovery): when the record of the last sync that wrote nothing still holds
+ * (boot-entries-record.ts: the same entries wanted, every path it read unchanged), the
+ * kernels are not looked up and the entries not read back.
  */
 export function syncBootEntries(ctx: Context, s: BaseState): void {
   if (!s.bootDir) return;
-  const fp = filesystemPath(ctx.layout.root); // mountinfo read once for both
-  const boot = bootDirectory(ctx, s, fp);
+  let fp: FilesystemPath | null | undefined;
+  const mounts = (): FilesystemPath | null => (fp === undefined ? (fp = filesystemPath(ctx.layout.root)) : fp); // mountinfo read once at most
+  const boot = bootDirectory(ctx, s, mounts);
   if (boot === null) return;
   const loader: BootLoader = s.bootLoader ?? 'bls';
-  const list = bootables(ctx, s);
-  const arg = sysrootOnFilesystem(ctx, fp);
-  if (loader === 'grub') writeGrubMenu(ctx, boot, list, arg);
-  else if (loader === 'systemd-boot') writeEspEntries(ctx, boot, list, arg);
-  else writeLoaderSwap(ctx, boot, list, arg);
+  const file = ctx.layout.bootEntriesRecord;
+  const { present, record } = readBootEntriesRecord(file);
+  if (record !== null) {
+    const recorded = bootables(s, (d) => record.kernels[d.id]);
+    const holds = recorded !== null && recordHolds(record, entriesKey(ctx, loader, boot, sysrootArg(ctx, loader, recorded.list, mounts), recorded.list), ctx.now().getTime(), ctx.layout.root);
+    if (holds) return warnNoKernel(ctx, recorded.none);
+  }
+  // The disk is read again, and may be written: no record from here until this sync has written nothing.
+  if (present) ctx.dfs.unlinkDurably(file);
+  const at = ctx.now().getTime();
+  const seen = new SeenPaths();
+  let wrote = false;
+  const counted: Context = { ...ctx, dfs: new DurableFs({ afterMutation: (op, p) => ((wrote = true), ctx.faults.afterMutation(op, p)) }) };
+  const kernels: Record<string, KernelImage | null> = {};
+  const { list, none } = bootables(s, (d) => (kernels[d.id] = findKernel(ctx.layout.tree(d.id), { file: ctx.layout.kernelHashes(d.id), dfs: counted.dfs }, seen)))!;
+  warnNoKernel(ctx, none);
+  const arg = sysrootArg(ctx, loader, list, mounts);
+  if (loader === 'grub') writeGrubMenu(counted, boot, list, arg, seen);
+  else if (loader === 'systemd-boot') writeEspEntries(counted, boot, list, arg, seen);
+  else writeLoaderSwap(counted, boot, list, arg, seen);
+  if (!wrote && seen.stable) writeBootEntriesRecord(ctx.dfs, file, { v: 1, at, want: entriesKey(ctx, loader, boot, arg, list), kernels, seen: seen.entries(ctx.layout.root) }, seen.newestCtimeMs);
 }
 
 /**
@@ -105,12 +154,13 @@ export function syncBootEntries(ctx: Context, s: BaseState): void {
  * point at, then one rename of the `loader` symlink commits it. A crash leaves the old
  * set or the new one, never a mix.
  */
-function writeLoaderSwap(ctx: Context, boot: string, list: Bootable[], arg: string): void {
+function writeLoaderSwap(ctx: Context, boot: string, list: Bootable[], arg: string, seen: SeenPaths): void {
   const { dfs } = ctx;
   const entries = list.map((b, i) => bootEntry(b.deployment, b.kernel, list.length - i, arg));
+  seen.lstat(path.join(boot, 'loader'));
   const active = readLink(path.join(boot, 'loader'));
   const activeDir = active === null ? null : path.join(boot, active, 'entries');
-  const same = activeDir !== null && isDirectory(activeDir) && sameEntries(activeDir, entries);
+  const same = activeDir !== null && (seen.stat(activeDir)?.isDirectory() ?? false) && sameEntries(activeDir, entries, seen);
   if (!same) {
     for (const b of list) installKernel(ctx, boot, ctx.layout.tree(b.deployment.id), b.kernel);
     const next = active === 'loader.1' ? 'loader.0' : 'loader.1';
@@ -123,14 +173,22 @@ function writeLoaderSwap(ctx: Context, boot: string, list: Bootable[], arg: stri
   }
   // The temp name of a swap a crash interrupted (an older version's: .loader.new-…); the
   // inactive set is rewritten whole by the next swap.
+  seen.stat(boot);
   dfs.removeTempLeftovers(boot, (t) => t === 'loader');
-  removeUnusedKernels(ctx, boot, new Set(list.map((b) => b.kernel.hash)));
+  removeUnusedKernels(ctx, boot, new Set(list.map((b) => b.kernel.hash)), seen);
 }
 
-function sameEntries(dir: string, entries: BootEntry[]): boolean {
+/** Each file read (and the directory listed) after its identity is seen. */
+function readSeen(file: string, seen: SeenPaths): string | null {
+  seen.stat(file);
+  return readText(file);
+}
+
+function sameEntries(dir: string, entries: BootEntry[], seen: SeenPaths): boolean {
+  seen.stat(dir);
   const names = listDir(dir).sort();
   if (names.join('\n') !== entries.map((e) => e.file).sort().join('\n')) return false;
-  return entries.every((e) => readText(path.join(dir, e.file)) === e.text);
+  return entries.every((e) => readSeen(path.join(dir, e.file), seen) === e.text);
 }
 
 const ESP_ENTRY = /^stagedroot-(\d{4,})\.conf$/;
@@ -144,13 +202,14 @@ const ESP_ENTRY = /^stagedroot-(\d{4,})\.conf$/;
  * every file on disk names a deployment that has its kernel in place. Entries no longer
  * wanted go last, then their kernels.
  */
-function writeEspEntries(ctx: Context, esp: string, list: Bootable[], arg: string): void {
+function writeEspEntries(ctx: Context, esp: string, list: Bootable[], arg: string, seen: SeenPaths): void {
   const { dfs } = ctx;
   const dir = path.join(esp, 'loader', 'entries');
+  seen.stat(dir);
   const onDisk = listDir(dir)
     .filter((f) => ESP_ENTRY.test(f))
     .map((f) => {
-      const text = readText(path.join(dir, f)) ?? '';
+      const text = readSeen(path.join(dir, f), seen) ?? '';
       return { file: f, text, version: Number(parseBootEntry(text).version ?? 0) || 0 };
     })
     .sort((a, b) => b.version - a.version);
@@ -174,14 +233,15 @@ function writeEspEntries(ctx: Context, esp: string, list: Bootable[], arg: strin
   // machine's own default, as before the adoption.
   const conf = path.join(esp, LOADER_CONF);
   if (list.length > 0) {
-    const text = readText(conf);
+    const text = readSeen(conf, seen);
     const wanted = loaderConfWithDefault(text);
     if (text !== wanted) dfs.writeFileAtomic(conf, wanted);
   }
   // Temp files of a write a crash interrupted (systemd-boot reads only *.conf; an older version named them .stagedroot-ID.conf.tmp-…).
+  seen.stat(dir);
   dfs.removeTempLeftovers(dir, (t) => ESP_ENTRY.test(t));
-  if (isDirectory(path.dirname(conf))) dfs.removeTempLeftovers(path.dirname(conf));
-  removeUnusedKernels(ctx, esp, new Set(list.map((b) => b.kernel.hash)));
+  if (seen.stat(path.dirname(conf))?.isDirectory()) dfs.removeTempLeftovers(path.dirname(conf));
+  removeUnusedKernels(ctx, esp, new Set(list.map((b) => b.kernel.hash)), seen);
 }
 
 /**
@@ -189,9 +249,10 @@ function writeEspEntries(ctx: Context, esp: string, list: Bootable[], arg: strin
  * (temp + fsync + rename + fsync of the directory on the boot filesystem); grub.cfg
  * itself is never rewritten here. The kernels are read from the deployments' trees.
  */
-function writeGrubMenu(ctx: Context, grubDir: string, list: Bootable[], arg: string): void {
+function writeGrubMenu(ctx: Context, grubDir: string, list: Bootable[], arg: string, seen: SeenPaths): void {
   const text = grubMenu(list, arg, arg);
   const file = path.join(grubDir, GRUB_MENU_FILE);
-  if (readText(file) !== text) ctx.dfs.writeFileAtomic(file, text);
+  if (readSeen(file, seen) !== text) ctx.dfs.writeFileAtomic(file, text);
+  seen.stat(grubDir);
   ctx.dfs.removeTempLeftovers(grubDir, (t) => t === GRUB_MENU_FILE);
 }

@@ -41,13 +41,13 @@ export const KERNEL_TREE = {
 /**
  * A crash at every point of the boot entries' sync to `after`: the sync of sysroot `dir`
  * is stopped at its 1st, 2nd, … write until one completes; `check(n, crashed)` runs after
- * each. Returns how many points crashed.
+ * each. Returns how many points crashed. `now`: the sync's clock.
  */
-export async function crashEverySync(dir: string, after: BaseState, check: (n: number, crashed: boolean) => Promise<void> | void): Promise<number> {
+export async function crashEverySync(dir: string, after: BaseState, check: (n: number, crashed: boolean) => Promise<void> | void, now?: () => Date): Promise<number> {
   let points = 0;
   for (let n = 1; ; n++) {
     let count = 0;
-    const ctx = makeContext(dir, { faults: { afterMutation() { if (++count === n) throw new Error('crash'); } } });
+    const ctx = makeContext(dir, { ...(now ? { now } : {}), faults: { afterMutation() { if (++count === n) throw new Error('crash'); } } });
     let crashed = false;
     try {
       syncBootEntries(ctx, after);

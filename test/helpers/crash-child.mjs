@@ -5,6 +5,8 @@
 // One operation, killed by the fault hook (crash points):
 //   node crash-child.mjs '{"dir": "/tmp/x/sysroot", "op": "finalize", "killAfter": 7}'
 //   node crash-child.mjs '{"dir": "/tmp/x/sysroot", "op": "finalize"}'   (counts)
+// "aheadMs": the process's clock runs that far ahead (the boot-entry record: every stamp on
+// disk is then old enough for a sync that writes nothing to record it).
 // Counting mode prints {"count": N, "ops": [...], "outcome": ...} on stdout.
 // Kill mode dies by SIGKILL right after the n-th mutating filesystem call; it names
 // that call on stderr first (so a failing crash point says where it crashed).
@@ -152,13 +154,14 @@ async function main() {
   const args = JSON.parse(process.argv[2] ?? '{}');
   const run = ops[args.op];
   if (typeof args.dir !== 'string' || run === undefined) {
-    throw new Error(`usage: crash-child.mjs '{"dir": DIR, "op": ${Object.keys(ops).join('|')}, "killAfter"?: n}'`);
+    throw new Error(`usage: crash-child.mjs '{"dir": DIR, "op": ${Object.keys(ops).join('|')}, "killAfter"?: n, "aheadMs"?: ms}'`);
   }
   const counting = args.killAfter === undefined;
   const faults = counting
     ? countingHook()
     : killAfter(args.killAfter, (op, path) => writeSync(2, `crash point ${args.killAfter}: after ${op} ${path}\n`));
-  const sysroot = await Sysroot.open(args.dir, { faults });
+  const clock = args.aheadMs === undefined ? {} : { now: () => new Date(Date.now() + args.aheadMs) };
+  const sysroot = await Sysroot.open(args.dir, { faults, ...clock });
   const outcome = await run(sysroot);
   if (counting) {
     process.stdout.write(JSON.stringify({ count: faults.count, ops: faults.ops, outcome }) + '\n');

@@ -29,9 +29,9 @@ export function scratchDir(prefix: string): string {
 
 export type ChildOp = 'open' | 'stage' | 'stage-rejected' | 'finalize' | 'boot' | 'rollback' | 'markBad' | 'prune';
 
-/** Runs a lifecycle operation in a child process: counting its mutations, or killed after the n-th. */
-export function runChild(dir: string, op: ChildOp, killAfter?: number): ReturnType<typeof spawnSync> {
-  return spawnSync(process.execPath, [CRASH_CHILD, JSON.stringify({ dir, op, killAfter })], { encoding: 'utf8', timeout: 60_000 });
+/** Runs a lifecycle operation in a child process: counting its mutations, or killed after the n-th; `aheadMs`: its clock runs that far ahead. */
+export function runChild(dir: string, op: ChildOp, killAfter?: number, aheadMs?: number): ReturnType<typeof spawnSync> {
+  return spawnSync(process.execPath, [CRASH_CHILD, JSON.stringify({ dir, op, killAfter, aheadMs })], { encoding: 'utf8', timeout: 60_000 });
 }
 
 /** The mutating calls `op` makes on `dir` (counted on a copy, so `dir` is unchanged). */
