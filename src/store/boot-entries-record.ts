@@ -14,6 +14,7 @@ import type { DurableFs } from '../fs/trees/durable.js';
 import { readText, writeJson } from '../fs/trees/durable.js';
 import type { KernelImage } from '../state/boot-entry-text.js';
 import { unchangedSince, type Identity } from './seen-paths.js';
+import type { MountProof } from './mount-proof.js';
 
 /** Every stamp a record keeps is older than its sync's start by more than this (FAT's 2 s granularity, the kernel's coarse clock tick). */
 export const STAMP_MARGIN_MS = 3000;
@@ -28,6 +29,8 @@ export interface BootEntriesRecord {
   kernels: Record<string, KernelImage | null>;
   /** Every path that sync read, with its identity then (SeenPaths.entries: relative to the sysroot when under it). */
   seen: [string, Identity][];
+  /** The sysroot's place on its filesystem with what proves it still is (mount-proof.ts), when that sync read mountinfo and there is a proof. */
+  mounts: MountProof | null;
 }
 
 const isKernel = (k: unknown): k is KernelImage => {
@@ -37,12 +40,21 @@ const isKernel = (k: unknown): k is KernelImage => {
 
 const isIdentity = (id: unknown): id is Identity => id === null || (Array.isArray(id) && id.length === 5 && id.every((x) => typeof x === 'number'));
 
+const isSeen = (seen: unknown): seen is [string, Identity][] => Array.isArray(seen) && seen.every((e) => Array.isArray(e) && e.length === 2 && typeof e[0] === 'string' && isIdentity(e[1]));
+
+const isProof = (m: unknown): m is MountProof => {
+  const o = m as Record<string, unknown>;
+  if (typeof o !== 'object' || o === null || !isSeen(o.seen) || !Array.isArray(o.root) || o.root.length !== 2 || !o.root.every((x) => typeof x === 'number')) return false;
+  const fp = o.fp as Record<string, unknown>;
+  return typeof fp === 'object' && fp !== null && typeof fp.mountPoint === 'string' && typeof fp.mountRoot === 'string' && typeof fp.onFilesystem === 'string' && typeof fp.dev === 'number';
+};
+
 /** Checked by hand, not by a schema: it is read on every `open` with a boot directory, and anything else is no record. */
 function asRecord(x: unknown): BootEntriesRecord | null {
   const r = x as Record<string, unknown>;
   if (typeof r !== 'object' || r === null || r.v !== 1 || typeof r.at !== 'number' || typeof r.want !== 'string') return null;
   if (typeof r.kernels !== 'object' || r.kernels === null || !Object.values(r.kernels).every((k) => k === null || isKernel(k))) return null;
-  if (!Array.isArray(r.seen) || !r.seen.every((e) => Array.isArray(e) && e.length === 2 && typeof e[0] === 'string' && isIdentity(e[1]))) return null;
+  if (!isSeen(r.seen) || !(r.mounts === null || isProof(r.mounts))) return null;
   return r as unknown as BootEntriesRecord;
 }
 

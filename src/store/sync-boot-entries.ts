@@ -12,7 +12,8 @@ import { GRUB_MENU_FILE, grubMenu } from '../state/grub-menu.js';
 import { LOADER_CONF, loaderConfWithDefault } from '../state/loader-conf.js';
 import type { BaseState, DeploymentRecord } from '../state/schema.js';
 import { findKernel, installKernel, KERNEL_PLACES, removeUnusedKernels } from './kernels.js';
-import { readBootEntriesRecord, recordHolds, writeBootEntriesRecord } from './boot-entries-record.js';
+import { readBootEntriesRecord, recordHolds, STAMP_MARGIN_MS, writeBootEntriesRecord } from './boot-entries-record.js';
+import { mountProof, provenFilesystemPath } from './mount-proof.js';
 import { SeenPaths } from './seen-paths.js';
 
 export type BootLoader = 'bls' | 'systemd-boot' | 'grub';
@@ -120,13 +121,14 @@ function entriesKey(ctx: Context, loader: BootLoader, boot: string, arg: string,
  */
 export function syncBootEntries(ctx: Context, s: BaseState): void {
   if (!s.bootDir) return;
-  let fp: FilesystemPath | null | undefined;
-  const mounts = (): FilesystemPath | null => (fp === undefined ? (fp = filesystemPath(ctx.layout.root)) : fp); // mountinfo read once at most
-  const boot = bootDirectory(ctx, s, mounts);
-  if (boot === null) return;
-  const loader: BootLoader = s.bootLoader ?? 'bls';
   const file = ctx.layout.bootEntriesRecord;
   const { present, record } = readBootEntriesRecord(file);
+  // mountinfo read once at most, and not while the record proves its answer.
+  let fp: FilesystemPath | null | undefined = record?.mounts ? (provenFilesystemPath(record.mounts, ctx.layout.root) ?? undefined) : undefined;
+  const mounts = (): FilesystemPath | null => (fp === undefined ? (fp = filesystemPath(ctx.layout.root)) : fp);
+  let boot = bootDirectory(ctx, s, mounts);
+  if (boot === null) return;
+  const loader: BootLoader = s.bootLoader ?? 'bls';
   if (record !== null) {
     const recorded = bootables(s, (d) => record.kernels[d.id]);
     const holds = recorded !== null && recordHolds(record, entriesKey(ctx, loader, boot, sysrootArg(ctx, loader, recorded.list, mounts), recorded.list), ctx.now().getTime(), ctx.layout.root);
@@ -134,6 +136,10 @@ export function syncBootEntries(ctx: Context, s: BaseState): void {
   }
   // The disk is read again, and may be written: no record from here until this sync has written nothing.
   if (present) ctx.dfs.unlinkDurably(file);
+  if (fp !== undefined) {
+    fp = undefined; // what the record proved: read again with the rest
+    boot = bootDirectory(ctx, s, mounts)!;
+  }
   const at = ctx.now().getTime();
   const seen = new SeenPaths();
   let wrote = false;
@@ -145,7 +151,7 @@ export function syncBootEntries(ctx: Context, s: BaseState): void {
   if (loader === 'grub') writeGrubMenu(counted, boot, list, arg, seen);
   else if (loader === 'systemd-boot') writeEspEntries(counted, boot, list, arg, seen);
   else writeLoaderSwap(counted, boot, list, arg, seen);
-  if (!wrote && seen.stable) writeBootEntriesRecord(ctx.dfs, file, { v: 1, at, want: entriesKey(ctx, loader, boot, arg, list), kernels, seen: seen.entries(ctx.layout.root) }, seen.newestCtimeMs);
+  if (!wrote && seen.stable) writeBootEntriesRecord(ctx.dfs, file, { v: 1, at, want: entriesKey(ctx, loader, boot, arg, list), kernels, seen: seen.entries(ctx.layout.root), mounts: fp ? mountProof(ctx.layout.root, fp, at - STAMP_MARGIN_MS) : null }, seen.newestCtimeMs);
 }
 
 /**
