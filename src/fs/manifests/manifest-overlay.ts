@@ -80,6 +80,40 @@ export function formatOverlay(base: string, dirty: Iterable<string>, removed: It
   return [head, ...entries.map(formatEntry), ''].join('\n');
 }
 
+/** The changes an overlay records (a parsed overlay, or what a change set or a merge did). */
+export interface OverlayChanges {
+  dirty: ReadonlySet<string>;
+  removed: ReadonlySet<string>;
+  /** Sorted by comparePaths; every path is a dirty one. */
+  entries: readonly ManifestEntry[];
+}
+
+/**
+ * `p` applied on top of `a` (an overlay already relative to the same base file), as one
+ * overlay of that base: a reader of the result sees what a reader of the base patched by
+ * `a`, then by `p`, sees. Dirty and removed paths are the unions; `a`'s entries stay unless
+ * `p` replaces them (a dirty path of `p`) or removes them (at or below a removed path of
+ * `p`), `p`'s entries are merged in. `a` null: `p` alone.
+ */
+export function composeOverlay(a: OverlayChanges | null, p: OverlayChanges): OverlayChanges {
+  if (a === null) return p;
+  const gone = (x: string): boolean => {
+    if (p.dirty.has(x) || p.removed.has(x)) return true;
+    if (p.removed.size === 0) return false;
+    for (let i = x.indexOf('/'); i !== -1; i = x.indexOf('/', i + 1)) if (p.removed.has(x.slice(0, i))) return true;
+    return false;
+  };
+  const kept = a.entries.filter((e) => !gone(e.p));
+  const entries: ManifestEntry[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < kept.length || j < p.entries.length) {
+    if (j === p.entries.length || (i < kept.length && comparePaths(kept[i]!.p, p.entries[j]!.p) < 0)) entries.push(kept[i++]!);
+    else entries.push(p.entries[j++]!);
+  }
+  return { dirty: new Set([...a.dirty, ...p.dirty]), removed: new Set([...a.removed, ...p.removed]), entries };
+}
+
 /**
  * The digest of a manifest with its overlay, as the state records it: the sha256 of the
  * base manifest's sha256 and the overlay's text (`baseSha256` given: the base is not

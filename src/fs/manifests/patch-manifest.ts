@@ -5,7 +5,7 @@ import { hostPath } from '../core/names.js';
 import { comparePaths, isUnder } from '../core/paths.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
 import { hashFile } from '../core/hash.js';
-import { formatOverlay, overlayDigest, readOverlay } from './manifest-overlay.js';
+import { composeOverlay, formatOverlay, overlayDigest, readOverlay } from './manifest-overlay.js';
 
 /** What happened to a tree path (RootFs reports each write), for incremental manifest updates. */
 export interface TouchEvent {
@@ -167,18 +167,20 @@ export function patchManifest(tree: string, before: string | readonly string[], 
 
 /**
  * Records a change set applied to a deployment's tree as its manifest's overlay (see
- * manifest-overlay.ts), composed with the overlay the manifest has already (a merge redone
- * after a crash, a second finalize of a deployment still staged): every path either one
- * touched is re-read from the tree. O(changes): the base manifest is neither read nor
- * rewritten. `baseSha256`: the base manifest's sha256 as recorded at stage (hashed when
- * unknown). Returns the overlay's text, which the caller writes atomically beside the
- * manifest (see overlayFile), and the digest the state records for the pair.
+ * manifest-overlay.ts), composed with the overlay the manifest has already (the stage's,
+ * relative to the file it linked from its base; a merge redone after a crash: its events
+ * name every path the earlier one touched): the paths the change set touched are re-read
+ * from the tree, the earlier overlay's other entries kept. O(changes): the base manifest
+ * is neither read nor rewritten. `baseSha256`: the manifest's sha256 as recorded at stage
+ * (the file's, when it has no overlay; hashed when unknown). Returns the overlay's text,
+ * which the caller writes atomically beside the manifest (see overlayFile), and the
+ * digest the state records for the pair.
  */
 export function patchOverlay(tree: string, manifest: string, events: readonly TouchEvent[], baseSha256: string | null): { text: string; digest: string } {
   const had = readOverlay(manifest);
-  const earlier: TouchEvent[] = had === null ? [] : [...[...had.dirty].map((path) => ({ kind: 'touch' as const, path })), ...[...had.removed].map((path) => ({ kind: 'remove' as const, path }))];
-  const ch = changesOf(tree, [...earlier, ...events]);
+  const ch = changesOf(tree, events);
+  const o = composeOverlay(had, { dirty: ch.dirty, removed: ch.removed, entries: ch.fresh });
   const base = had?.base ?? baseSha256 ?? hashFile(manifest);
-  const text = formatOverlay(base, ch.dirty, ch.removed, ch.fresh);
+  const text = formatOverlay(base, o.dirty, o.removed, o.entries);
   return { text, digest: overlayDigest(base, text) };
 }

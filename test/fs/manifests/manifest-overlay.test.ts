@@ -12,7 +12,7 @@ import { ManifestCursor } from '../../../src/fs/manifests/manifest-cursor.js';
 import { ManifestIndex } from '../../../src/fs/manifests/manifest-index.js';
 import { ManifestWriter, readManifest } from '../../../src/fs/manifests/manifest.js';
 import { formatEntry, type ManifestEntry } from '../../../src/fs/manifests/manifest-line.js';
-import { formatOverlay, manifestDigest, overlayDigest, overlayFile, readOverlay } from '../../../src/fs/manifests/manifest-overlay.js';
+import { composeOverlay, formatOverlay, manifestDigest, overlayDigest, overlayFile, readOverlay } from '../../../src/fs/manifests/manifest-overlay.js';
 import { sumFileSizes } from '../../../src/fs/manifests/manifest-sizes.js';
 import { hashFile } from '../../../src/fs/core/hash.js';
 import { comparePaths, isUnder } from '../../../src/fs/core/paths.js';
@@ -88,6 +88,43 @@ describe('manifest overlay', () => {
       const index = new ManifestIndex(file);
       const byPath = new Map(want.map((e) => [e.p, e]));
       for (const p of [...base.map((e) => e.p), ...other]) expect(index.find(p)).toEqual(byPath.get(p) ?? null);
+      index.close();
+    }
+  });
+
+  it('an overlay composed on another reads as the two applied in turn, and as a full rewrite patched by the second', () => {
+    /** A random overlay over the paths of `over` (and some new ones), as a change set or a merge records it. */
+    const randomOverlay = (rnd: (n: number) => number, over: readonly ManifestEntry[], size: number) => {
+      const dirty = new Set([...over.filter(() => rnd(6) === 0).map((e) => e.p), ...randomPaths(rnd, 5 + rnd(20)).filter(() => rnd(3) === 0)]);
+      const removed = new Set([...dirty].filter(() => rnd(3) === 0));
+      const entries = [...dirty].filter(() => rnd(3) !== 0).sort(comparePaths).map((p) => entry(p, size + rnd(1000)));
+      return { dirty, removed, entries };
+    };
+    const applied = (base: readonly ManifestEntry[], o: { dirty: ReadonlySet<string>; removed: ReadonlySet<string>; entries: readonly ManifestEntry[] }): ManifestEntry[] => {
+      const gone = (p: string): boolean => o.dirty.has(p) || [...o.removed].some((r) => isUnder(p, r));
+      return [...base.filter((e) => !gone(e.p)), ...o.entries].sort((a, b) => comparePaths(a.p, b.p));
+    };
+    for (let seed = 100; seed < 140; seed++) {
+      const rnd = rng(seed);
+      const base = randomPaths(rnd, 20 + rnd(150)).map((e) => entry(e, rnd(1000)));
+      const a = randomOverlay(rnd, base, 5000);
+      const p = randomOverlay(rnd, applied(base, a), 9000);
+      const c = composeOverlay(a, p);
+      const file = path.join(dir, `composed${seed}.ndjson`);
+      writeManifest(file, base);
+      fs.writeFileSync(overlayFile(file), formatOverlay(hashFile(file), c.dirty, c.removed, c.entries));
+      const want = applied(applied(base, a), p);
+      expect([...readManifest(file)]).toEqual(want);
+      // A full rewrite (the base as `a` patches it, written whole) patched by `p` alone reads the same.
+      const full = path.join(dir, `full${seed}.ndjson`);
+      writeManifest(full, applied(base, a));
+      fs.writeFileSync(overlayFile(full), formatOverlay(hashFile(full), p.dirty, p.removed, p.entries));
+      expect([...readManifest(full)]).toEqual(want);
+      // Composed again on nothing, or nothing on it: the same overlay.
+      expect(composeOverlay(null, c)).toBe(c);
+      const index = new ManifestIndex(file);
+      const byPath = new Map(want.map((e) => [e.p, e]));
+      for (const e of [...base, ...p.entries]) expect(index.find(e.p)).toEqual(byPath.get(e.p) ?? null);
       index.close();
     }
   });
