@@ -18,6 +18,9 @@
  *                            each size); prints its target row, writes nothing
  *   BENCH_CLI_STARTS=15      --cli: rounds of the start rows
  *   BENCH_CLI_STAGES=3       --cli: rounds of the stage row (0: none, the start rows alone in ~1 min)
+ *   --stage                  only the stage rows of the ext4 and btrfs loop mounts
+ *                            (scripts/bench/stage-rows.mjs: each stage interleaved
+ *                            with cp -al + sync -f, the manifest step); writes nothing
  *   BENCH_REPS=5             repetitions per measurement (median reported; 1 with --quick)
  *   BENCH_SIZES=10000,100000 tree sizes in files
  *   BENCH_SEED=20240611      the seed of the generated trees and update
@@ -37,11 +40,13 @@ import { ensureTools, run, versionOf } from './bench/tools.mjs';
 import { bootDirTarget, cliSection, measureCli, spliceCliSection } from './bench/cli.mjs';
 import { measureBootDir } from './bench/boot-dir.mjs';
 import { finalizeRow, measureFinalize } from './bench/finalize.mjs';
+import { measureStageRows } from './bench/stage-rows.mjs';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const quick = process.argv.includes('--quick');
 const cliOnly = process.argv.includes('--cli');
 const finalizeOnly = process.argv.includes('--finalize');
+const stageOnly = process.argv.includes('--stage');
 const reps = Number(process.env.BENCH_REPS ?? (quick ? 1 : 5));
 const sizes = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map((s) => Number(s.trim()));
 const seed = Number(process.env.BENCH_SEED ?? 20240611);
@@ -70,6 +75,16 @@ if (cliOnly) {
   if (out !== '-' && fs.existsSync(out)) {
     fs.writeFileSync(out, spliceCliSection(fs.readFileSync(out, 'utf8'), section));
     log(`updated its section of ${out}`);
+  }
+  process.exit(0);
+}
+
+if (stageOnly) {
+  const dir = fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'stagedroot-bench-stage-'));
+  try {
+    console.log(`\n${await measureStageRows({ base: dir, sizes, seed, reps, log })}\nload average at the end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  } finally {
+    spawnSync('rm', ['-rf', dir]);
   }
   process.exit(0);
 }
