@@ -114,6 +114,21 @@ async function goodUpdate(s: Sysroot, name: string): Promise<void> {
 const SCENARIOS: Scenario[] = [
   // Supersedes a staged deployment (so the drop path runs too).
   { name: 'stage over a staged update', op: 'stage', prepare: async (s) => void (await s.stage(motdUpdate('A'))) },
+  // The base was finalized (its manifest a link to 0001's file, its overlay the stage's
+  // composed with the merge): the new manifest links the same file, the overlays composed.
+  {
+    name: 'stage from a finalized base (a linked manifest with an overlay)',
+    op: 'stage',
+    prepare: async (s) => {
+      const first = s.status().booted!;
+      await s.stage(motdUpdate('A'));
+      fs.writeFileSync(path.join(s.treePath(first), 'etc/local.conf'), 'a local file\n');
+      await reboot(s);
+      await s.markGood();
+      // Carried into the new booted deployment (its overlay): the old one is as staged again.
+      fs.rmSync(path.join(s.treePath(first), 'etc/local.conf'));
+    },
+  },
   // A rejected update replaces an earlier failed one (kept for diagnosis, then dropped).
   {
     name: 'stage of a rejected update',

@@ -2,6 +2,7 @@ import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
 import { exists, fileSha256, listDir } from '../fs/trees/durable.js';
 import { patchManifest } from '../fs/manifests/patch-manifest.js';
+import { overlayFile } from '../fs/manifests/manifest-overlay.js';
 import { RootFs } from '../fs/trees/root-fs.js';
 import type { BaseState } from '../state/schema.js';
 import { saveState } from '../store/state-file.js';
@@ -43,8 +44,12 @@ export function upgradeSharedLayout(ctx: Context, s: BaseState, actions: string[
   }
   const manifest = layout.manifest(id);
   const next = `${manifest}.upgraded`;
+  // Written to a new file and renamed: the manifest may be a link another deployment
+  // shares (see linked-manifest.ts). The new file holds what its overlay patched, so the
+  // overlay goes after it (a crash between: this runs again at the next open).
   patchManifest(tree, manifest, next, [{ kind: 'remove', path: 'var' }], ctx.faults, true);
   dfs.rename(next, manifest);
+  if (exists(overlayFile(manifest))) dfs.unlink(overlayFile(manifest));
   const sha = fileSha256(manifest);
   dfs.writeFileAtomic(layout.sharedList, sharedListText(['var']));
   const upgraded: BaseState = {

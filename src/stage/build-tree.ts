@@ -12,6 +12,7 @@ import { manifestTasks } from '../fs/manifests/tasks.js';
 import { copyTreeSplit } from '../fs/trees/copy-split.js';
 import type { PatchResult } from '../fs/manifests/patch-manifest.js';
 import { ManifestIndex } from '../fs/manifests/manifest-index.js';
+import { overlayFile } from '../fs/manifests/manifest-overlay.js';
 import { noFaults, type FaultHook } from '../fs/core/faults.js';
 import type { TreeIo } from '../fs/trees/tree-io.js';
 import { availableParallelism } from 'node:os';
@@ -23,7 +24,7 @@ export interface BuildTreeOptions {
   /** The private work dir: the tree goes to `work/tree`, its manifest and delta beside it. */
   work: string;
   /** The tree to start from (omitted: an empty tree), with its manifest when it has one. */
-  from?: { tree: string; manifest?: string; entries?: number | null; policy: CopyPolicy; exclude?: CopyExclude };
+  from?: { tree: string; manifest?: string; entries?: number | null; policy: CopyPolicy; exclude?: CopyExclude; manifestSha256?: string | null };
   changes?: ChangeSet;
   onCopy?: (p: CopyProgress) => void;
   onApply?: (p: ApplyProgress) => void;
@@ -54,8 +55,13 @@ export interface BuiltTree {
   removed: string[];
   entries: number;
   bytes: number;
-  /** The manifest's sha256, hashed as it was written (absent: hash the file). */
+  /** The manifest's digest as the state records it, hashed as it was written (absent: hash the file). */
   manifestSha256?: string;
+  /**
+   * The manifest's overlay, when the manifest is a link to the base's file (see
+   * linked-manifest.ts): the sync step makes it durable with the manifest.
+   */
+  overlay?: string;
   /** How the tree is stored (a btrfs subvolume, or a plain directory). */
   storage: StorageKind;
   /** What the change set's source warned about (accepted, but worth saying). */
@@ -141,18 +147,22 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   const { events, warnings } = applied;
   o.onStep?.('manifest');
   let patched: PatchResult;
+  let overlay: string | undefined;
   if (trusted !== null) {
     // One pass: the base manifest's lines under the hardlink prefixes, the rest of the new tree walked, the changes re-read.
-    const r = await runTreeTask(manifestTasks.snapshotManifest, { tree, base: trusted.manifest, baseTree: trusted.tree, out: manifest, trust: trusted.policy.hardlinkPrefixes, events }, jobs);
+    // A base whose manifest digest is recorded: its file linked, only an overlay written (see linked-manifest.ts).
+    const link = trusted.manifestSha256 === undefined ? {} : { link: { digest: trusted.manifestSha256, entries: trusted.entries ?? null } };
+    const r = await runTreeTask(manifestTasks.snapshotManifest, { tree, base: trusted.manifest, baseTree: trusted.tree, out: manifest, trust: trusted.policy.hardlinkPrefixes, events, ...link }, jobs);
     bytes = r.bytes; // the sizes of the files the manifest lists: the new tree's, update included
     patched = r;
+    if (r.linked) overlay = overlayFile(manifest);
   } else {
     patched = await runTreeTask(manifestTasks.patchManifest, { tree, before: preParts, after: manifest, events }, jobs);
     for (const p of preParts) dfs.unlink(p);
   }
   if (o.afterApply && trusted !== null) patched = { ...patched, ...(await deltaAgainst(trusted.manifest, manifest)) };
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
-  return { tree, manifest, delta: patched.delta, removed: patched.removed, entries: patched.entries, bytes, storage, warnings, ...(patched.sha256 === undefined ? {} : { manifestSha256: patched.sha256 }) };
+  return { tree, manifest, delta: patched.delta, removed: patched.removed, entries: patched.entries, bytes, storage, warnings, ...(patched.sha256 === undefined ? {} : { manifestSha256: patched.sha256 }), ...(overlay === undefined ? {} : { overlay }) };
 }
 
 /** What applying an update to a tree did: the entries it touched, the bytes it wrote, what its source warned about. */

@@ -263,7 +263,7 @@ async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
   const divert = new SharedDivert({ shared, mode: changes.sharedContent ?? 'initial', contentRoot: `${run.work}/shared`, liveShared: (rel) => layout.shared(rel), faults: ctx.faults, warn: ctx.warn });
   const built = await buildTree(ctx, {
     work: run.work,
-    from: { tree: layout.tree(base.id), manifest: layout.manifest(base.id), entries: base.entries, policy: run.policy },
+    from: { tree: layout.tree(base.id), manifest: layout.manifest(base.id), entries: base.entries, policy: run.policy, manifestSha256: base.manifestSha256 },
     changes,
     onStep: (step) => {
       enter(run, step);
@@ -360,7 +360,7 @@ async function validate(run: Run, built: BuiltTree): Promise<Issue[]> {
  * sync: everything in work/ID durable before it is committed (an I/O error stops here).
  * The tree's own writeback started when the change set was applied (its `sync -f` ran
  * beside the manifest and validate steps); what was written since is made durable here:
- * the manifest and its directory entry (delta.json and shared-ops.json are written
+ * the manifest (or the link to its base's and the overlay beside it) and their directory entries (delta.json and shared-ops.json are written
  * durably), or, when command validators ran (an executable could write into the tree),
  * everything again with a second `sync -f`.
  */
@@ -369,7 +369,7 @@ async function sync(run: Run, built: BuiltTree): Promise<void> {
   if (run.treeSync === undefined) return syncFilesystem(run.work);
   await run.treeSync;
   if (run.commands.length > 0) return syncFilesystem(run.work);
-  await fsyncPaths([built.manifest, run.work]);
+  await fsyncPaths([built.manifest, ...(built.overlay === undefined ? [] : [built.overlay]), run.work]);
 }
 
 /** Starts `sync -f` of the stage's filesystem; its failure is reported where it is awaited (sync). */

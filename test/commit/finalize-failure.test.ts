@@ -61,7 +61,11 @@ describe('a finalize that fails', () => {
 
     const again = await t.sysroot.stage({ files: [{ path: '/etc/app.conf', contents: 'v3\n' }] });
     const manifest = path.join(t.dir, 'deploy', again.id, 'manifest.ndjson');
-    fs.writeFileSync(manifest, fs.readFileSync(manifest, 'utf8').replace('"m":420', '"m":384'));
+    // Replaced, not written in place: the file may be a link its base deployment shares
+    // (see linked-manifest.ts; an in-place write would change the base's manifest too).
+    const text = fs.readFileSync(manifest, 'utf8').replace('"m":420', '"m":384');
+    fs.rmSync(manifest);
+    fs.writeFileSync(manifest, text);
     await expect(t.sysroot.finalize({ fullVerify: true })).rejects.toMatchObject({ code: 'FINALIZE_FAILED', message: expect.stringContaining('was modified after staging') });
 
     const last = await t.sysroot.stage({ files: [{ path: '/etc/app.conf', contents: 'v4\n' }] });

@@ -99,15 +99,20 @@ export class ManifestCursor {
    * were copied and the sum of their files' sizes.
    */
   copyRun(out: ManifestWriter, prefix: string, stop: string | null): { lines: number; bytes: number } {
-    return this.run(prefix, stop, out);
+    return this.run(prefix, stop, out, true);
   }
 
   /** Passes over the run copyRun would copy (its lines neither decoded nor copied). Returns how many lines. */
   skipRun(prefix: string, stop: string | null): number {
-    return this.run(prefix, stop, null).lines;
+    return this.run(prefix, stop, null, false).lines;
   }
 
-  private run(prefix: string, until: string | null, out: ManifestWriter | null): { lines: number; bytes: number } {
+  /** Passes over the run copyRun would copy, as skipRun, and sums its files' sizes as copyRun does. */
+  passRun(prefix: string, stop: string | null): { lines: number; bytes: number } {
+    return this.run(prefix, stop, null, true);
+  }
+
+  private run(prefix: string, until: string | null, out: ManifestWriter | null, sizes: boolean): { lines: number; bytes: number } {
     let stop = until;
     if (this.overlay !== null) {
       // The run stops before the next path the overlay names: from there on, line by line.
@@ -176,8 +181,8 @@ export class ManifestCursor {
       if (k === 0) break; // the next line is not in the run
       const lastEnd = ends[k - 1]!;
       const next = Math.min(lastEnd + 1, this.end);
+      if (sizes) bytes += sumSizes(this.buf, this.start, lastEnd);
       if (out !== null) {
-        bytes += sumSizes(this.buf, this.start, lastEnd);
         const run = this.buf.subarray(this.start, next);
         // A last line without its newline gets one, as the writer would write it.
         out.writeRaw(lastEnd === this.end ? Buffer.concat([run, Buffer.from('\n')]) : run, k, this.pathAt(this.start, firstEnd), this.pathAt(starts[k - 1]!, lastEnd));

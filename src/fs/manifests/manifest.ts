@@ -77,7 +77,14 @@ export class ManifestWriter {
 
   /** `o.sha256`: hash the bytes as they are written (the manifest's sha256 without reading it back). */
   constructor(readonly file: string, private readonly faults: FaultHook = noFaults, o: { sha256?: boolean } = {}) {
-    this.fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW, 0o644);
+    this.fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW, 0o644);
+    // A manifest file with a second link is shared by two deployments (see
+    // linked-manifest.ts): writing it in place would change the other's manifest too.
+    if (fs.fstatSync(this.fd).nlink > 1) {
+      fs.closeSync(this.fd);
+      throw new StagedrootError('IO', `Refusing to write the manifest ${file} in place: another deployment's manifest is the same file (a link); a manifest is written to a new file and renamed`, { path: file });
+    }
+    fs.ftruncateSync(this.fd, 0);
     faults.afterMutation('create', file);
     this.hash = o.sha256 ? createHash('sha256') : null;
   }

@@ -3,7 +3,9 @@ import { hashFile } from '../core/hash.js';
 import { ManifestWriter, entryFromStat, readEntry, unchangedSince } from './manifest.js';
 import { formatEntry, isFileLineFor, lineSize, type ManifestEntry } from './manifest-line.js';
 import { ManifestCursor } from './manifest-cursor.js';
-import { RemovedLines, changesOf, deltaOf, type PatchResult, type TouchEvent } from './patch-manifest.js';
+import { RemovedLines, changesOf, deltaOf, type PatchResult, type TouchEvent, type TreeChanges } from './patch-manifest.js';
+import { readOverlay } from './manifest-overlay.js';
+import { OverlaySink, OverlayTooBig, WholeSink, composeLinked, linkWithOverlay, overlayBound, type ManifestSink } from './linked-manifest.js';
 import { hostPath } from '../core/names.js';
 import type { TaskHooks } from '../jobs/tree-tasks.js';
 import { walk } from '../core/walk.js';
@@ -28,12 +30,22 @@ export interface SnapshotManifestArgs {
   baseTree?: string;
   /** What the change set touched (re-read from the tree, wherever they are). */
   events: TouchEvent[];
+  /**
+   * Link `base`'s file at `out` and write only an overlay of what differs (see
+   * linked-manifest.ts), when the base file's sha256 is known: `digest`, the base
+   * deployment's recorded manifest digest (the file's own when it has no overlay; with
+   * one, the overlay's header names it), `entries` its line count (the overlay's bound).
+   * Absent: the manifest is written whole.
+   */
+  link?: { digest: string | null; entries: number | null };
 }
 
 export interface SnapshotManifestResult extends PatchResult {
   bytes: number;
   walked: number;
   hashed: number;
+  /** `out` is a link to the base's file with an overlay beside it (else written whole). */
+  linked: boolean;
 }
 
 /**
@@ -46,6 +58,49 @@ export interface SnapshotManifestResult extends PatchResult {
  */
 export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'checkAbort' | 'skip'>): SnapshotManifestResult {
   const ch = changesOf(a.tree, a.events);
+  const linked = a.link === undefined || a.trust.length === 0 ? null : linkedPass(a, h, ch);
+  if (linked !== null) return linked;
+  const out = new ManifestWriter(a.out, h.faults, { sha256: true });
+  let r: PassResult;
+  try {
+    r = manifestPass(a, h, ch, new WholeSink(out));
+  } finally {
+    out.close(false);
+  }
+  return { ...r, sha256: out.sha256(), linked: false };
+}
+
+/**
+ * The pass into an overlay: null when the overlay passes its bound, the base's digest is
+ * unknown or the filesystem will not link (the caller writes the manifest whole).
+ */
+function linkedPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'checkAbort' | 'skip'>, ch: TreeChanges): SnapshotManifestResult | null {
+  const had = readOverlay(a.base);
+  const baseSha = had?.base ?? a.link?.digest ?? null;
+  if (baseSha === null) return null;
+  const bound = overlayBound(a.link?.entries ?? 0);
+  if ((had?.dirty.size ?? 0) + (had?.removed.size ?? 0) + ch.dirty.size > bound) return null;
+  const sink = new OverlaySink(a.out, bound);
+  let r: PassResult;
+  try {
+    r = manifestPass(a, h, ch, sink);
+  } catch (err) {
+    if (err instanceof OverlayTooBig) return null;
+    throw err;
+  }
+  const o = composeLinked(baseSha, had, sink, bound);
+  if (o === null || !linkWithOverlay(a.base, a.out, o.text, h.faults)) return null;
+  return { ...r, sha256: o.digest, linked: true };
+}
+
+type PassResult = Omit<SnapshotManifestResult, 'sha256' | 'linked'>;
+
+/**
+ * One pass over the base manifest and the snapshot, into `sink` (the whole manifest, or
+ * what differs from the base). The walk's side effects (a socket or device node removed)
+ * are the same in a second pass: it finds them gone, as the first left the tree.
+ */
+function manifestPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'checkAbort' | 'skip'>, ch: TreeChanges, out: ManifestSink): PassResult {
   const freshOf = new Map(ch.fresh.map((e) => [e.p, e] as const));
   let bytes = 0;
   let walked = 0;
@@ -91,12 +146,12 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
   const digest = (host: string | Buffer): string | undefined => (withXattrs ? xattrDigest(readXattrs(host)) : undefined);
   const dropped = new RemovedLines();
   const prev = new ManifestCursor(a.base);
-  const out = new ManifestWriter(a.out, h.faults, { sha256: true });
-  const emit = (p: string, line: string, size: number): void => {
-    out.writeLine(p, line);
+  /** A line of the new manifest; `was`: the base's line at its path (null: none). */
+  const emit = (p: string, line: string, size: number, was: string | null, e?: ManifestEntry): void => {
+    out.put(p, line, was, e);
     bytes += size;
   };
-  const emitEntry = (e: ManifestEntry): void => emit(e.p, formatEntry(e), e.t === 'f' ? (e.s ?? 0) : 0);
+  const emitEntry = (e: ManifestEntry, was: string | null): void => emit(e.p, formatEntry(e), e.t === 'f' ? (e.s ?? 0) : 0, was, e);
   /**
    * Everything before `rel` that the walk does not produce: the base lines under trusted
    * prefixes (untouched ones; a line outside them is a path gone from the tree) and the
@@ -110,25 +165,30 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
       const fIn = f !== null && (rel === null || comparePaths(f.p, rel) < 0);
       if (!rIn && !fIn) return;
       if (fIn && (!rIn || comparePaths(f.p, r!.p) <= 0)) {
-        emitEntry(f);
+        const same = rIn && r!.p === f.p;
+        emitEntry(f, same ? r!.line : null);
         k += 1;
-        if (rIn && r!.p === f.p) prev.nextRaw();
+        if (same) prev.nextRaw();
         continue;
       }
       const t = trustedPrefixOf(r!.p);
       if (t !== null && !ch.dirty.has(r!.p) && !ch.underRemoved(r!.p)) {
         // An untouched run under a trusted prefix (most of the manifest): copied as bytes,
         // up to the next touched path, fresh entry or walked entry.
-        const run = prev.copyRun(out, t, earliest(rel, f?.p ?? null, nextDirtyAfter(r!.p)));
+        const run = out.run(prev, t, earliest(rel, f?.p ?? null, nextDirtyAfter(r!.p)));
         bytes += run.bytes;
         if (run.lines > 0) continue;
       }
       prev.nextRaw();
       const changed = ch.dirty.has(r!.p) || ch.underRemoved(r!.p);
-      if (t !== null && !changed) emit(r!.p, r!.line, lineSize(r!.line));
+      if (t !== null && !changed) {
+        emit(r!.p, r!.line, lineSize(r!.line), r!.line);
+        continue;
+      }
+      out.gone(r!.p);
       // Not in the new tree because of the change set (a line outside the trusted prefixes
       // that the walk did not find, and the change set did not touch, is a local deletion).
-      else if (changed) dropped.note(r!.p);
+      if (changed) dropped.note(r!.p);
     }
   };
   /** The walk of the snapshot (the one walker, walk.ts), trusted prefixes not entered. */
@@ -143,23 +203,27 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
       const raw = prev.peekRaw()?.p === rel ? prev.nextRaw() : null;
       walked += 1;
       const touched = freshOf.get(rel);
+      const was = raw?.line ?? null;
       if (touched !== undefined) {
-        emitEntry(touched);
+        emitEntry(touched, was);
       } else if (st.isFile()) {
         // The old line when this very inode is unchanged since it was recorded (a btrfs
         // snapshot keeps inodes); the old hash when the base tree's file is (a copy of it).
         const x = digest(host);
         if (raw !== null && isFileLineFor(raw.line, rel, st, x)) {
-          emit(rel, raw.line, st.size);
+          emit(rel, raw.line, st.size, was);
         } else {
           const old = raw === null ? null : prev.entryOf(raw);
           const known = old !== null && (unchangedSince(old, st) || copiedUnchanged(old, st, rel)) ? old.h : undefined;
           if (known === undefined) hashed += 1;
-          emit(rel, formatEntry(entryFromStat(rel, st, { h: known ?? hashFile(host), x })), st.size);
+          const e = entryFromStat(rel, st, { h: known ?? hashFile(host), x });
+          emit(rel, formatEntry(e), st.size, was, e);
         }
       } else if (st.isDirectory() || st.isSymbolicLink() || st.isFIFO()) {
-        emit(rel, formatEntry(readEntry(rel, host, st)), 0);
+        const e = readEntry(rel, host, st);
+        emit(rel, formatEntry(e), 0, was, e);
       } else {
+        if (raw !== null) out.gone(rel);
         // As a copy skips them: sockets and device nodes are not kept, nor recorded.
         try {
           fs.unlinkSync(host);
@@ -171,14 +235,11 @@ export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'fa
       }
     }
   };
-  let entries = 0;
   try {
     walkSnapshot();
     drain(null);
-    entries = out.count;
   } finally {
     prev.close();
-    out.close(false);
   }
-  return { ...deltaOf(ch, entries, dropped), sha256: out.sha256(), bytes, walked, hashed };
+  return { ...deltaOf(ch, out.count, dropped), bytes, walked, hashed };
 }
