@@ -5,7 +5,9 @@
  * discarded after each. Prints the medians, the ratios against the targets and the
  * manifest step; writes nothing. BENCH_STAGE_FS=ext4,btrfs picks the filesystems;
  * BENCH_STAGE_ALT=PATH/stage-child.mjs (another build's, e.g. a copy of main's dist and
- * scripts) stages in each round too, so that two builds compare in one run.
+ * scripts) stages in each round too, so that two builds compare in one run;
+ * BENCH_STAGE_PROF=DIR: one more stage per size, after the rounds, under node
+ * --cpu-prof (a profile per thread in DIR/TYPE-FILES, the tree workers' included).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -26,8 +28,8 @@ const median = (xs) => {
 
 const ALT = process.env.BENCH_STAGE_ALT;
 
-function stageInChild(sysroot, spec, child = path.join(here, 'stage-child.mjs')) {
-  const out = run(process.execPath, [child, sysroot, spec, JSON.stringify(DEFAULT_POLICY)]);
+function stageInChild(sysroot, spec, child = path.join(here, 'stage-child.mjs'), nodeArgs = []) {
+  const out = run(process.execPath, [...nodeArgs, child, sysroot, spec, JSON.stringify(DEFAULT_POLICY)]);
   return JSON.parse(out.trim().split('\n').pop());
 }
 
@@ -61,7 +63,13 @@ async function prepare(dir, files, seed, log) {
     const alt = ALT ? `, alt stage ${s.alt.at(-1).toFixed(0)} ms (manifest ${s.altManifest.at(-1).toFixed(0)})` : '';
     log(`  ${files} files, round ${r + 1}: stage ${s.stage.at(-1).toFixed(0)} ms (manifest ${s.manifest.at(-1).toFixed(0)})${alt}, cp -al + sync -f ${s.ref.at(-1).toFixed(0)} ms, load ${s.loads.at(-1).toFixed(2)}`);
   };
-  return { s, round };
+  const profile = async (to) => {
+    settle();
+    const st = stageInChild(sysrootDir, gen.specPath, undefined, ['--cpu-prof', `--cpu-prof-dir=${to}`]);
+    log(`  ${files} files, profiled stage ${st.ms.toFixed(0)} ms (steps ${JSON.stringify(Object.fromEntries(Object.entries(st.steps).map(([k, v]) => [k, Math.round(v)])))}) -> ${to}`);
+    await (await Sysroot.open(sysrootDir)).discardStaged();
+  };
+  return { s, round, profile };
 }
 
 export async function measureStageRows({ base, sizes, seed, reps, log }) {
@@ -80,6 +88,7 @@ export async function measureStageRows({ base, sizes, seed, reps, log }) {
         prepared.push(await prepare(path.join(m.dir, String(files)), files, seed, log));
       }
       for (let r = 0; r < reps; r++) for (const p of prepared) await p.round(r);
+      if (process.env.BENCH_STAGE_PROF) for (const p of prepared) await p.profile(path.join(process.env.BENCH_STAGE_PROF, `${type}-${p.s.files}`));
       for (const p of prepared) rows.push({ type, ...p.s });
     } finally {
       m.cleanup();
