@@ -64,14 +64,17 @@ function parseOverlay(text: string, file: string): ManifestOverlay {
   if (typeof head !== 'object' || head === null || h.overlay !== 1 || typeof h.base !== 'string' || !strings(h.dirty) || !strings(h.removed) || Object.keys(head).length !== 4) {
     throw bad(file, 'its first line is not an overlay header');
   }
+  // A set, not the header's array: a stage's overlay on the portable path names all of etc/
+  // (thousands of paths), and a lookup per entry in the array made every read quadratic.
+  const dirty = new Set(h.dirty);
   const entries: ManifestEntry[] = [];
   for (let i = 1; i < lines.length - 1; i++) {
     const e = parseManifestLine(lines[i]!, file, `line ${i + 1}`);
     if (entries.length > 0 && comparePaths(entries[entries.length - 1]!.p, e.p) >= 0) throw bad(file, `line ${i + 1} is out of order`);
-    if (!h.dirty.includes(e.p)) throw bad(file, `line ${i + 1} (${e.p}) is not one of its dirty paths`);
+    if (!dirty.has(e.p)) throw bad(file, `line ${i + 1} (${e.p}) is not one of its dirty paths`);
     entries.push(e);
   }
-  return { base: h.base as string, dirty: new Set(h.dirty), removed: new Set(h.removed), entries, text };
+  return { base: h.base as string, dirty, removed: new Set(h.removed), entries, text };
 }
 
 /** The text of an overlay (sorted, as parseOverlay reads it back). */
