@@ -10,23 +10,10 @@ import { performance } from 'node:perf_hooks';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { Sysroot } from '../../dist/index.js';
 import { generate } from './generate-tree.mjs';
-import { run, settle } from './tools.mjs';
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const DEFAULT_POLICY = { hardlinkPrefixes: ['usr'], mode: 'reflink' };
-
-function stageInChild(sysroot, spec) {
-  const out = run(process.execPath, [path.join(here, 'stage-child.mjs'), sysroot, spec, JSON.stringify(DEFAULT_POLICY)]);
-  return JSON.parse(out.trim().split('\n').pop());
-}
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? null : s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
+import { median } from './report.mjs';
+import { settle, stageInChild } from './tools.mjs';
 
 /** Returns [{ files, samples: { finalize: [ms], manifestBytes, overlayBytes } }] per size. */
 export async function measureFinalize({ dir, sizes, seed, reps, log }) {

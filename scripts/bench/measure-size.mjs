@@ -8,15 +8,12 @@
 import { performance } from 'node:perf_hooks';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Sysroot } from '../../dist/index.js';
 import { isSubvolume } from '../../dist/fs/trees/storage.js';
 import { generate } from './generate-tree.mjs';
 import { ostreeRound, setupOstree, unlockDeployments } from './ostree.mjs';
-import { run, settle, timeCmd } from './tools.mjs';
+import { run, settle, stageInChild, timeCmd } from './tools.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const DEFAULT_POLICY = { hardlinkPrefixes: ['usr'], mode: 'reflink' };
 /** Rounds that also run the full copy and rsync (context for no target, and slow). */
 export const CONTEXT_ROUNDS = (reps) => Math.min(reps, 2);
 
@@ -29,11 +26,6 @@ async function timed(fn) {
   const t0 = now();
   const value = await fn();
   return { ms: now() - t0, value };
-}
-
-function stageInChild(sysroot, spec, policy) {
-  const out = run(process.execPath, [path.join(here, 'stage-child.mjs'), sysroot, spec, JSON.stringify(policy)]);
-  return JSON.parse(out.trim().split('\n').pop());
 }
 
 export async function prepareSize(o) {
@@ -95,12 +87,12 @@ export async function prepareSize(o) {
   // stagedroot: the lifecycle of one update, ending where it started.
   const lifecycle = async () => {
     settle();
-    const all = stageInChild(sysrootDir, gen.specPath, HARDLINK_ALL);
+    const all = stageInChild(sysrootDir, gen.specPath, { policy: HARDLINK_ALL });
     add('stage (hardlink all)', all.ms);
     const sys = await Sysroot.open(sysrootDir);
     await sys.discardStaged();
     settle();
-    const st = stageInChild(sysrootDir, gen.specPath, DEFAULT_POLICY);
+    const st = stageInChild(sysrootDir, gen.specPath);
     add('stage', st.ms);
     add('event-loop delay', st.eldMaxMs);
     add('event-loop busy', st.busyMaxMs);
@@ -147,7 +139,7 @@ export async function prepareSize(o) {
   // More rollback samples (it is cheap): with two good deployments, rollback swaps them.
   const finish = async () => {
     const sys = await Sysroot.open(sysrootDir);
-    stageInChild(sysrootDir, gen.specPath, DEFAULT_POLICY);
+    stageInChild(sysrootDir, gen.specPath);
     await sys.finalize();
     await sys.boot();
     await sys.markGood();

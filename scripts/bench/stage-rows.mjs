@@ -12,26 +12,15 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as os from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { Sysroot } from '../../dist/index.js';
 import { isSubvolume } from '../../dist/fs/trees/storage.js';
 import { generate } from './generate-tree.mjs';
 import { loopMount } from './loop-mount.mjs';
-import { run, settle, timeCmd } from './tools.mjs';
+import { median } from './report.mjs';
+import { run, settle, stageInChild, timeCmd } from './tools.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const DEFAULT_POLICY = { hardlinkPrefixes: ['usr'], mode: 'reflink' };
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 const ALT = process.env.BENCH_STAGE_ALT;
-
-function stageInChild(sysroot, spec, child = path.join(here, 'stage-child.mjs'), nodeArgs = []) {
-  const out = run(process.execPath, [...nodeArgs, child, sysroot, spec, JSON.stringify(DEFAULT_POLICY)]);
-  return JSON.parse(out.trim().split('\n').pop());
-}
 
 async function prepare(dir, files, seed, log) {
   fs.mkdirSync(dir, { recursive: true });
@@ -50,7 +39,7 @@ async function prepare(dir, files, seed, log) {
   };
   const stageWith = async (child, times, manifests) => {
     settle();
-    const st = stageInChild(sysrootDir, gen.specPath, child);
+    const st = stageInChild(sysrootDir, gen.specPath, { child });
     times.push(st.ms);
     manifests.push(st.steps?.manifest ?? NaN);
     await (await Sysroot.open(sysrootDir)).discardStaged();
@@ -65,7 +54,7 @@ async function prepare(dir, files, seed, log) {
   };
   const profile = async (to) => {
     settle();
-    const st = stageInChild(sysrootDir, gen.specPath, undefined, ['--cpu-prof', `--cpu-prof-dir=${to}`]);
+    const st = stageInChild(sysrootDir, gen.specPath, { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${to}`] });
     log(`  ${files} files, profiled stage ${st.ms.toFixed(0)} ms (steps ${JSON.stringify(Object.fromEntries(Object.entries(st.steps).map(([k, v]) => [k, Math.round(v)])))}) -> ${to}`);
     await (await Sysroot.open(sysrootDir)).discardStaged();
   };

@@ -95,3 +95,18 @@ export function versionOf(cmd, args = ['--version']) {
     return '?';
   }
 }
+
+/** The copy policy a stage uses by default: hardlink usr/, reflink-or-copy the rest. */
+export const DEFAULT_POLICY = { hardlinkPrefixes: ['usr'], mode: 'reflink' };
+const STAGE_CHILD = new URL('./stage-child.mjs', import.meta.url).pathname;
+
+/**
+ * Stages `spec` into `sysroot` in a child process (stage-child.mjs: its modules loaded
+ * before the timing starts, as a running agent has them) and returns what it printed
+ * last (its timings). `o.child`: another build's stage-child.mjs; `o.nodeArgs`: Node's
+ * flags (--cpu-prof).
+ */
+export function stageInChild(sysroot, spec, o = {}) {
+  const out = run(process.execPath, [...(o.nodeArgs ?? []), o.child ?? STAGE_CHILD, sysroot, spec, JSON.stringify(o.policy ?? DEFAULT_POLICY)]);
+  return JSON.parse(out.trim().split('\n').pop());
+}
