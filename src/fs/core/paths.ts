@@ -70,5 +70,12 @@ export function isUnder(p: string, prefix: string): boolean {
   return p === prefix || p.startsWith(prefix + '/');
 }
 
+/** True when `p` is one of `set`'s paths or below one (a removed path's subtree): a lookup per ancestor, not a scan of the set. */
+export function isUnderAny(p: string, set: ReadonlySet<string>): boolean {
+  if (set.size === 0) return false;
+  for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) if (set.has(p.slice(0, i))) return true;
+  return set.has(p);
+}
+
 /** Depth limit for any source path (an absurdly deep path is a bomb). */
 export const MAX_PATH_DEPTH = 256;

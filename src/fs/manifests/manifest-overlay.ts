@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { StagedrootError } from '../../errors.js';
 import { hashFile } from '../core/hash.js';
-import { comparePaths } from '../core/paths.js';
+import { comparePaths, isUnderAny } from '../core/paths.js';
 import { formatEntry, parseManifestLine, type ManifestEntry } from './manifest-line.js';
 
 /**
@@ -100,13 +100,7 @@ export interface OverlayChanges {
  */
 export function composeOverlay(a: OverlayChanges | null, p: OverlayChanges): OverlayChanges {
   if (a === null) return p;
-  const gone = (x: string): boolean => {
-    if (p.dirty.has(x) || p.removed.has(x)) return true;
-    if (p.removed.size === 0) return false;
-    for (let i = x.indexOf('/'); i !== -1; i = x.indexOf('/', i + 1)) if (p.removed.has(x.slice(0, i))) return true;
-    return false;
-  };
-  const kept = a.entries.filter((e) => !gone(e.p));
+  const kept = a.entries.filter((e) => !p.dirty.has(e.p) && !isUnderAny(e.p, p.removed));
   const entries: ManifestEntry[] = [];
   let i = 0;
   let j = 0;
@@ -154,11 +148,7 @@ export class OverlayView {
   /** True for a base line the overlay replaces or removes. */
   drops(p: string): boolean {
     if (!this.tops.has(top(p))) return false;
-    if (this.overlay.dirty.has(p)) return true;
-    const removed = this.overlay.removed;
-    if (removed.size === 0) return false;
-    for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) if (removed.has(p.slice(0, i))) return true;
-    return removed.has(p);
+    return this.overlay.dirty.has(p) || isUnderAny(p, this.overlay.removed);
   }
 
   /** The first path the overlay names that sorts after `p`, or null. */

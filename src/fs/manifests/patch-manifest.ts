@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import { ManifestReader, ManifestWriter, readEntry } from './manifest.js';
 import type { ManifestEntry } from './manifest-line.js';
 import { hostPath } from '../core/names.js';
-import { comparePaths, isUnder } from '../core/paths.js';
+import { comparePaths, isUnder, isUnderAny } from '../core/paths.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
 import { hashFile } from '../core/hash.js';
 import { composeOverlay, formatOverlay, overlayDigest, readOverlay } from './manifest-overlay.js';
@@ -63,13 +63,7 @@ export function changesOf(tree: string, events: readonly TouchEvent[], read: (re
   }
   fresh.sort((a, b) => comparePaths(a.p, b.p));
 
-  const underRemoved = (p: string): boolean => {
-    if (removed.size === 0) return false;
-    for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) {
-      if (removed.has(p.slice(0, i))) return true;
-    }
-    return removed.has(p);
-  };
+  const underRemoved = (p: string): boolean => isUnderAny(p, removed);
   return { dirty, removed, fresh, underRemoved };
 }
 
