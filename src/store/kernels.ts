@@ -3,12 +3,12 @@ import * as path from 'node:path';
 import { z } from 'zod';
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { isDirectory, listDir, lstatPath, readBytes, readLink, readText, writeJson, type DurableFs } from '../fs/trees/durable.js';
+import { isDirectory, readBytes, readLink, readText, writeJson, type DurableFs } from '../fs/trees/durable.js';
 import { hashFile } from '../fs/core/hash.js';
 import { ctimeUs } from '../fs/manifests/manifest-line.js';
 import { copiedNames, kernelDir, type KernelImage } from '../state/boot-entry-text.js';
 import { parseJsonState } from '../util/json-state.js';
-import type { SeenPaths } from './seen-paths.js';
+import { SeenPaths } from './seen-paths.js';
 
 const MAX_IMAGE = 512 << 20;
 
@@ -19,41 +19,31 @@ export const KERNEL_PLACES = 'usr/lib/modules/VERSION/vmlinuz, boot/vmlinuz-VERS
  * A regular file inside the tree reached through real directories, no symlink on the way
  * (a tree's link must not lead to a host file). `dirs` remembers the directories one
  * lookup of candidates() has checked already (usr/lib/modules/V is on the way to both
- * vmlinuz and initramfs.img). With `seen`, every path looked at is recorded (a boot-entry
+ * vmlinuz and initramfs.img). Every path looked at is recorded in `seen` (a boot-entry
  * sync's record: boot-entries-record.ts).
  */
-function isFileInTree(tree: string, rel: string, dirs: Map<string, boolean>, seen: SeenPaths | undefined): boolean {
+function isFileInTree(tree: string, rel: string, dirs: Map<string, boolean>, seen: SeenPaths): boolean {
   const parts = rel.split('/');
   for (let i = 1; i < parts.length; i++) {
     const dir = parts.slice(0, i).join('/');
     let ok = dirs.get(dir);
-    if (ok === undefined) dirs.set(dir, (ok = lstatIn(path.join(tree, dir), seen)?.isDirectory() ?? false));
+    if (ok === undefined) dirs.set(dir, (ok = seen.lstat(path.join(tree, dir))?.isDirectory() ?? false));
     if (!ok) return false;
   }
-  return lstatIn(path.join(tree, rel), seen)?.isFile() ?? false;
-}
-
-function lstatIn(p: string, seen: SeenPaths | undefined): ReturnType<typeof lstatPath> {
-  return seen === undefined ? lstatPath(p) : seen.lstat(p);
-}
-
-/** A directory's names, its identity seen first (a name added or removed moves its mtime and ctime). */
-function listSeen(dir: string, seen: SeenPaths | undefined): string[] {
-  seen?.stat(dir);
-  return listDir(dir);
+  return seen.lstat(path.join(tree, rel))?.isFile() ?? false;
 }
 
 /** Candidates, both layouts: usr/lib/modules/V/vmlinuz (+ initramfs.img), Debian's boot/vmlinuz-V (+ boot/initrd.img-V). */
-function candidates(tree: string, seen: SeenPaths | undefined): { version: string; kernelPath: string; initrdPath: string | null }[] {
+function candidates(tree: string, seen: SeenPaths): { version: string; kernelPath: string; initrdPath: string | null }[] {
   const out: { version: string; kernelPath: string; initrdPath: string | null }[] = [];
   const dirs = new Map<string, boolean>();
-  for (const v of listSeen(path.join(tree, 'usr/lib/modules'), seen)) {
+  for (const v of seen.list(path.join(tree, 'usr/lib/modules'))) {
     const kernelPath = `usr/lib/modules/${v}/vmlinuz`;
     if (!isFileInTree(tree, kernelPath, dirs, seen)) continue;
     const initrd = `usr/lib/modules/${v}/initramfs.img`;
     out.push({ version: v, kernelPath, initrdPath: isFileInTree(tree, initrd, dirs, seen) ? initrd : null });
   }
-  for (const name of listSeen(path.join(tree, 'boot'), seen)) {
+  for (const name of seen.list(path.join(tree, 'boot'))) {
     const m = /^vmlinuz-(.+)$/.exec(name);
     if (!m || out.some((c) => c.version === m[1])) continue;
     const kernelPath = `boot/${name}`;
@@ -69,10 +59,10 @@ function candidates(tree: string, seen: SeenPaths | undefined): { version: strin
  * `/boot/vmlinuz`, with link_in_boot) pointing at the kernel installed last, the one the
  * distribution boots by default (update-grub's first entry). Null without such a link.
  */
-function linkedVersion(tree: string, seen: SeenPaths | undefined): string | null {
+function linkedVersion(tree: string, seen: SeenPaths): string | null {
   for (const rel of ['vmlinuz', 'boot/vmlinuz']) {
     // readLink reads the link itself (never follows it) and is null for what is not one.
-    seen?.lstat(path.join(tree, rel));
+    seen.lstat(path.join(tree, rel));
     const m = /(?:^|\/)vmlinuz-([^/]+)$/.exec(readLink(path.join(tree, rel)) ?? '');
     if (m) return m[1]!;
   }
@@ -105,12 +95,12 @@ function readCache(file: string): CachedHash[] {
  * ones the cache recorded (any content, mode or owner change moves the ctime, which no
  * user sets), else read whole; the cache is rewritten when an image was read.
  */
-function imageHashes(tree: string, rels: string[], cache: KernelHashCache | undefined, seen: SeenPaths | undefined): string[] {
+function imageHashes(tree: string, rels: string[], cache: KernelHashCache | undefined, seen: SeenPaths): string[] {
   const known = cache === undefined ? [] : readCache(cache.file);
   let read = false;
   const now: CachedHash[] = rels.map((rel) => {
     const host = path.join(tree, rel);
-    const st = lstatIn(host, seen);
+    const st = seen.lstat(host);
     const c = known.find((k) => k.rel === rel);
     if (st !== null && c !== undefined && c.ino === st.ino && c.size === st.size && c.mtimeMs === st.mtimeMs && c.ctimeUs === ctimeUs(st)) return c;
     read = true;
@@ -132,7 +122,7 @@ function imageHashes(tree: string, rels: string[], cache: KernelHashCache | unde
  * deployment's kernel. With `seen`, each path the lookup looked at is recorded with its
  * identity (what the answer depends on).
  */
-export function findKernel(tree: string, cache?: KernelHashCache, seen?: SeenPaths): KernelImage | null {
+export function findKernel(tree: string, cache?: KernelHashCache, seen = new SeenPaths()): KernelImage | null {
   const all = candidates(tree, seen).sort((a, b) => a.version.localeCompare(b.version, 'en', { numeric: true }));
   const linked = linkedVersion(tree, seen);
   const k = all.find((c) => c.version === linked) ?? all.at(-1);
@@ -171,6 +161,6 @@ export function installKernel(ctx: Context, boot: string, tree: string, k: Kerne
 }
 
 /** Removes the kernel copies under stagedroot/ that no entry uses (and an interrupted copy: a temp name, or an older version's HASH.tmp). */
-export function removeUnusedKernels(ctx: Context, boot: string, used: ReadonlySet<string>, seen?: SeenPaths): void {
-  for (const h of listSeen(path.join(boot, 'stagedroot'), seen)) if (!used.has(h)) ctx.dfs.removeTree(path.join(boot, 'stagedroot', h));
+export function removeUnusedKernels(ctx: Context, boot: string, used: ReadonlySet<string>, seen = new SeenPaths()): void {
+  for (const h of seen.list(path.join(boot, 'stagedroot'))) if (!used.has(h)) ctx.dfs.removeTree(path.join(boot, 'stagedroot', h));
 }

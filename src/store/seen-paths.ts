@@ -1,4 +1,4 @@
-import { lstatPath, statPath } from '../fs/trees/durable.js';
+import { listDir, lstatPath, readText, statPath } from '../fs/trees/durable.js';
 
 type Stats = NonNullable<ReturnType<typeof lstatPath>>;
 
@@ -55,6 +55,18 @@ export class SeenPaths {
   /** The stat of what the path leads to (before listing a directory or reading a file through it). */
   stat(p: string): Stats | null {
     return this.take(`s${p}`);
+  }
+
+  /** A directory's names, its identity seen first (a name added or removed moves its mtime and ctime). */
+  list(dir: string): string[] {
+    this.stat(dir);
+    return listDir(dir);
+  }
+
+  /** A file's text, its identity seen first. */
+  read(file: string): string | null {
+    this.stat(file);
+    return readText(file);
   }
 
   /**

@@ -5,7 +5,7 @@
  */
 import * as path from 'node:path';
 import type { Context } from '../context.js';
-import { DurableFs, listDir, readLink, readText, statPath } from '../fs/trees/durable.js';
+import { DurableFs, readLink, statPath } from '../fs/trees/durable.js';
 import { filesystemPath, pathHere, type FilesystemPath } from '../fs/core/mount-path.js';
 import { bootableDeployments, bootEntry, carriesSysroot, parseBootEntry, type BootEntry, type KernelImage } from '../state/boot-entry-text.js';
 import { GRUB_MENU_FILE, grubMenu } from '../state/grub-menu.js';
@@ -184,17 +184,10 @@ function writeLoaderSwap(ctx: Context, boot: string, list: Bootable[], arg: stri
   removeUnusedKernels(ctx, boot, new Set(list.map((b) => b.kernel.hash)), seen);
 }
 
-/** Each file read (and the directory listed) after its identity is seen. */
-function readSeen(file: string, seen: SeenPaths): string | null {
-  seen.stat(file);
-  return readText(file);
-}
-
 function sameEntries(dir: string, entries: BootEntry[], seen: SeenPaths): boolean {
-  seen.stat(dir);
-  const names = listDir(dir).sort();
+  const names = seen.list(dir).sort();
   if (names.join('\n') !== entries.map((e) => e.file).sort().join('\n')) return false;
-  return entries.every((e) => readSeen(path.join(dir, e.file), seen) === e.text);
+  return entries.every((e) => seen.read(path.join(dir, e.file)) === e.text);
 }
 
 const ESP_ENTRY = /^stagedroot-(\d{4,})\.conf$/;
@@ -211,11 +204,11 @@ const ESP_ENTRY = /^stagedroot-(\d{4,})\.conf$/;
 function writeEspEntries(ctx: Context, esp: string, list: Bootable[], arg: string, seen: SeenPaths): void {
   const { dfs } = ctx;
   const dir = path.join(esp, 'loader', 'entries');
-  seen.stat(dir);
-  const onDisk = listDir(dir)
+  const onDisk = seen
+    .list(dir)
     .filter((f) => ESP_ENTRY.test(f))
     .map((f) => {
-      const text = readSeen(path.join(dir, f), seen) ?? '';
+      const text = seen.read(path.join(dir, f)) ?? '';
       return { file: f, text, version: Number(parseBootEntry(text).version ?? 0) || 0 };
     })
     .sort((a, b) => b.version - a.version);
@@ -239,7 +232,7 @@ function writeEspEntries(ctx: Context, esp: string, list: Bootable[], arg: strin
   // machine's own default, as before the adoption.
   const conf = path.join(esp, LOADER_CONF);
   if (list.length > 0) {
-    const text = readSeen(conf, seen);
+    const text = seen.read(conf);
     const wanted = loaderConfWithDefault(text);
     if (text !== wanted) dfs.writeFileAtomic(conf, wanted);
   }
@@ -258,7 +251,7 @@ function writeEspEntries(ctx: Context, esp: string, list: Bootable[], arg: strin
 function writeGrubMenu(ctx: Context, grubDir: string, list: Bootable[], arg: string, seen: SeenPaths): void {
   const text = grubMenu(list, arg, arg);
   const file = path.join(grubDir, GRUB_MENU_FILE);
-  if (readSeen(file, seen) !== text) ctx.dfs.writeFileAtomic(file, text);
+  if (seen.read(file) !== text) ctx.dfs.writeFileAtomic(file, text);
   seen.stat(grubDir);
   ctx.dfs.removeTempLeftovers(grubDir, (t) => t === GRUB_MENU_FILE);
 }
