@@ -3,7 +3,7 @@ import { StagedrootError } from '../../errors.js';
 import { decode, type ManifestWriter, type RawLine } from './manifest.js';
 import { LINE_HEAD, asciiPathEnd, cheapPath, formatEntry, parseManifestLine, sumSizes, type ManifestEntry } from './manifest-line.js';
 import { comparePaths, isUnder } from '../core/paths.js';
-import { overlayViewOf, type OverlayView } from './manifest-overlay.js';
+import { OverlayView, overlayViewOf, type ManifestOverlay } from './manifest-overlay.js';
 
 const NL = 0x0a;
 const SLASH = 0x2f;
@@ -32,8 +32,11 @@ export class ManifestCursor {
   private k = 0;
   private fresh: RawLine | null = null;
 
-  /** `chunk`: the bytes read at a time (tests make it small to cross chunk edges often). */
-  constructor(readonly file: string, chunk = CHUNK) {
+  /**
+   * `chunk`: the bytes read at a time (tests make it small to cross chunk edges often).
+   * `overlay`: the file's overlay when the caller has read it already (null: it has none).
+   */
+  constructor(readonly file: string, chunk = CHUNK, overlay?: ManifestOverlay | null) {
     this.buf = Buffer.allocUnsafe(chunk);
     try {
       this.fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
@@ -41,7 +44,7 @@ export class ManifestCursor {
       throw new StagedrootError('STATE_CORRUPT', `Cannot open manifest ${file}: ${(err as Error).message}`, { path: file, cause: err });
     }
     try {
-      this.overlay = overlayViewOf(file);
+      this.overlay = overlay === undefined ? overlayViewOf(file) : overlay === null ? null : new OverlayView(overlay);
     } catch (err) {
       this.close();
       throw err;

@@ -4,7 +4,7 @@ import { ManifestWriter, entryFromStat, readEntry, unchangedSince } from './mani
 import { formatEntry, isFileLineFor, lineSize, type ManifestEntry } from './manifest-line.js';
 import { ManifestCursor } from './manifest-cursor.js';
 import { RemovedLines, changesOf, deltaOf, type PatchResult, type TouchEvent, type TreeChanges } from './patch-manifest.js';
-import { readOverlay } from './manifest-overlay.js';
+import { readOverlay, type ManifestOverlay } from './manifest-overlay.js';
 import { OverlaySink, OverlayTooBig, WholeSink, composeLinked, linkWithOverlay, overlayBound, type ManifestSink } from './linked-manifest.js';
 import { hostPath } from '../core/names.js';
 import type { TaskHooks } from '../jobs/tree-tasks.js';
@@ -83,7 +83,7 @@ function linkedPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'chec
   const sink = new OverlaySink(a.out, bound);
   let r: PassResult;
   try {
-    r = manifestPass(a, h, ch, sink);
+    r = manifestPass(a, h, ch, sink, had);
   } catch (err) {
     if (err instanceof OverlayTooBig) return null;
     throw err;
@@ -99,8 +99,9 @@ type PassResult = Omit<SnapshotManifestResult, 'sha256' | 'linked'>;
  * One pass over the base manifest and the snapshot, into `sink` (the whole manifest, or
  * what differs from the base). The walk's side effects (a socket or device node removed)
  * are the same in a second pass: it finds them gone, as the first left the tree.
+ * `baseOverlay`: the base's overlay when the caller has read it (not read again).
  */
-function manifestPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'checkAbort' | 'skip'>, ch: TreeChanges, out: ManifestSink): PassResult {
+function manifestPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'checkAbort' | 'skip'>, ch: TreeChanges, out: ManifestSink, baseOverlay?: ManifestOverlay | null): PassResult {
   const freshOf = new Map(ch.fresh.map((e) => [e.p, e] as const));
   let bytes = 0;
   let walked = 0;
@@ -145,7 +146,7 @@ function manifestPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'ch
   const withXattrs = xattrsSupported(a.tree);
   const digest = (host: string | Buffer): string | undefined => (withXattrs ? xattrDigest(readXattrs(host)) : undefined);
   const dropped = new RemovedLines();
-  const prev = new ManifestCursor(a.base);
+  const prev = new ManifestCursor(a.base, undefined, baseOverlay);
   /** A line of the new manifest; `was`: the base's line at its path (null: none). */
   const emit = (p: string, line: string, size: number, was: string | null, e?: ManifestEntry): void => {
     out.put(p, line, was, e);
