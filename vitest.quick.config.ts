@@ -18,7 +18,7 @@ export const SLOW = [
   'test/fs/core/lock.test.ts', // lock holders SIGKILLed, a writer killed while breaking a stale lock
   'test/testing/faults.test.ts', // the crash CLI SIGKILLed by its fault hook
   'test/sources/oci-image-memory.test.ts', // peak RSS of a big image
-  'test/sources/tar-layer-memory.test.ts', // peak RSS of a big layer
+  'test/sources/tar/layer-source-memory.test.ts', // peak RSS of a big layer
   'test/stage/dry-run-property.test.ts', // 142 sources, dry-run against the stage
   'test/merge/type-conflicts.test.ts', // 250 random merges against the full planner
   'test/lint/layers.test.ts', // eslint over all of src/, several times

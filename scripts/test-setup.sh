@@ -75,7 +75,7 @@ cmd matchpathcon selinux-utils
 file /etc/selinux/default/contexts/files/file_contexts selinux-policy-default
 # Tar archives listed by the readers container tools use, against stagedroot's: GNU tar,
 # Go's archive/tar (containerd, umoci; built from fixtures/tar-list), Python's tarfile;
-# git archive writes the PAX global header every tar reader meets (test/sources/tar-global-header).
+# git archive writes the PAX global header every tar reader meets (test/sources/tar/global-header).
 cmd tar tar
 cmd go golang-go
 # /usr/bin/python3 is python3-minimal's; tarfile is in the full standard library (python3).

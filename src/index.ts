@@ -24,9 +24,9 @@ export { ignitionSource, ignitionFileSource, type IgnitionOptions } from './sour
 export { sourceFromPath, type SourceOptions } from './sources/detect.js';
 export { machineConfigSource, type MachineConfigOptions } from './sources/machine-config/index.js';
 export type { ConfigRecord, OwnedPath } from './state/config-record.js';
-export { tarLayerSource, type TarLayerOptions } from './sources/tar-layer.js';
+export { tarLayerSource, type TarLayerOptions } from './sources/tar/layer-source.js';
 export { directorySource, type DirectorySourceOptions } from './sources/directory.js';
-export { DEFAULT_LAYER_LIMITS, type LayerLimits } from './sources/entry-checks.js';
+export { DEFAULT_LAYER_LIMITS, type LayerLimits } from './sources/layer/entry-checks.js';
 export type { PathChange } from './fs/manifests/diff-manifests.js';
 export type { Drift, DriftKind } from './fs/manifests/verify-tree.js';
 export type { CopyPolicy } from './fs/trees/copy-tree.js';

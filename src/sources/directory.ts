@@ -1,6 +1,6 @@
 import { readFileChunks, readTree, type TreeEntryKind } from '../fs/trees/read-tree.js';
-import type { LayerEntry, LayerEntryKind, LayerReader } from './layer-entry.js';
-import { planLayer, type LayerOptions } from './layer-plan.js';
+import type { LayerEntry, LayerEntryKind, LayerReader } from './layer/entry.js';
+import { planLayer, type LayerOptions } from './layer/plan.js';
 import type { Source } from './source.js';
 
 export type DirectorySourceOptions = LayerOptions;

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Sysroot } from '../../src/sysroot.js';
-import { tarLayerSource } from '../../src/sources/tar-layer.js';
+import { tarLayerSource } from '../../src/sources/tar/layer-source.js';
 import { hashTree, reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { tarArchive } from '../../fixtures/tar-writer.mjs';
 import { BASE_TREE } from '../helpers/trees.js';

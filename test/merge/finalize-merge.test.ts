@@ -12,7 +12,7 @@ import { makeContext } from '../../src/context.js';
 import { hashFile } from '../../src/fs/core/hash.js';
 import { manifestDigest, overlayFile, readOverlay } from '../../src/fs/manifests/manifest-overlay.js';
 import { readManifest } from '../../src/fs/manifests/manifest.js';
-import { tarLayerSource } from '../../src/sources/tar-layer.js';
+import { tarLayerSource } from '../../src/sources/tar/layer-source.js';
 import { Sysroot } from '../../src/sysroot.js';
 import { hashTree, reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { tarArchive } from '../../fixtures/tar-writer.mjs';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StagedrootError } from '../../src/errors.js';
 import { exitCodeFor } from '../../src/exit-codes.js';
 import { hostPlatform } from '../../src/sources/oci/platform.js';
-import { tarLayerSource } from '../../src/sources/tar-layer.js';
+import { tarLayerSource } from '../../src/sources/tar/layer-source.js';
 import { directorySource } from '../../src/sources/directory.js';
 import type { Source } from '../../src/sources/source.js';
 import { buildTree, hashTree, tempSysroot, type TempSysroot, type TreeSpec } from '../../src/testing/index.js';

@@ -2,8 +2,8 @@ import * as path from 'node:path';
 import { StagedrootError } from '../../errors.js';
 import { SourceFile } from '../../fs/core/file-chunks.js';
 import { statPath } from '../../fs/trees/durable.js';
-import { DEFAULT_LAYER_LIMITS } from '../entry-checks.js';
-import { readTarEntries } from '../tar-reader.js';
+import { DEFAULT_LAYER_LIMITS } from '../layer/entry-checks.js';
+import { readTarEntries } from '../tar/reader.js';
 
 /** One file of an image (a blob, index.json, manifest.json), opened for streaming. */
 export interface OpenBlob {

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { header, writeZeroFileTarGz } from '../../fixtures/tar-writer.mjs';
+import { header, writeZeroFileTarGz } from '../../../fixtures/tar-writer.mjs';
 
 /**
  * Staging a 1 GiB layer keeps memory flat: a child process with a 64 MiB V8 heap
@@ -14,8 +14,8 @@ import { header, writeZeroFileTarGz } from '../../fixtures/tar-writer.mjs';
  * variant (256 MiB, gzip streamed chunk by chunk) checks the decompressing path too.
  */
 const here = path.dirname(fileURLToPath(import.meta.url));
-const script = path.join(here, 'stage-big-layer.mjs');
-const dist = path.join(here, '../../dist/index.js');
+const script = path.join(here, '..', 'stage-big-layer.mjs');
+const dist = path.join(here, '../../../dist/index.js');
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
 /** Generous against the ~60-90 MiB a Node process with these modules needs; a layer held whole would be >= its size. */

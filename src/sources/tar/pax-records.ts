@@ -1,4 +1,4 @@
-import { StagedrootError } from '../errors.js';
+import { StagedrootError } from '../../errors.js';
 
 /**
  * Validates a PAX extended header (`LEN KEY=VALUE\n` records) before node-tar's Pax

@@ -1,4 +1,4 @@
-import { StagedrootError } from '../errors.js';
+import { StagedrootError } from '../../errors.js';
 
 /**
  * OCI layer markers (image-spec layer.md): an empty `.wh.NAME` deletes NAME from the

@@ -1,8 +1,8 @@
-import type { ChangeOp, ChangeSet } from '../changeset.js';
-import { StagedrootError, formatIssues, type Issue } from '../errors.js';
+import type { ChangeOp, ChangeSet } from '../../changeset.js';
+import { StagedrootError, formatIssues, type Issue } from '../../errors.js';
 import { DEFAULT_LAYER_LIMITS, type LayerLimits } from './entry-checks.js';
-import { LayerChecker } from './layer-checker.js';
-import type { LayerReader } from './layer-entry.js';
+import { LayerChecker } from './checker.js';
+import type { LayerReader } from './entry.js';
 
 export interface LayerOptions {
   /**

@@ -3,15 +3,15 @@ import * as path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ChangeOp } from '../../src/changeset.js';
-import { StagedrootError } from '../../src/errors.js';
-import { RootFs } from '../../src/fs/trees/root-fs.js';
-import { ReadOnlyTree } from '../../src/fs/trees/read-only-tree.js';
-import { applyOp } from '../../src/stage/apply-changes.js';
-import { detectKind, sourceFromPath } from '../../src/sources/detect.js';
-import { tarLayerSource } from '../../src/sources/tar-layer.js';
-import { hashTree, tempSysroot, type TempSysroot, type TreeSpec } from '../../src/testing/index.js';
-import { gzip, tarArchive, type TarEntry } from '../../fixtures/tar-writer.mjs';
+import type { ChangeOp } from '../../../src/changeset.js';
+import { StagedrootError } from '../../../src/errors.js';
+import { RootFs } from '../../../src/fs/trees/root-fs.js';
+import { ReadOnlyTree } from '../../../src/fs/trees/read-only-tree.js';
+import { applyOp } from '../../../src/stage/apply-changes.js';
+import { detectKind, sourceFromPath } from '../../../src/sources/detect.js';
+import { tarLayerSource } from '../../../src/sources/tar/layer-source.js';
+import { hashTree, tempSysroot, type TempSysroot, type TreeSpec } from '../../../src/testing/index.js';
+import { gzip, tarArchive, type TarEntry } from '../../../fixtures/tar-writer.mjs';
 
 const BASE: TreeSpec = {
   'etc/hostname': 'base\n',

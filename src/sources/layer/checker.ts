@@ -1,7 +1,7 @@
-import type { XattrList } from '../changeset.js';
-import { StagedrootError } from '../errors.js';
+import type { XattrList } from '../../changeset.js';
+import { StagedrootError } from '../../errors.js';
 import { checkEntryPath, checkHardlinkTarget, checkId, checkSymlinkTarget, foldPath, show, type LayerLimits } from './entry-checks.js';
-import type { LayerEntry } from './layer-entry.js';
+import type { LayerEntry } from './entry.js';
 import { markerOf } from './whiteouts.js';
 
 /** What one checked entry asks for. Paths are tree-relative ("etc/motd"). */

@@ -1,7 +1,7 @@
 import { Readable, type Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as zlib from 'node:zlib';
-import { StagedrootError } from '../errors.js';
+import { StagedrootError } from '../../errors.js';
 
 export type Compression = 'none' | 'gzip' | 'zstd';
 

@@ -4,12 +4,12 @@ import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { StagedrootError } from '../../src/errors.js';
-import { exitCodeFor } from '../../src/exit-codes.js';
-import { tarLayerSource } from '../../src/sources/tar-layer.js';
-import { buildTree, hashTree, tempSysroot, type TempSysroot, type TreeSpec } from '../../src/testing/index.js';
-import { hostileCases, resolvedInsideCases, writeHostileCorpus, type HostileCase } from '../../fixtures/make-hostile.mjs';
-import { tarArchive } from '../../fixtures/tar-writer.mjs';
+import { StagedrootError } from '../../../src/errors.js';
+import { exitCodeFor } from '../../../src/exit-codes.js';
+import { tarLayerSource } from '../../../src/sources/tar/layer-source.js';
+import { buildTree, hashTree, tempSysroot, type TempSysroot, type TreeSpec } from '../../../src/testing/index.js';
+import { hostileCases, resolvedInsideCases, writeHostileCorpus, type HostileCase } from '../../../fixtures/make-hostile.mjs';
+import { tarArchive } from '../../../fixtures/tar-writer.mjs';
 
 /**
  * The hostile corpus (fixtures/make-hostile.mjs), generated into a temp dir with a

@@ -1,9 +1,9 @@
 import { Header, Pax, ReadEntry } from 'tar';
-import { StagedrootError } from '../errors.js';
+import { StagedrootError } from '../../errors.js';
 import { ByteReader } from './byte-reader.js';
-import type { LayerLimits } from './entry-checks.js';
-import type { LayerEntry, LayerEntryKind } from './layer-entry.js';
-import { hasRawBytes, nameFromBytes } from '../fs/core/names.js';
+import type { LayerLimits } from '../layer/entry-checks.js';
+import type { LayerEntry, LayerEntryKind } from '../layer/entry.js';
+import { hasRawBytes, nameFromBytes } from '../../fs/core/names.js';
 import { checkGlobalPaxRecords, checkPaxRecords, takeXattrRecords } from './pax-records.js';
 
 /** node-tar's cap on one extended header; a longer one is an attack, not a long name. */

@@ -1,12 +1,12 @@
-import { StagedrootError } from '../errors.js';
-import { MAX_PATH_DEPTH } from '../fs/core/paths.js';
+import { StagedrootError } from '../../errors.js';
+import { MAX_PATH_DEPTH } from '../../fs/core/paths.js';
 
 /**
  * Checks on one path or link target of a layer, before anything is written. These are
  * the first defence; RootFs's chroot-style resolution is the second (whatever passes
  * here is still resolved inside the tree, `..` clamped at its root, O_NOFOLLOW last).
  *
- * Decisions, each covered by test/sources/hostile.test.ts:
+ * Decisions, each covered by test/sources/layer/hostile.test.ts:
  * - Leading slashes are stripped (`////etc/passwd` is the tree's etc/passwd): a layer
  *   describes a root tree, so an absolute name can only mean a path inside it.
  * - `..` anywhere is refused, even where it would stay inside (node-tar does the same).

@@ -2,10 +2,10 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { StagedrootError } from '../../src/errors.js';
-import { readManifest } from '../../src/fs/manifests/manifest.js';
-import { takeXattrRecords } from '../../src/sources/pax-records.js';
-import { reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
+import { StagedrootError } from '../../../src/errors.js';
+import { readManifest } from '../../../src/fs/manifests/manifest.js';
+import { takeXattrRecords } from '../../../src/sources/tar/pax-records.js';
+import { reboot, tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
 
 let t: TempSysroot | null = null;
 afterEach(() => {

@@ -11,10 +11,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_LAYER_LIMITS } from '../../src/sources/entry-checks.js';
-import { readTarEntries } from '../../src/sources/tar-reader.js';
-import { tarArchive } from '../../fixtures/tar-writer.mjs';
-import { tool } from '../helpers/tools.js';
+import { DEFAULT_LAYER_LIMITS } from '../../../src/sources/layer/entry-checks.js';
+import { readTarEntries } from '../../../src/sources/tar/reader.js';
+import { tarArchive } from '../../../fixtures/tar-writer.mjs';
+import { tool } from '../../helpers/tools.js';
 
 let dir: string;
 let goLister: string;
@@ -22,7 +22,7 @@ let goLister: string;
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-pax-global-'));
   goLister = path.join(dir, 'tar-list');
-  const src = path.resolve(import.meta.dirname, '../../fixtures/tar-list/main.go');
+  const src = path.resolve(import.meta.dirname, '../../../fixtures/tar-list/main.go');
   await tool('go', ['build', '-o', goLister, src], { env: { GOCACHE: path.join(os.homedir(), '.cache', 'go-build'), GOFLAGS: '-mod=mod' } });
 }, 300_000);
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -1,18 +1,18 @@
-import { StagedrootError } from '../errors.js';
-import { SourceFile } from '../fs/core/file-chunks.js';
+import { StagedrootError } from '../../errors.js';
+import { SourceFile } from '../../fs/core/file-chunks.js';
 import { compressionOf, decompress } from './decompress.js';
-import { DEFAULT_LAYER_LIMITS } from './entry-checks.js';
-import type { LayerReader } from './layer-entry.js';
-import { planLayer, type LayerOptions } from './layer-plan.js';
-import type { Source } from './source.js';
-import { readTarEntries } from './tar-reader.js';
+import { DEFAULT_LAYER_LIMITS } from '../layer/entry-checks.js';
+import type { LayerReader } from '../layer/entry.js';
+import { planLayer, type LayerOptions } from '../layer/plan.js';
+import type { Source } from '../source.js';
+import { readTarEntries } from './reader.js';
 
 export type TarLayerOptions = LayerOptions;
 
 /**
  * A `.tar`, `.tar.gz` or `.tar.zst` file applied over the booted tree with OCI layer
  * semantics (or, with `replace`, as the whole new tree). Streamed in two passes (see
- * layer-plan.ts): checked whole before any write, then applied entry by entry.
+ * layer/plan.ts): checked whole before any write, then applied entry by entry.
  */
 export function tarLayerSource(p: string, o: TarLayerOptions = {}): Source {
   const where = `layer ${p}`;
