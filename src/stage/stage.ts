@@ -8,6 +8,9 @@ import { manifestTasks } from '../fs/manifests/tasks.js';
 import { snapshotsFrom } from '../fs/trees/storage.js';
 import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import { changedPaths } from '../fs/manifests/patch-manifest.js';
+import type { DisruptionPolicy } from '../activation/policy.js';
+import type { Activation } from '../state/activation.js';
+import { activationOf, loadDisruptionPolicy } from './activation-of.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { applyKernelArguments } from '../state/kernel-args.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
@@ -64,6 +67,8 @@ export interface StageOptions {
   hookTimeoutMs?: number;
   /** The output of a `stage --run` command, as it comes. */
   onCommandOutput?: (text: string) => void;
+  /** A MachineConfiguration (YAML or JSON) whose spec.nodeDisruptionPolicy is merged over the MCO defaults; else the booted /etc/stagedroot/disruption-policy.yaml. */
+  disruptionPolicy?: string;
 }
 
 export interface StageResult {
@@ -79,6 +84,8 @@ export interface StageResult {
   alreadyRunning?: boolean;
   /** The pre-stage and post-stage hooks that ran. */
   hooks?: HookRun[];
+  /** How it can become active: live (the node disruption policy's actions) or at a reboot, and what forces that. */
+  activation?: Activation;
 }
 
 export const DEFAULT_COPY_POLICY: CopyPolicy = { hardlinkPrefixes: ['usr'], mode: 'reflink' };
@@ -130,6 +137,8 @@ interface Run {
   /** How the tree is built from the base (a command run in it gets a private copy: see plan). */
   policy: CopyPolicy;
   readonly base: DeploymentRecord;
+  /** The node disruption policies the activation decision uses (the MCO defaults, the user's merged over them). */
+  readonly disruptionPolicy: DisruptionPolicy;
   readonly id: string;
   /** work/ID: the tree, its manifest and delta while the stage runs. */
   readonly work: string;
@@ -166,15 +175,17 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOpt
   const builtins = resolveBuiltins(opts.builtins);
   if (opts.hookTimeoutMs !== undefined) checkTimeoutMs(opts.hookTimeoutMs, 'hookTimeoutMs');
   const id = nextId([state.lastId, ...state.deployments.map((d) => d.id), ...listDir(layout.deployDir), ...listDir(layout.workDir)]);
+  const base = mustFind(state, stageBase(state));
   return {
     ctx,
     state,
     source,
     opts,
     builtins,
+    disruptionPolicy: loadDisruptionPolicy(new ReadOnlyTree(layout.tree(base.id)), opts.disruptionPolicy),
     commands: planCommandValidators(opts.commands ?? []),
     policy: { ...DEFAULT_COPY_POLICY, ...opts.copyPolicy },
-    base: mustFind(state, stageBase(state)),
+    base,
     id,
     work: layout.work(id),
     label: opts.label ?? 'update',
@@ -390,8 +401,9 @@ async function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: 
   rec.locked = run.opts.lock ?? false;
   if (run.checked?.info.origin) rec.origin = run.checked.info.origin;
   if (run.checked?.signature) rec.signature = run.checked.signature;
+  rec.activation = activationOf({ base: run.base, next: rec, baseManifest: layout.manifest(run.base.id), newManifest: layout.manifest(id), paths: changedPaths(built), baseTree: new ReadOnlyTree(layout.tree(run.base.id)), newTree: new ReadOnlyTree(layout.tree(id)), policy: run.disruptionPolicy });
   applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
-  return { id, label, path: layout.tree(id), delta: changedPaths(built), warnings: [...built.warnings, ...warnings], entries: rec.entries, bytes: rec.bytes, hooks: run.hooks };
+  return { id, label, path: layout.tree(id), delta: changedPaths(built), warnings: [...built.warnings, ...warnings], entries: rec.entries, bytes: rec.bytes, hooks: run.hooks, activation: rec.activation };
 }
 
 /**

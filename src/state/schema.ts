@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { activationSchema } from './activation.js';
 
 /** Zod schemas of everything stagedroot writes and reads back in a sysroot. */
 
@@ -113,6 +114,8 @@ export const deploymentRecordSchema = z
     healthChecks: z.number().int().min(0).nullable().optional(),
     /** Its kernel command line arguments (its parent's, changed by its update); absent: none. */
     kernelArguments: z.array(z.string()).optional(),
+    /** How it can become active against the deployment it was built from: live (the policy's actions) or at a reboot. */
+    activation: activationSchema.optional(),
   })
   .strict();
 export type DeploymentRecord = z.infer<typeof deploymentRecordSchema>;

@@ -1,3 +1,4 @@
+import type { Activation } from './activation.js';
 import type { Layout } from './layout.js';
 import type { BaseState, Failure, Origin, SignatureRecord } from './schema.js';
 
@@ -36,6 +37,8 @@ export interface DeploymentStatus {
   origin?: Origin;
   /** The signature its source was verified with (key id, trusted comment). */
   signature?: SignatureRecord;
+  /** The staged deployment's activation decision: live (the node disruption policy's actions) or reboot, with what forces it. */
+  activation?: Activation;
   failure: Failure | null;
 }
 
@@ -118,6 +121,7 @@ export function statusView(s: BaseState, layout: Layout, storage: Status['storag
         ...(d.source === undefined ? {} : { source: d.source }),
         ...(d.origin === undefined ? {} : { origin: d.origin }),
         ...(d.signature === undefined ? {} : { signature: d.signature }),
+        ...(d.activation === undefined || d.id !== s.staged ? {} : { activation: d.activation }),
         failure: d.failure,
       })),
   };

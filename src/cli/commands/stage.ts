@@ -1,3 +1,4 @@
+import { formatActivation } from '../format-activation.js';
 import type { Command } from 'commander';
 import { StagedrootError, type Issue } from '../../errors.js';
 import { pathSource } from '../../sources/detect.js';
@@ -27,6 +28,7 @@ interface StageCliOptions extends CommonOptions {
   validator: string[];
   validatorTimeout?: string;
   signature?: string;
+  disruptionPolicy?: string;
   platform?: string;
   ref?: string;
   imageStore?: string;
@@ -82,6 +84,7 @@ export function stageCommand(program: Command, env: CliEnv): void {
     .option('--image-store <path>', 'for a MachineConfig: the OCI layout directory or oci-archive holding the image its spec.osImageURL names (nothing is pulled)')
     .option('--owner <name>', 'for a MachineConfig: configs of one owner replace each other\'s kernel arguments and paths (default: machine-config)')
     .option('--dry-run', 'print what the stage would add, modify and remove (the `diff` format) and its issues; write nothing; exit 3 when it would be rejected')
+    .option('--disruption-policy <file>', 'a MachineConfiguration (YAML or JSON) whose node disruption policies are merged over the defaults for the activation decision (default: the booted /etc/stagedroot/disruption-policy.yaml)')
     .option('--signature <file>', 'the detached minisign signature of the source (default: SOURCE.minisig); required when the sysroot trusts a key')
     .action(
       action(env, async (path: string | undefined, o: StageCliOptions) => {
@@ -108,12 +111,13 @@ export function stageCommand(program: Command, env: CliEnv): void {
         // A command's output streams to stderr as it comes (no bar drawn over it).
         const bar = o.run === undefined ? progressBar(env.io) : { update: () => {}, done: () => {} };
         try {
-          const r = await s.stage(source, { label: o.label, lock: o.lock, onProgress: bar.update, copyPolicy: o.copy ? { mode: 'copy' } : undefined, builtins, commands, signature: o.signature, onCommandOutput: (t) => env.io.err(t) });
+          const r = await s.stage(source, { label: o.label, lock: o.lock, onProgress: bar.update, copyPolicy: o.copy ? { mode: 'copy' } : undefined, builtins, commands, signature: o.signature, disruptionPolicy: o.disruptionPolicy, onCommandOutput: (t) => env.io.err(t) });
           bar.done();
           if (o.json) printJson(env.io, { ok: true, ...r });
           else if (r.alreadyRunning) env.io.out(`the booted deployment ${r.id} (${r.label}) already runs this image: nothing staged\n`);
           else {
             env.io.out(`staged deployment ${r.id} (${r.label}): ${r.delta.length} path${r.delta.length === 1 ? '' : 's'} changed; it becomes current at the next reboot\n`);
+            if (r.activation !== undefined) env.io.out(formatActivation(r.activation));
             printWarnings(env, r.warnings);
           }
         } catch (err) {

@@ -1,0 +1,62 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
+
+let t: TempSysroot | undefined;
+let dir: string | undefined;
+afterEach(() => {
+  t?.cleanup();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  t = dir = undefined;
+});
+
+const stagedActivation = (t: TempSysroot) => t.sysroot.status().deployments.find((d) => d.staged)?.activation;
+
+describe('the activation decision of a stage', () => {
+  it('a CRI-O policy file is live with a reload; status shows it on the staged deployment only', async () => {
+    t = await tempSysroot({ tree: { 'etc/containers/policy.json': '{}\n', 'etc/hosts': '127.0.0.1 localhost\n' } });
+    const r = await t.sysroot.stage({ files: [{ path: '/etc/containers/policy.json', contents: '{"default":[]}\n' }] });
+    const want = { mode: 'live', drain: false, actions: [{ type: 'Reload', reload: { serviceName: 'crio.service' } }], reasons: [] };
+    expect(r.activation).toEqual(want);
+    expect(stagedActivation(t)).toEqual(want);
+    await t.sysroot.finalize();
+    await t.sysroot.boot({ runDir: '/nonexistent' });
+    expect(t.sysroot.status().deployments.some((d) => d.activation !== undefined)).toBe(false);
+  });
+
+  it('a path no policy covers is a reboot naming it; a path written again unchanged does not count', async () => {
+    t = await tempSysroot({ tree: { 'etc/containers/policy.json': '{}\n', 'etc/motd': 'hi\n' } });
+    const r = await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'hello\n' }, { path: '/etc/containers/policy.json', contents: '{}\n' }] });
+    expect(r.activation).toEqual({ mode: 'reboot', drain: true, actions: [{ type: 'Reboot' }], reasons: [{ path: '/etc/motd', why: 'no disruption policy covers it' }] });
+    const same = await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'hi\n' }] });
+    expect(same.activation).toEqual({ mode: 'live', drain: false, actions: [{ type: 'None' }], reasons: [] });
+  });
+
+  it('kernel arguments force a reboot; an SSH key alone is live', async () => {
+    t = await tempSysroot({ tree: { 'etc/passwd': 'root:x:0:0:root:/root:/bin/sh\n', 'etc/group': 'root:x:0:\n', 'root/.keep': '' } });
+    const k = await t.sysroot.stage({ kernelArguments: { shouldExist: ['nosmt'] } });
+    expect(k.activation).toMatchObject({ mode: 'reboot', reasons: [{ field: 'kernelArguments' }] });
+    const s = await t.sysroot.stage({ ignition: { version: '3.4.0' }, passwd: { users: [{ name: 'root', sshAuthorizedKeys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake root@x'] }] } });
+    expect(s.activation).toEqual({ mode: 'live', drain: false, actions: [{ type: 'None' }], reasons: [] });
+  });
+
+  it('a user policy (--disruption-policy, or the booted /etc/stagedroot/disruption-policy.yaml) is merged over the defaults', async () => {
+    const policy = 'apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nspec:\n  nodeDisruptionPolicy:\n    files:\n    - path: /etc/motd\n      actions: [{type: Restart, restart: {serviceName: motd.service}}]\n';
+    t = await tempSysroot({ tree: { 'etc/motd': 'hi\n', 'etc/stagedroot/disruption-policy.yaml': policy } });
+    const viaTree = await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'a\n' }] });
+    expect(viaTree.activation).toMatchObject({ mode: 'live', actions: [{ type: 'Restart', restart: { serviceName: 'motd.service' } }] });
+    dir = mkdtempSync(join(tmpdir(), 'policy-'));
+    writeFileSync(join(dir, 'p.json'), JSON.stringify({ apiVersion: 'operator.openshift.io/v1', kind: 'MachineConfiguration', spec: { nodeDisruptionPolicy: { files: [{ path: '/etc/motd', actions: [{ type: 'Reboot' }] }] } } }));
+    const viaFile = await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'b\n' }] }, { disruptionPolicy: join(dir, 'p.json') });
+    expect(viaFile.activation).toMatchObject({ mode: 'reboot', reasons: [{ path: '/etc/motd', why: 'its policy (/etc/motd) says Reboot' }] });
+  });
+
+  it('a bad policy file is a usage error naming it, and nothing is recorded', async () => {
+    t = await tempSysroot({ tree: { 'etc/motd': 'hi\n' } });
+    await expect(t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'a\n' }] }, { disruptionPolicy: '/nonexistent/p.yaml' })).rejects.toMatchObject({ code: 'USAGE', message: expect.stringContaining('/nonexistent/p.yaml') });
+    expect(t.sysroot.status().lastFailure).toBeNull();
+    expect(t.sysroot.status().staged).toBeNull();
+  });
+});
