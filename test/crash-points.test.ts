@@ -13,7 +13,7 @@ import type { BaseState } from '../src/state/schema.js';
 import { buildTree, reboot } from '../src/testing/index.js';
 import { bootDirOf, copySysroot, crashAt, requireDist, runChild, scratchDir, type ChildOp } from './helpers/crash.js';
 import { entryDeployment, parseBootEntry } from '../src/state/boot-entry-text.js';
-import { findKernel } from '../src/store/kernels.js';
+import { findKernel } from '../src/boot/entries/kernels.js';
 import { expectConsistent, expectReadable, hashTreeOutside, readState } from './helpers/invariants.js';
 import { BASE_TREE, motdUpdate } from './helpers/trees.js';
 import { loopMount, whyNoBtrfsLoop, unavailable } from './helpers/mounts.js';

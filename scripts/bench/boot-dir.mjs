@@ -36,7 +36,7 @@ export async function measureBootDir(o) {
   }
   // As on a machine, where the entries were written at the last transition, seconds to
   // days before: an open records what its check of the entries read only once every
-  // stamp it saw is older than 3 s (src/store/boot-entries-record.ts); the warm-up open
+  // stamp it saw is older than 3 s (src/boot/entries/record.ts); the warm-up open
   // below makes that record, the measured ones use it.
   await new Promise((r) => setTimeout(r, 3100));
   // Wall and CPU (user + sys of the process, µs from getrusage: the open runs on this thread) of each open + status.

@@ -6,7 +6,7 @@ import { exists, listDir, readText, statPath } from '../fs/trees/durable.js';
 import { acquireLock } from '../fs/core/lock.js';
 import { RootFs } from '../fs/trees/root-fs.js';
 import { initSysroot } from '../stage/init.js';
-import type { BootLoader } from '../store/sync-boot-entries.js';
+import type { BootLoader } from '../boot/entries/sync.js';
 import { loadState } from '../store/state-file.js';
 import { checkWaitSeconds } from '../util/options.js';
 import { below, mountPoints, swapFiles } from './mount-table.js';

@@ -19,7 +19,7 @@ import { randomSuffix } from '../util/random.js';
  *   deploy/ID/shared-ops.json    what to do with them (see src/machine-state/ops.ts)
  *   deploy/ID/merging.json       a merge into ID in progress (recovery redoes it)
  *   deploy/ID/kernel-hashes.json its kernel's and initramfs's sha256 with their inode, size, mtime, ctime (a cache: with --boot-dir)
- *   boot-entries.json            what the last boot-entry sync that wrote nothing read, by identity (store/boot-entries-record.ts; with --boot-dir)
+ *   boot-entries.json            what the last boot-entry sync that wrote nothing read, by identity (boot/entries/record.ts; with --boot-dir)
  *   trusted-keys/KEYID.pub       public keys a source's signature must match (none: unsigned sources are fine)
  *   hooks/PHASE/                 executables run at each phase, in name order
  *   hook-runs/PHASE.json         what the last run of each phase's hooks did (bounded output)

@@ -2,7 +2,7 @@ import type { Context } from '../context.js';
 import { verifyTransition } from '../state/invariants.js';
 import type { Transition } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
-import { syncBootEntries } from './sync-boot-entries.js';
+import { syncBootEntries } from '../boot/entries/sync.js';
 import { syncBootFiles } from './boot-files.js';
 import { removeDeployments } from './remove-deployments.js';
 import { saveState } from './state-file.js';

@@ -4,7 +4,7 @@ import { exists, isDirectory, listDir, readLink } from '../fs/trees/durable.js';
 import { cleanLockLeftovers } from '../fs/core/lock.js';
 import { dropIds, effectiveState } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
-import { syncBootEntries } from './sync-boot-entries.js';
+import { syncBootEntries } from '../boot/entries/sync.js';
 import { syncBootFiles } from './boot-files.js';
 import { removeDeployments } from './remove-deployments.js';
 import { loadState, saveState } from './state-file.js';

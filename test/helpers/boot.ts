@@ -1,6 +1,6 @@
 /**
  * Set-up the boot and boot-entry tests share: the record prepare-root leaves for `boot`
- * (test/boot), a tree with a kernel, and the crash sweep of a boot-entry sync (test/store).
+ * (test/boot), a tree with a kernel, and the crash sweep of a boot-entry sync (test/boot/entries).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { afterEach } from 'vitest';
 import { makeContext } from '../../src/context.js';
 import type { BaseState } from '../../src/state/schema.js';
-import { syncBootEntries } from '../../src/store/sync-boot-entries.js';
+import { syncBootEntries } from '../../src/boot/entries/sync.js';
 
 /**
  * A stand-in for /run/stagedroot: `record(dir, id, lines)` writes what prepare-root

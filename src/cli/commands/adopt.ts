@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import type { Command } from 'commander';
 import { adoptRoot } from '../../install/adopt.js';
-import type { BootLoader } from '../../store/sync-boot-entries.js';
+import type { BootLoader } from '../../boot/entries/sync.js';
 import type { CopyProgress } from '../../fs/trees/copy-tree.js';
 import { action, common, nonNegativeInt, waitSeconds, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson, type Io } from '../io.js';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { statPath } from '../../fs/trees/durable.js';
 import { Sysroot } from '../../sysroot.js';
-import type { BootLoader } from '../../store/sync-boot-entries.js';
+import type { BootLoader } from '../../boot/entries/sync.js';
 import { sourceFromPath } from '../../sources/detect.js';
 import { action, common, xattrOption, nonNegativeInt, sysrootDir, waitSeconds, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson } from '../io.js';

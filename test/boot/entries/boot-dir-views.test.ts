@@ -9,10 +9,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Sysroot } from '../../src/sysroot.js';
-import { GRUB_MENU_FILE } from '../../src/state/grub-menu.js';
-import { buildTree } from '../../src/testing/index.js';
-import { readState } from '../helpers/invariants.js';
+import { Sysroot } from '../../../src/sysroot.js';
+import { GRUB_MENU_FILE } from '../../../src/state/grub-menu.js';
+import { buildTree } from '../../../src/testing/index.js';
+import { readState } from '../../helpers/invariants.js';
 
 let base: string | undefined;
 afterEach(() => {

@@ -2,13 +2,13 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { makeContext } from '../../src/context.js';
-import { parseBootEntry } from '../../src/state/boot-entry-text.js';
-import type { BaseState } from '../../src/state/schema.js';
-import { syncBootEntries, type BootLoader } from '../../src/store/sync-boot-entries.js';
-import { STAMP_MARGIN_MS } from '../../src/store/boot-entries-record.js';
-import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
-import { crashEverySync, KERNEL_TREE } from '../helpers/boot.js';
+import { makeContext } from '../../../src/context.js';
+import { parseBootEntry } from '../../../src/state/boot-entry-text.js';
+import type { BaseState } from '../../../src/state/schema.js';
+import { syncBootEntries, type BootLoader } from '../../../src/boot/entries/sync.js';
+import { STAMP_MARGIN_MS } from '../../../src/boot/entries/record.js';
+import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
+import { crashEverySync, KERNEL_TREE } from '../../helpers/boot.js';
 
 let t: TempSysroot | undefined;
 let boot: string | undefined;
@@ -79,7 +79,7 @@ describe('the record of the last boot-entry sync (boot-entries.json)', () => {
     expect(fs.statSync(path.join(t!.dir, RECORD)).ino).toBe(recordIno);
     // open (recovery) takes the same path.
     const warnings: string[] = [];
-    const { Sysroot } = await import('../../src/sysroot.js');
+    const { Sysroot } = await import('../../../src/sysroot.js');
     await Sysroot.open(t!.dir, { now: AHEAD, onWarning: (w) => warnings.push(w) });
     expect(warnings).toEqual([]);
     expect(bootDirSnapshot()).toBe(before);

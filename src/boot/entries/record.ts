@@ -10,9 +10,9 @@
  * gets a stamp of its own; a sync that is going to look at the disk again removes it
  * first, durably, before it writes anything (a crash at any later point leaves no record).
  */
-import type { DurableFs } from '../fs/trees/durable.js';
-import { readText, writeJson } from '../fs/trees/durable.js';
-import type { KernelImage } from '../state/boot-entry-text.js';
+import type { DurableFs } from '../../fs/trees/durable.js';
+import { readText, writeJson } from '../../fs/trees/durable.js';
+import type { KernelImage } from '../../state/boot-entry-text.js';
 import { unchangedSince, type Identity } from './seen-paths.js';
 import type { MountProof } from './mount-proof.js';
 
@@ -23,7 +23,7 @@ export interface BootEntriesRecord {
   v: 1;
   /** When the sync that made it started (ms, the context's clock). */
   at: number;
-  /** What the entries were for (entriesKey in sync-boot-entries.ts: the loader, the boot directory, `stagedroot=`, the entries' text). */
+  /** What the entries were for (entriesKey in sync.ts: the loader, the boot directory, `stagedroot=`, the entries' text). */
   want: string;
   /** Each bootable deployment's kernel as that sync found it (null: it ships none). */
   kernels: Record<string, KernelImage | null>;

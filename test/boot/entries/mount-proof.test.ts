@@ -2,8 +2,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { filesystemPath } from '../../src/fs/core/mount-path.js';
-import { mountProof, provenFilesystemPath } from '../../src/store/mount-proof.js';
+import { filesystemPath } from '../../../src/fs/core/mount-path.js';
+import { mountProof, provenFilesystemPath } from '../../../src/boot/entries/mount-proof.js';
 
 describe('mountProof: the sysroot\'s place on its filesystem without mountinfo', () => {
   let base: string;

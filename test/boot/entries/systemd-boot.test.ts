@@ -9,15 +9,15 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { execa, execaSync } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
-import { makeContext } from '../../src/context.js';
-import type { BaseState } from '../../src/state/schema.js';
-import { syncBootEntries } from '../../src/store/sync-boot-entries.js';
-import { findKernel } from '../../src/store/kernels.js';
-import { entryDeployment } from '../../src/state/boot-entry-text.js';
-import { filesystemPath } from '../../src/fs/core/mount-path.js';
-import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
-import { unavailable } from '../helpers/mounts.js';
-import { crashEverySync, KERNEL_TREE } from '../helpers/boot.js';
+import { makeContext } from '../../../src/context.js';
+import type { BaseState } from '../../../src/state/schema.js';
+import { syncBootEntries } from '../../../src/boot/entries/sync.js';
+import { findKernel } from '../../../src/boot/entries/kernels.js';
+import { entryDeployment } from '../../../src/state/boot-entry-text.js';
+import { filesystemPath } from '../../../src/fs/core/mount-path.js';
+import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
+import { unavailable } from '../../helpers/mounts.js';
+import { crashEverySync, KERNEL_TREE } from '../../helpers/boot.js';
 
 function why(): string | null {
   if (process.getuid?.() !== 0) return 'not root (the ESP is a tmpfs mount)';

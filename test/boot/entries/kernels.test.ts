@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { findKernel } from '../../src/store/kernels.js';
+import { findKernel } from '../../../src/boot/entries/kernels.js';
 
 describe('findKernel: the kernel a deployment boots', () => {
   let tree: string;

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SeenPaths, unchangedSince } from '../../src/store/seen-paths.js';
+import { SeenPaths, unchangedSince } from '../../../src/boot/entries/seen-paths.js';
 
 describe('SeenPaths: what a boot-entry sync read, by identity', () => {
   let dir: string;

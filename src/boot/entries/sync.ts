@@ -4,15 +4,15 @@
  * with the kernels they name, and removes the ones no deployment needs any more.
  */
 import * as path from 'node:path';
-import type { Context } from '../context.js';
-import { DurableFs, readLink, statPath } from '../fs/trees/durable.js';
-import { filesystemPath, pathHere, type FilesystemPath } from '../fs/core/mount-path.js';
-import { bootableDeployments, bootEntry, carriesSysroot, parseBootEntry, type BootEntry, type KernelImage } from '../state/boot-entry-text.js';
-import { GRUB_MENU_FILE, grubMenu } from '../state/grub-menu.js';
-import { LOADER_CONF, loaderConfWithDefault } from '../state/loader-conf.js';
-import type { BaseState, DeploymentRecord } from '../state/schema.js';
+import type { Context } from '../../context.js';
+import { DurableFs, readLink, statPath } from '../../fs/trees/durable.js';
+import { filesystemPath, pathHere, type FilesystemPath } from '../../fs/core/mount-path.js';
+import { bootableDeployments, bootEntry, carriesSysroot, parseBootEntry, type BootEntry, type KernelImage } from '../../state/boot-entry-text.js';
+import { GRUB_MENU_FILE, grubMenu } from '../../state/grub-menu.js';
+import { LOADER_CONF, loaderConfWithDefault } from '../../state/loader-conf.js';
+import type { BaseState, DeploymentRecord } from '../../state/schema.js';
 import { findKernel, installKernel, KERNEL_PLACES, removeUnusedKernels } from './kernels.js';
-import { readBootEntriesRecord, recordHolds, STAMP_MARGIN_MS, writeBootEntriesRecord } from './boot-entries-record.js';
+import { readBootEntriesRecord, recordHolds, STAMP_MARGIN_MS, writeBootEntriesRecord } from './record.js';
 import { mountProof, provenFilesystemPath } from './mount-proof.js';
 import { SeenPaths } from './seen-paths.js';
 
@@ -116,7 +116,7 @@ function entriesKey(ctx: Context, loader: BootLoader, boot: string, arg: string,
  * crash at any point leaves entries that each pair a kernel with its own tree.
  * Idempotent: nothing is written when the entries already match. Every `open` calls it
  * (recovery): when the record of the last sync that wrote nothing still holds
- * (boot-entries-record.ts: the same entries wanted, every path it read unchanged), the
+ * (record.ts: the same entries wanted, every path it read unchanged), the
  * kernels are not looked up and the entries not read back.
  */
 export function syncBootEntries(ctx: Context, s: BaseState): void {

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import { z } from 'zod';
-import type { Context } from '../context.js';
-import { StagedrootError } from '../errors.js';
-import { isDirectory, readBytes, readLink, readText, writeJson, type DurableFs } from '../fs/trees/durable.js';
-import { hashFile } from '../fs/core/hash.js';
-import { ctimeUs } from '../fs/manifests/manifest-line.js';
-import { copiedNames, kernelDir, type KernelImage } from '../state/boot-entry-text.js';
-import { parseJsonState } from '../util/json-state.js';
+import type { Context } from '../../context.js';
+import { StagedrootError } from '../../errors.js';
+import { isDirectory, readBytes, readLink, readText, writeJson, type DurableFs } from '../../fs/trees/durable.js';
+import { hashFile } from '../../fs/core/hash.js';
+import { ctimeUs } from '../../fs/manifests/manifest-line.js';
+import { copiedNames, kernelDir, type KernelImage } from '../../state/boot-entry-text.js';
+import { parseJsonState } from '../../util/json-state.js';
 import { SeenPaths } from './seen-paths.js';
 
 const MAX_IMAGE = 512 << 20;
@@ -20,7 +20,7 @@ export const KERNEL_PLACES = 'usr/lib/modules/VERSION/vmlinuz, boot/vmlinuz-VERS
  * (a tree's link must not lead to a host file). `dirs` remembers the directories one
  * lookup of candidates() has checked already (usr/lib/modules/V is on the way to both
  * vmlinuz and initramfs.img). Every path looked at is recorded in `seen` (a boot-entry
- * sync's record: boot-entries-record.ts).
+ * sync's record: record.ts).
  */
 function isFileInTree(tree: string, rel: string, dirs: Map<string, boolean>, seen: SeenPaths): boolean {
   const parts = rel.split('/');

@@ -9,14 +9,14 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { execa, execaSync } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
-import { filesystemPath } from '../../src/fs/core/mount-path.js';
-import { GRUB_MENU_FILE } from '../../src/state/grub-menu.js';
-import { findKernel } from '../../src/store/kernels.js';
-import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
-import { NO_GRUB_CHECK, grubMenu } from '../helpers/grub.js';
-import { unavailable } from '../helpers/mounts.js';
+import { filesystemPath } from '../../../src/fs/core/mount-path.js';
+import { GRUB_MENU_FILE } from '../../../src/state/grub-menu.js';
+import { findKernel } from '../../../src/boot/entries/kernels.js';
+import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
+import { NO_GRUB_CHECK, grubMenu } from '../../helpers/grub.js';
+import { unavailable } from '../../helpers/mounts.js';
 
-const SCRIPT = path.resolve(import.meta.dirname, '../../initramfs/grub/09_stagedroot');
+const SCRIPT = path.resolve(import.meta.dirname, '../../../initramfs/grub/09_stagedroot');
 const NO = NO_GRUB_CHECK;
 
 let t: TempSysroot | undefined;
