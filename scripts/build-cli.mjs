@@ -11,7 +11,7 @@
  * ~160 modules of dist/ and ~140 of node_modules before doing anything (0.6 s on a quiet
  * machine, at every boot and shutdown); one ES module bundle still cost V8 a parse of its
  * megabyte at each start (compileSourceTextModule 78–125 ms). The CLI is CommonJS so that
- * src/fs/core/code-cache.ts can run it with V8's code cache (vm.Script's cachedData: Node
+ * src/cli/code-cache.ts can run it with V8's code cache (vm.Script's cachedData: Node
  * 20 has no module.enableCompileCache), and so that a Node builtin is loaded where it is
  * first used (see lazyBuiltins) rather than hoisted to the bundle's top as in an ES bundle.
  * The build writes the cache by running `stagedroot status` once; a Node whose V8 rejects
@@ -147,7 +147,7 @@ const [, runResult, bootResult, workerResult, libraryResult] = await Promise.all
   }),
   build({
     ...commonJs,
-    stdin: { contents: "import * as path from 'node:path';\nimport { runBundle } from './src/fs/core/code-cache.js';\nexport const library = runBundle(path.join(__dirname, 'library.cjs'), { name: 'stagedroot/dist/lib/library.cjs', sourceMaps: process.sourceMapsEnabled === true, env: process.env });\n", resolveDir: root, sourcefile: 'library-load.ts', loader: 'ts' },
+    stdin: { contents: "import * as path from 'node:path';\nimport { runBundle } from './src/cli/code-cache.js';\nexport const library = runBundle(path.join(__dirname, 'library.cjs'), { name: 'stagedroot/dist/lib/library.cjs', sourceMaps: process.sourceMapsEnabled === true, env: process.env });\n", resolveDir: root, sourcefile: 'library-load.ts', loader: 'ts' },
     outfile: 'dist/lib/load.cjs',
   }),
   build({ ...worker, outdir: 'dist/lib' }),
@@ -219,7 +219,7 @@ async function writeCodeCaches() {
       await build({
         ...commonJs,
         stdin: {
-          contents: `import { runBundle } from './src/fs/core/code-cache.js';
+          contents: `import { runBundle } from './src/cli/code-cache.js';
 import { processIo } from './src/cli/io.js';
 const cli = runBundle(${JSON.stringify(file)}, { name: ${JSON.stringify(`stagedroot/dist/cli/${path.basename(file)}`)}, sourceMaps: false, env: process.env }) as { main: (argv: string[], io: typeof processIo) => Promise<void> };
 void (async () => { for (const verb of ${JSON.stringify(verbs)}) { await cli.main([verb, '--sysroot', ${JSON.stringify(sysroot)}], { ...processIo, places: ${JSON.stringify(places)} }); if (process.exitCode) return; } })();

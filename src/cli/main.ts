@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { runBundle } from '../fs/core/code-cache.js';
+import { runBundle } from './code-cache.js';
 import { onBootPath } from './boot-path.js';
 import { debugFlagged } from './debug.js';
 
 // The `stagedroot` bin: bundled by scripts/build-cli.mjs into dist/cli/main.cjs (CommonJS:
 // an ES module entry costs Node ~10 ms more to start). The CLI itself is two CommonJS
-// bundles run from V8's code cache (fs/core/code-cache.ts): dist/cli/boot.cjs, the boot
+// bundles run from V8's code cache (code-cache.ts): dist/cli/boot.cjs, the boot
 // path's verbs alone (boot-path.ts), and dist/cli/run.cjs, every verb. With --debug or
 // STAGEDROOT_DEBUG their stacks name the TypeScript sources through their source maps,
 // which Node reads only for modules loaded after source maps are turned on (and only

@@ -1,8 +1,7 @@
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire, Module } from 'node:module';
 import { dirname } from 'node:path';
 import { constants as vmConstants, Script } from 'node:vm';
-import { tempNameIn } from './temp-names.js';
+import { readPackageFile, replacePackageFileBestEffort } from '../fs/core/package-files.js';
 
 /**
  * Runs a CommonJS bundle (the CLI's dist/cli/run.cjs and boot.cjs, the library's dist/lib/library.cjs)
@@ -29,7 +28,7 @@ import { tempNameIn } from './temp-names.js';
 export function runBundle(file: string, o: { name: string; sourceMaps: boolean; env: NodeJS.ProcessEnv }): unknown {
   const require = createRequire(file);
   if (o.sourceMaps || o.env.STAGEDROOT_CODE_CACHE === '0') return require(file);
-  const source = readFileSync(file, 'utf8');
+  const source = readPackageFile(file, 'utf8');
   const stamp = /^\/\/ stagedroot-bundle (\S+)\n/.exec(source)?.[1];
   const cacheFile = `${file}.v8-cache`;
   const cachedData = stamp === undefined ? undefined : readCache(cacheFile, stamp);
@@ -50,7 +49,7 @@ const MAGIC = 'stagedroot-v8-cache 1 ';
 function readCache(cacheFile: string, stamp: string): Buffer | undefined {
   let bytes: Buffer;
   try {
-    bytes = readFileSync(cacheFile);
+    bytes = readPackageFile(cacheFile);
   } catch {
     return undefined;
   }
@@ -60,19 +59,8 @@ function readCache(cacheFile: string, stamp: string): Buffer | undefined {
 }
 
 function writeCache(cacheFile: string, stamp: string, script: Script): void {
-  const tmp = tempNameIn(dirname(cacheFile));
-  try {
-    const data = script.createCachedData();
-    writeFileSync(tmp, Buffer.concat([Buffer.from(`${MAGIC}${stamp}\n`, 'latin1'), data]), { mode: 0o644 });
-    renameSync(tmp, cacheFile);
-  } catch {
-    // Unwritable (a read-only /usr, another user's package): the next start compiles from source again.
-    try {
-      rmSync(tmp, { force: true });
-    } catch {
-      // nothing left to do
-    }
-  }
+  // Unwritable (a read-only /usr, another user's package): the next start compiles from source again.
+  replacePackageFileBestEffort(cacheFile, () => Buffer.concat([Buffer.from(`${MAGIC}${stamp}\n`, 'latin1'), script.createCachedData()]));
 }
 
 /** import() inside the bundle goes to Node's own loader (Node ≥ 20.12 has the constant); the bundle calls none on the CLI's paths. */

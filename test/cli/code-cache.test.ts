@@ -6,14 +6,14 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
- * The CLI's bundles run from V8's code cache beside each (src/fs/core/code-cache.ts): the
+ * The CLI's bundles run from V8's code cache beside each (src/cli/code-cache.ts): the
  * boot bundle (dist/cli/boot.cjs: `status` here) and the full one (dist/cli/run.cjs:
  * `trust list`). Checked on a copy of the built bin and bundles (so that the tests never
  * touch dist/'s own caches): whatever a cache is (absent, torn, another build's, rejected
  * by V8, unreplaceable), the CLI runs and answers the same, and a cache that was not used
  * is written again.
  */
-const repo = fileURLToPath(new URL('../../..', import.meta.url));
+const repo = fileURLToPath(new URL('../..', import.meta.url));
 let dir: string;
 let bin: string;
 let sysroot: string;
