@@ -1,3 +1,4 @@
+import { formatActivation } from './format-activation.js';
 import type { DryRunResult } from '../stage/dry-run.js';
 import type { PathChange } from '../fs/manifests/diff-manifests.js';
 import type { Drift } from '../fs/manifests/verify-tree.js';
@@ -59,5 +60,5 @@ export function formatDryRun(r: DryRunResult): string {
   const verdict = r.ok
     ? `dry run: staging would change ${n} path${n === 1 ? '' : 's'} of deployment ${r.base} (${r.label}); nothing was written\n`
     : `dry run: the stage would be rejected (${r.issues.length} issue${r.issues.length === 1 ? '' : 's'}); nothing was written\n`;
-  return formatDiff(r.changes) + issues + verdict;
+  return formatDiff(r.changes) + issues + verdict + (r.ok && r.activation ? formatActivation(r.activation) : '');
 }

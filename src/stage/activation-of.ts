@@ -61,7 +61,7 @@ function summarize(paths: readonly string[], forced: ActivationReason[]): Omit<C
 }
 
 /** The paths of `candidates` whose entry differs between the two manifests (an update names paths it did not change). */
-function reallyChanged(baseManifest: string, newManifest: string, candidates: readonly string[]): string[] {
+export function changedByManifests(baseManifest: string, newManifest: string, candidates: readonly string[]): string[] {
   const before = new ManifestIndex(baseManifest);
   const after = new ManifestIndex(newManifest);
   try {
@@ -80,10 +80,8 @@ function reallyChanged(baseManifest: string, newManifest: string, candidates: re
 export interface ActivationInput {
   base: DeploymentRecord;
   next: Pick<DeploymentRecord, 'origin' | 'kernelArguments'>;
-  baseManifest: string;
-  newManifest: string;
-  /** Paths the update wrote or removed (a superset of what changed). */
-  paths: readonly string[];
+  /** The paths whose entry the update changed (asked only when nothing forces a reboot already). */
+  changed: () => readonly string[];
   baseTree: ReadOnlyTree;
   newTree: ReadOnlyTree;
   policy: DisruptionPolicy;
@@ -92,9 +90,10 @@ export interface ActivationInput {
 /** How the staged deployment can become active, against the deployment it was built from. */
 export function activationOf(i: ActivationInput): Activation {
   const forced: ActivationReason[] = [];
-  if ((i.base.origin?.digest ?? null) !== (i.next.origin?.digest ?? null)) forced.push({ field: 'osImageURL', why: `the OS image changed (${i.base.origin?.digest ?? 'none'} -> ${i.next.origin?.digest ?? 'none'})` });
+  // An update with no image of its own (a config, a spec) keeps the image; its paths decide.
+  if (i.next.origin !== undefined && i.base.origin?.digest !== i.next.origin.digest) forced.push({ field: 'osImageURL', why: `the OS image changed (${i.base.origin?.digest ?? 'none'} -> ${i.next.origin?.digest ?? 'none'})` });
   if (JSON.stringify(i.base.kernelArguments ?? []) !== JSON.stringify(i.next.kernelArguments ?? [])) forced.push({ field: 'kernelArguments', why: 'the kernel arguments changed' });
-  const changed = forced.length > 0 ? [] : reallyChanged(i.baseManifest, i.newManifest, i.paths);
+  const changed = forced.length > 0 ? [] : i.changed();
   const summary: ChangeSummary = { ...summarize(changed, forced), forced };
   const rc = REGISTRIES_CONF.slice(1);
   if (summary.files.includes(REGISTRIES_CONF)) summary.registriesConf = { before: textIn(i.baseTree, rc), after: textIn(i.newTree, rc) };

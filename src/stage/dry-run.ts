@@ -18,8 +18,10 @@ import type { BaseState, Origin, SignatureRecord } from '../state/schema.js';
 import { resolveBuiltins, runBuiltins, type BuiltinOptions } from '../validate/builtins.js';
 import { checkFreeSpace, estimateBytes } from '../validate/free-space.js';
 import { applyUpdate } from './build-tree.js';
-import { checkSource } from './check-source.js';
-import { readConfigRecord } from '../store/config-record.js';
+import { activationOf, loadDisruptionPolicy } from './activation-of.js';
+import { applyKernelArguments } from '../state/kernel-args.js';
+import type { Activation } from '../state/activation.js';
+import { checkStage, DEFAULT_LABEL, planChanges } from './stage-plan.js';
 import { SharedDivert } from './shared-divert.js';
 import { DEFAULT_COPY_POLICY } from './stage.js';
 
@@ -27,6 +29,8 @@ export interface DryRunOptions {
   label?: string;
   builtins?: BuiltinOptions;
   signature?: string;
+  /** A MachineConfiguration whose node disruption policies decide the activation (as for stage). */
+  disruptionPolicy?: string;
 }
 
 export interface DryRunResult {
@@ -48,6 +52,8 @@ export interface DryRunResult {
   alreadyRunning?: boolean;
   origin?: Origin;
   signature?: SignatureRecord | null;
+  /** How the staged deployment could become active (live or at a reboot), as the stage would record it. */
+  activation?: Activation;
 }
 
 /**
@@ -64,16 +70,17 @@ export async function dryRun(ctx: Context, state: BaseState, source: Source, o: 
   const { layout } = ctx;
   const base = mustFind(state, stageBase(state));
   const tree = layout.tree(base.id);
-  const result: DryRunResult = { ok: true, base: base.id, label: o.label ?? 'update', changes: [], delta: [], issues: [], warnings: [] };
+  const result: DryRunResult = { ok: true, base: base.id, label: o.label ?? DEFAULT_LABEL, changes: [], delta: [], issues: [], warnings: [] };
   const builtins = resolveBuiltins(o.builtins);
   try {
-    const checked = await checkSource(layout, source, { signature: o.signature });
-    result.signature = checked.signature;
-    if (checked.info.origin) result.origin = checked.info.origin;
-    result.label = o.label ?? checked.info.label ?? result.label;
-    if (checked.info.origin !== undefined && !checked.info.withConfig && base.origin?.digest === checked.info.origin.digest) return { ...result, alreadyRunning: true };
-    const cs = await source.plan(new ReadOnlyTree(tree), { config: readConfigRecord(layout.deployment(base.id)), ...(base.origin ? { origin: base.origin } : {}) });
-    result.label = o.label ?? cs.label ?? result.label;
+    // Stage's own plan (stage-plan.ts): the same identity check, already-running test and labels.
+    const checked = await checkStage(layout, base, source, o);
+    result.signature = checked.checked.signature;
+    if (checked.checked.info.origin) result.origin = checked.checked.info.origin;
+    result.label = checked.label;
+    if (checked.alreadyRunning) return { ...result, alreadyRunning: true };
+    const { changes: cs, label } = await planChanges(layout, base, source, checked, o);
+    result.label = label;
     result.description = cs.description;
     if (builtins.freeSpace) {
       const estimate = await estimateBytes(layout.manifest(base.id), DEFAULT_COPY_POLICY.hardlinkPrefixes, cs, { snapshot: snapshotsFrom(layout.root, ctx.storage, tree) });
@@ -94,6 +101,10 @@ export async function dryRun(ctx: Context, state: BaseState, source: Source, o: 
     const topmost = [...gone].filter((p) => !gone.has(p.slice(0, Math.max(0, p.lastIndexOf('/')))));
     result.delta = changedPaths({ delta: delta.delta, removed: [...new Set([...delta.removed, ...topmost])] });
     result.warnings.push(...applied.warnings);
+    const policy = loadDisruptionPolicy(new ReadOnlyTree(tree), o.disruptionPolicy);
+    const next = { origin: checked.checked.info.origin, kernelArguments: applyKernelArguments(base.kernelArguments ?? [], cs.kernelArguments) };
+    const changed = result.changes.map((c) => c.path);
+    result.activation = activationOf({ base, next, changed: () => changed, baseTree: new ReadOnlyTree(tree), newTree: new ReadOnlyTree(tree, io), policy });
 
     // The built-in checks that read the new tree, reading it through the layer.
     const staged = new ReadOnlyTree(tree, io);

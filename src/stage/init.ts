@@ -95,7 +95,8 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
   }
   const keys = (o.trustedKeys ?? []).map(readPublicKeyFile); // bad key files: USAGE, before anything is written
   // A first deployment from a source is held to the keys it is given, like every later stage.
-  if (keys.length > 0 && o.source) await checkSource(layout, o.source, { keys });
+  // Its identity (an image's digest) is recorded as any stage's is: a later update of the same image is then nothing to do.
+  const checked = o.source ? await checkSource(layout, o.source, { keys }) : null;
   // Leftovers of an init that crashed before writing its state.
   for (const n of listDir(layout.root)) {
     if (['deploy', 'work', 'trash', 'current', 'trusted-keys', 'shared', 'shared.list', 'kept'].includes(n) || isTempName(n) || isLegacyTempName(n, (t) => t === 'current' || t === 'shared.list')) dfs.removeTree(`${layout.root}/${n}`);
@@ -122,7 +123,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
   if (o.fromDirectory === undefined) dfs.removeTree(planRoot);
   for (const w of built.warnings) ctx.warn(`${w.code} at ${w.path || '(root)'}: ${w.message}`);
   const description = o.sourceDescription ?? cs?.description ?? (o.fromDirectory ? `directory ${o.fromDirectory}` : 'empty tree');
-  const label = o.label ?? cs?.label ?? 'initial';
+  const label = o.label ?? cs?.label ?? checked?.info.label ?? 'initial';
   await syncFilesystem(work);
   dfs.rename(work, layout.deployment(id));
   dfs.writeFileAtomic(layout.sharedList, sharedListText(shared));
@@ -144,7 +145,7 @@ export async function initSysroot(ctx: Context, o: InitOptions = {}): Promise<vo
     lastMerge: null,
     finishPending: null,
     ...boot,
-    deployments: [newRecord({ id, label, parent: null, at: ctx.now().toISOString(), source: description, entries: built.entries, bytes: built.bytes, manifestSha256, good: true, kernelArguments: o.kernelArguments })],
+    deployments: [{ ...newRecord({ id, label, parent: null, at: ctx.now().toISOString(), source: description, entries: built.entries, bytes: built.bytes, manifestSha256, good: true, kernelArguments: o.kernelArguments }), ...(checked?.info.origin ? { origin: checked.info.origin } : {}) }],
   };
   for (const k of keys) addTrustedKey(ctx, k);
   saveState(layout, dfs, { ...state, intent: null });

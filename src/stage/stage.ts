@@ -10,7 +10,7 @@ import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import { changedPaths } from '../fs/manifests/patch-manifest.js';
 import type { DisruptionPolicy } from '../activation/policy.js';
 import type { Activation } from '../state/activation.js';
-import { activationOf, loadDisruptionPolicy } from './activation-of.js';
+import { activationOf, changedByManifests, loadDisruptionPolicy } from './activation-of.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { applyKernelArguments } from '../state/kernel-args.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
@@ -26,12 +26,13 @@ import { mergedDirs, sharedDirs } from '../machine-state/config.js';
 import { settleMountPoints } from '../machine-state/mount-points.js';
 import { planShared } from '../machine-state/apply.js';
 import { conflictIssue, etcTypeConflicts } from '../merge/merge.js';
-import { checkSource, type CheckedSource } from './check-source.js';
+import type { CheckedSource } from './check-source.js';
+import { checkStage, DEFAULT_LABEL, planChanges, type CheckedStage } from './stage-plan.js';
 import { describeHookFailure, type HookRun, type PhaseHookRunner } from '../hooks/run-hooks.js';
 import { checkTimeoutMs } from '../util/options.js';
 import type { Source } from '../sources/source.js';
 import type { ChangeSet } from '../changeset.js';
-import { readConfigRecord, writeConfigRecord } from '../store/config-record.js';
+import { writeConfigRecord } from '../store/config-record.js';
 import type { ConfigRecord } from '../state/config-record.js';
 import { resolveBuiltins, type BuiltinOptions, type ResolvedBuiltins } from '../validate/builtins.js';
 import { planCommandValidators, type CommandValidator, type PlannedValidator } from '../validate/command-validators.js';
@@ -106,8 +107,7 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     return { ok: false, error, failure: null }; // a bad option: nothing was recorded
   }
   try {
-    await check(run);
-    if (run.checked?.info.origin !== undefined && !run.checked.info.withConfig && run.base.origin?.digest === run.checked.info.origin.digest) return { ok: true, result: alreadyRunning(run) };
+    if ((await check(run)).alreadyRunning) return { ok: true, result: alreadyRunning(run) };
     const changes = await plan(run);
     await preflight(run, changes);
     const built = await build(run, changes);
@@ -188,7 +188,7 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOpt
     base,
     id,
     work: layout.work(id),
-    label: opts.label ?? 'update',
+    label: opts.label ?? DEFAULT_LABEL,
     phase: 'plan',
     treeBuilt: false,
     freeAtStart: null,
@@ -199,16 +199,23 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOpt
 
 /** Enters a step: from here a failure is recorded in it, and progress says so. */
 function enter(run: Run, phase: StagePhase, total: number | null = null): void {
-  run.phase = phase;
+  at(run, phase);
   run.opts.onProgress?.({ phase, done: 0, total, bytes: 0 });
 }
 
-/** plan, first: the source's identity (an image's manifest) and, with trusted keys, its signature. */
-async function check(run: Run): Promise<void> {
+/** The one place the step is set: from here a failure is recorded in it (enter also announces it). */
+function at(run: Run, phase: StagePhase): void {
+  run.phase = phase;
+}
+
+/** plan, first: the pre-stage hooks (before the source is read), then the source's identity (an image's manifest) and, with trusted keys, its signature. */
+async function check(run: Run): Promise<CheckedStage> {
   enter(run, 'plan');
   await preStage(run);
-  run.checked = await checkSource(run.ctx.layout, run.source, { signature: run.opts.signature });
-  run.label = run.opts.label ?? run.checked.info.label ?? run.label;
+  const checked = await checkStage(run.ctx.layout, run.base, run.source, run.opts);
+  run.checked = checked.checked;
+  run.label = checked.label;
+  return checked;
 }
 
 /** The pre-stage hooks: the first that fails rejects the update, its output the reason. */
@@ -231,11 +238,11 @@ function alreadyRunning(run: Run): StageResult {
 /** plan: the source reads its input against the base tree and says what to change. */
 async function plan(run: Run): Promise<ChangeSet> {
   // Still the plan step check() entered (its pre-stage hooks and the source's identity): not announced twice.
-  const baseTree = run.ctx.layout.tree(run.base.id);
-  run.prior = readConfigRecord(run.ctx.layout.deployment(run.base.id));
-  const changes = await run.source.plan(new ReadOnlyTree(baseTree), { config: run.prior, ...(run.base.origin ? { origin: run.base.origin } : {}) });
+  const planned = await planChanges(run.ctx.layout, run.base, run.source, { checked: run.checked!, label: run.label, alreadyRunning: false }, run.opts);
+  const { changes } = planned;
+  run.prior = planned.prior;
   run.changes = changes;
-  run.label = run.opts.label ?? changes.label ?? run.label;
+  run.label = planned.label;
   // A command may write any file in place: nothing of its tree may share an inode with another deployment.
   if (changes.runInTree) run.policy = { ...run.policy, hardlinkPrefixes: [] };
   return changes;
@@ -255,7 +262,7 @@ async function preflight(run: Run, changes: ChangeSet): Promise<void> {
     run.freeAtStart = freeSpace(layout.root).free; // one statfs, for the figures of an ENOSPC
     return;
   }
-  run.phase = 'validate'; // no progress event: validate proper comes after the tree is built
+  at(run, 'validate'); // no progress event: validate proper comes after the tree is built
   run.estimate = await estimate(run, changes);
   run.freeAtStart = checkFreeSpace(layout.root, run.estimate, run.builtins.freeSpace).free;
 }
@@ -347,7 +354,7 @@ async function checkMergeConflicts(run: Run, built: BuiltTree, divert: SharedDiv
     ...planShared(ctx.layout, id, sharedDirs(state), `${work}/shared`, divert.ops).typeConflicts,
   ];
   if (conflicts.length === 0) return;
-  run.phase = 'apply';
+  at(run, 'apply');
   const issues = conflicts.map(conflictIssue);
   throw new StagedrootError('MERGE_CONFLICT', `Merge conflicts found: the running system and the update disagree on ${conflicts.length} path${conflicts.length === 1 ? '' : 's'} (a directory on one side, a non-directory on the other):\n${formatIssues(issues)}`, { path: conflicts[0]!.path, issues });
 }
@@ -401,7 +408,7 @@ async function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: 
   rec.locked = run.opts.lock ?? false;
   if (run.checked?.info.origin) rec.origin = run.checked.info.origin;
   if (run.checked?.signature) rec.signature = run.checked.signature;
-  rec.activation = activationOf({ base: run.base, next: rec, baseManifest: layout.manifest(run.base.id), newManifest: layout.manifest(id), paths: changedPaths(built), baseTree: new ReadOnlyTree(layout.tree(run.base.id)), newTree: new ReadOnlyTree(layout.tree(id)), policy: run.disruptionPolicy });
+  rec.activation = activationOf({ base: run.base, next: rec, changed: () => changedByManifests(layout.manifest(run.base.id), layout.manifest(id), changedPaths(built)), baseTree: new ReadOnlyTree(layout.tree(run.base.id)), newTree: new ReadOnlyTree(layout.tree(id)), policy: run.disruptionPolicy });
   applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
   return { id, label, path: layout.tree(id), delta: changedPaths(built), warnings: [...built.warnings, ...warnings], entries: rec.entries, bytes: rec.bytes, hooks: run.hooks, activation: rec.activation };
 }

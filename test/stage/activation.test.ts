@@ -60,3 +60,29 @@ describe('the activation decision of a stage', () => {
     expect(t.sysroot.status().staged).toBeNull();
   });
 });
+
+describe('the activation decision of a dry run', () => {
+  it('is the one the stage then records, for a live and for a reboot update', async () => {
+    t = await tempSysroot({ tree: { 'etc/containers/policy.json': '{}\n', 'etc/motd': 'hi\n' } });
+    for (const files of [[{ path: '/etc/containers/policy.json', contents: '{"default":[]}\n' }], [{ path: '/etc/motd', contents: 'hello\n' }]]) {
+      const dry = await t.sysroot.dryRun({ files });
+      const staged = await t.sysroot.stage({ files });
+      expect(dry.activation).toEqual(staged.activation);
+      await t.sysroot.discardStaged();
+    }
+    expect((await t.sysroot.dryRun({ files: [{ path: '/etc/motd', contents: 'x\n' }] })).activation).toMatchObject({ mode: 'reboot', reasons: [{ path: '/etc/motd' }] });
+  });
+
+  it('a config over an image-based deployment keeps the image: live when its files allow it', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'image-'));
+    const { umociImage } = await import('../sources/oci-helpers.js');
+    await umociImage(dir, join(dir, 'layout'), '1', [{ add: { 'etc/containers/policy.json': '{}\n', 'usr/lib/os-release': 'ID=test\n' } }]);
+    const { pathSource } = await import('../../src/sources/detect.js');
+    t = await tempSysroot({ source: pathSource(join(dir, 'layout'), { ref: '1' }) });
+    expect(t.sysroot.status().deployments[0]!.origin?.digest).toMatch(/^sha256:/);
+    const files = [{ path: '/etc/containers/policy.json', contents: '{"default":[]}\n' }];
+    const want = { mode: 'live', drain: false, actions: [{ type: 'Reload', reload: { serviceName: 'crio.service' } }], reasons: [] };
+    expect((await t.sysroot.dryRun({ files })).activation).toEqual(want);
+    expect((await t.sysroot.stage({ files })).activation).toEqual(want);
+  });
+});

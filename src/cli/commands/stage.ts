@@ -99,7 +99,7 @@ export function stageCommand(program: Command, env: CliEnv): void {
         const timeout = nonNegativeInt('validator-timeout', o.validatorTimeout);
         const commands = o.validator.map((command) => ({ command, ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }) }));
         if (o.dryRun) {
-          const r = await (await openSysroot(env, o, { readOnly: true })).dryRun(source, { label: o.label, builtins, signature: o.signature });
+          const r = await (await openSysroot(env, o, { readOnly: true })).dryRun(source, { label: o.label, builtins, signature: o.signature, disruptionPolicy: o.disruptionPolicy });
           if (o.json) printJson(env.io, r);
           else {
             env.io.out(formatDryRun(r));
