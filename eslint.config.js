@@ -21,7 +21,7 @@ const LAYERS = [
   ['fs/trees'], // trees: the chroot-style RootFs, the read-only tree, copies, removal, storage, SELinux labels, durable files
   ['trust', 'hooks'], // signatures and trusted keys (minisign/signify); phase hooks
   ['systemd'], // systemd units in an offline tree (names, directories, [Install]), for sources and validators
-  ['changeset.ts', 'sources', 'validate', 'activation'], // what an update is, how a tree is judged, and what its activation costs the node (live or reboot)
+  ['changeset.ts', 'sources', 'validate', 'activation'], // what an update is (sources/: every kind, sources/registry/'s pulls from a registry among them), how a tree is judged, and what its activation costs the node (live or reboot)
   ['context.ts', 'boot/entries', 'store', 'merge', 'machine-state', 'fleetlock'], // a sysroot on disk: the boot entries, state file, transition writer, recovery, removal, prune; the /etc merge and the shared directories (recovery completes them); FleetLock settings and client
   ['stage', 'commit', 'boot/boot.ts', 'boot/boot-record.ts', 'boot/find-sysroot.ts', 'boot/health.ts', 'rollback', 'install'], // the operations, one per lifecycle step (src/stage, src/commit and src/rollback are the folders users were promised); installing on a host
   ['sysroot.ts'], // the handle: lock and recovery around every operation

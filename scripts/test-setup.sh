@@ -82,6 +82,11 @@ cmd go golang-go
 cmd python3 python3-minimal
 glob '/usr/lib/python3.*/tarfile.py' python3
 cmd git git
+# The registry source's tests: a real registry (distribution 2.8) on loopback, with
+# htpasswd Basic auth (apache2-utils) and TLS from openssl-made certificates.
+cmd docker-registry docker-registry
+cmd htpasswd apache2-utils
+cmd openssl openssl
 
 [ ${#missing[@]} -eq 0 ] && exit 0
 
@@ -101,4 +106,9 @@ fi
 echo "test-setup: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq "${missing[@]}"
+# The registry's packages without their recommends (docker-registry's pull in nothing the tests use).
+no_recommends=" docker-registry apache2-utils "
+plain=() bare=()
+for p in "${missing[@]}"; do case "$no_recommends" in *" $p "*) bare+=("$p") ;; *) plain+=("$p") ;; esac; done
+[ ${#plain[@]} -eq 0 ] || apt-get install -y -qq "${plain[@]}"
+[ ${#bare[@]} -eq 0 ] || apt-get install -y -qq --no-install-recommends "${bare[@]}"

@@ -34,6 +34,7 @@ export type ErrorCode =
   | 'XATTR_UNSUPPORTED' // the target filesystem refuses an extended attribute a tree carries
   | 'NAME_UNREPRESENTABLE' // a file name that cannot be kept byte for byte
   | 'FLEETLOCK_FAILED' // a FleetLock server refused or did not answer (kind, value and status code in the error)
+  | 'REGISTRY_FAILED' // a container registry did not answer, refused the credentials or the request, or failed mid-transfer (the image, the blob and the cause in the message)
   | 'IO'; // any other filesystem error
 
 /** Codes that mean "the update was rejected; nothing changed but the failure record" (exit 3). */
