@@ -21,17 +21,32 @@ export interface ChangeSummary {
 
 const has = (actions: readonly PolicyAction[], ...types: PolicyAction['type'][]): boolean => actions.some((a) => types.includes(a.type));
 
-const reboot = (reasons: ActivationReason[]): Activation => ({ mode: 'reboot', drain: true, actions: [{ type: 'Reboot' }], reasons });
+/** The reasons a decision keeps: the first few of each kind (`why`), so that a kernel update's thousands of paths do not fill every state write and every status. */
+export const REASONS_PER_KIND = 5;
+
+function keepReasons(all: readonly ActivationReason[]): Pick<Activation, 'reasons' | 'reasonsOmitted'> {
+  const perKind = new Map<string, number>();
+  const reasons = all.filter((r) => {
+    const n = (perKind.get(r.why) ?? 0) + 1;
+    perKind.set(r.why, n);
+    return n <= REASONS_PER_KIND;
+  });
+  const omitted = all.length - reasons.length;
+  return omitted > 0 ? { reasons, reasonsOmitted: omitted } : { reasons };
+}
+
+const reboot = (reasons: readonly ActivationReason[]): Activation => ({ mode: 'reboot', drain: true, actions: [{ type: 'Reboot' }], ...keepReasons(reasons) });
 
 /**
  * The activation decision: the MCO's calculatePostConfigChangeNodeDisruptionAction
  * (pkg/daemon/update.go) and isDrainRequiredForNodeDisruptionActions (pkg/daemon/drain.go),
  * with stagedroot's own rule that a change under /usr is part of the image (a reboot)
  * unless a policy under /usr/local names it. Where the MCO stops at the first path that
- * forces a reboot, every such path is named here.
+ * forces a reboot, every such path is named here (the first few of each kind, with a count
+ * of the rest).
  */
 export function decideActivation(change: ChangeSummary, policy: DisruptionPolicy): Activation {
-  if (change.forced.length > 0) return reboot([...change.forced]);
+  if (change.forced.length > 0) return reboot(change.forced);
   if (change.files.length === 0 && change.units.length === 0 && !change.sshKey) return { mode: 'live', drain: false, actions: [{ type: 'None' }], reasons: [] };
 
   const actions: PolicyAction[] = [];

@@ -5,5 +5,6 @@ const actionText = (a: Activation['actions'][number]): string => (a.type === 'Re
 /** One line for the decision, then one per reason: what a person needs to know before choosing live or reboot. */
 export function formatActivation(a: Activation): string {
   const head = a.mode === 'live' ? `activation: live without a reboot (${a.actions.map(actionText).join(', ')})${a.drain ? ', after a drain' : ''}` : 'activation: needs a reboot';
-  return [head, ...a.reasons.map((r) => `  ${r.path ?? (r.unit !== undefined ? `unit ${r.unit}` : r.field)}: ${r.why}`)].join('\n') + '\n';
+  const more = a.reasonsOmitted === undefined ? [] : [`  … and ${a.reasonsOmitted} more of these`];
+  return [head, ...a.reasons.map((r) => `  ${r.path ?? (r.unit !== undefined ? `unit ${r.unit}` : r.field)}: ${r.why}`), ...more].join('\n') + '\n';
 }

@@ -36,6 +36,8 @@ export const activationSchema = z
     drain: z.boolean(),
     actions: z.array(policyActionSchema),
     reasons: z.array(activationReasonSchema),
+    /** How many more reasons of the same kinds were left out of `reasons` (a kernel update changes thousands of paths). */
+    reasonsOmitted: z.number().int().positive().optional(),
   })
   .strict();
 export type Activation = z.infer<typeof activationSchema>;

@@ -39,6 +39,17 @@ describe('decideActivation over the MCO defaults', () => {
     expect(decideActivation(change({ units: ['iri-registry.service'] }), defaults).actions).toEqual([{ type: 'DaemonReload' }, { type: 'Restart', restart: { serviceName: 'iri-registry.service' } }]);
   });
 
+  it('a kernel update names the first few of its thousands of paths and counts the rest', () => {
+    const modules = Array.from({ length: 5000 }, (_, i) => ({ path: `/usr/lib/modules/6.1/m${i}.ko`, why: 'the kernel or initramfs changed' }));
+    const forced = [...modules, { field: 'kernelArguments', why: 'the kernel arguments changed' }];
+    const d = decideActivation(change({ forced }), defaults);
+    expect(d.reasons).toEqual([...modules.slice(0, 5), forced[5000]]);
+    expect(d.reasonsOmitted).toBe(4995);
+    const few = decideActivation(change({ files: ['/etc/a', '/etc/b'] }), defaults);
+    expect(few.reasons).toHaveLength(2);
+    expect(few).not.toHaveProperty('reasonsOmitted');
+  });
+
   it('the image, the kernel or its arguments force a reboot whatever the policies say', () => {
     const forced = [{ field: 'kernelArguments', why: 'the kernel arguments changed' }];
     expect(decideActivation(change({ forced, sshKey: true }), defaults)).toEqual({ mode: 'reboot', drain: true, actions: [{ type: 'Reboot' }], reasons: forced });
