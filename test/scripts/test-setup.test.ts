@@ -1,11 +1,32 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { execa } from 'execa';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { tool, toolPackages, toolSync } from '../helpers/tools.js';
 
 const SCRIPT = path.resolve(import.meta.dirname, '../../scripts/test-setup.sh');
 /** A PATH with bash and coreutils but none of the tests' tools. */
 const BARE = { PATH: '/nonexistent' };
+
+/**
+ * The script copied where an unprivileged user can read it: the clone itself may sit under
+ * a directory only root may enter (a `mktemp -d`, root's home), where uid 65534 would get
+ * bash's exit 126 instead of the script's own answer. The script sources nothing else.
+ */
+function readableCopy(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-setup-script-'));
+  fs.chmodSync(dir, 0o755);
+  const copy = path.join(dir, 'test-setup.sh');
+  fs.copyFileSync(SCRIPT, copy);
+  fs.chmodSync(copy, 0o644);
+  copies.push(dir);
+  return copy;
+}
+const copies: string[] = [];
+afterAll(() => {
+  for (const dir of copies) fs.rmSync(dir, { recursive: true, force: true });
+});
 
 describe('scripts/test-setup.sh', () => {
   it('is a no-op where every tool is installed (this machine): exit 0, nothing printed', async () => {
@@ -22,7 +43,9 @@ describe('scripts/test-setup.sh', () => {
   });
 
   it('not as root: stops, lists the packages and the one command that installs them', async () => {
-    const r = await execa('/usr/bin/setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '/bin/bash', SCRIPT], { env: BARE, extendEnv: false, reject: false });
+    const copy = readableCopy();
+    const r = await execa('/usr/bin/setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '/bin/bash', copy], { env: BARE, extendEnv: false, reject: false });
+    expect(r.stderr).not.toMatch(/Permission denied/);
     expect(r.exitCode).toBe(1);
     expect(r.stderr).toContain('the tests need these Debian packages, which are not installed');
     expect(r.stderr).toMatch(/sudo sh -c 'apt-get update && apt-get install -y [^']*\bminisign\b[^']*'/);
