@@ -1,21 +1,22 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type ServerMode = 'ok' | 'slow' | 'refusing' | 'html-error';
+export type ServerMode = 'ok' | 'silent' | 'refusing' | 'html-error';
 
 /**
  * A FleetLock server on 127.0.0.1 with the protocol's semantics (as airlock implements
  * them): per group a counting semaphore of `slots` with owners; pre-reboot is a recursive
  * lock (an owner asking again keeps its one slot), steady-state unlocks if held (and
  * succeeds when not held); requests without `fleet-lock-protocol: true` or with a bad
- * body are rejected with a JSON `{kind, value}` error. Modes: `slow` answers after
- * `delayMs`, `refusing` answers 500 with a JSON error, `html-error` 502 with no JSON.
+ * body are rejected with a JSON `{kind, value}` error. Modes: `silent` never answers (the
+ * request stays open until the client hangs up, counted in `hungUp`), `refusing` answers 500 with a JSON error, `html-error` 502 with no JSON.
  */
 export class LockServer {
   readonly holders = new Map<string, Set<string>>();
   readonly requests: { path: string; header: string | undefined; body: string }[] = [];
   mode: ServerMode = 'ok';
-  delayMs = 0;
+  /** Requests whose client closed the connection before any answer. */
+  hungUp = 0;
   private server: http.Server | null = null;
   private readonly open = new Set<import('node:net').Socket>();
 
@@ -50,7 +51,10 @@ export class LockServer {
       res.writeHead(code, { 'content-type': 'application/json' });
       res.end(payload ? JSON.stringify(payload) : '');
     };
-    if (this.mode === 'slow') await new Promise((r) => setTimeout(r, this.delayMs));
+    if (this.mode === 'silent') {
+      res.on('close', () => void (res.headersSent || this.hungUp++));
+      return;
+    }
     if (this.mode === 'refusing') return reply(500, { kind: 'failed_lock_unavailable', value: 'etcd is unreachable' });
     if (this.mode === 'html-error') {
       res.writeHead(502, { 'content-type': 'text/html' });
