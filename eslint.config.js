@@ -22,9 +22,10 @@ const LAYERS = [
   ['trust', 'hooks'], // signatures and trusted keys (minisign/signify); phase hooks
   ['systemd'], // systemd units in an offline tree (names, directories, [Install]), for sources and validators
   ['changeset.ts', 'sources', 'validate', 'activation'], // what an update is (sources/: every kind, sources/registry/'s pulls from a registry among them), how a tree is judged, and what its activation costs the node (live or reboot)
-  ['context.ts', 'boot/entries', 'store', 'merge', 'machine-state', 'fleetlock'], // a sysroot on disk: the boot entries, state file, transition writer, recovery, removal, prune; the /etc merge and the shared directories (recovery completes them); FleetLock settings and client
+  ['context.ts', 'boot/entries', 'store', 'merge', 'machine-state', 'fleetlock'], // a sysroot on disk: the boot entries, state file, transition writer, recovery (which runs the resume steps it is given), removal; the /etc merge and the shared directories; FleetLock settings and client
   ['stage', 'commit', 'boot/boot.ts', 'boot/boot-record.ts', 'boot/find-sysroot.ts', 'boot/health.ts', 'rollback', 'install'], // the operations, one per lifecycle step (src/stage, src/commit and src/rollback are the folders users were promised); installing on a host
-  ['sysroot.ts'], // the handle: lock and recovery around every operation
+  ['operations'], // the operation table: each operation's hooks and plan, its resume step, and the one way every writer runs (lock, resume, plan, hooks, apply)
+  ['sysroot.ts'], // the handle: the operations behind one API
   ['assess-health.ts', 'agent', 'testing', 'cli', 'index.ts'], // works on a whole sysroot; entry points
 ];
 

@@ -1,20 +1,20 @@
 import { makeContext, type Context, type ContextOptions } from './context.js';
 import { StagedrootError } from './errors.js';
-import { boot, markGood, type BootResult } from './boot/boot.js';
+import { bootInput, type BootResult } from './boot/boot.js';
 import type { BootRecordPlace } from './boot/boot-record.js';
 import type { FinalizeOptions, FinalizeResult } from './commit/finalize.js';
-import { applyTransition } from './store/apply-transition.js';
-import { emptyTrash } from './store/remove-deployments.js';
 import type { PathChange } from './fs/manifests/diff-manifests.js';
-import { exists, readLink, writeJson } from './fs/trees/durable.js';
+import { exists, readLink } from './fs/trees/durable.js';
 import { acquireLock } from './fs/core/lock.js';
 import type { Drift } from './fs/manifests/verify-tree.js';
 import { runTreeTask, warmTreeWorker } from './fs/jobs/tree-jobs.js';
 import { storageKind, type StorageKind } from './fs/trees/storage.js';
-import { discardStaged, prune } from './store/prune.js';
-import { markBad, rollback } from './rollback/rollback.js';
-import { effectiveState, mustFind, setLocked, setPinned } from './state/model.js';
-import { recover, type RecoveryReport } from './store/recover.js';
+import { bootedFailure } from './rollback/rollback.js';
+import { effectiveState, mustFind } from './state/model.js';
+import type { RecoveryReport } from './store/recover.js';
+import { applyPlan, recoverAll, runOperation } from './operations/run-operation.js';
+import { requirePhaseHooks, runPhaseHooks, type HookTimeout } from './operations/phase-hooks.js';
+import { OPERATIONS, type OperationName } from './operations/table.js';
 import type { BaseState, Phase } from './state/schema.js';
 import { statusView, type Status } from './state/status.js';
 import { loadState } from './store/state-file.js';
@@ -108,7 +108,7 @@ export class Sysroot {
     try {
       const lock = await acquireLock(ctx.layout.root, { waitSeconds: 0, operation: 'open', faults: ctx.faults });
       try {
-        actions = recover(ctx).actions;
+        actions = recoverAll(ctx).actions;
       } finally {
         lock.release();
       }
@@ -139,19 +139,8 @@ export class Sysroot {
     return this.view(this.state());
   }
 
-  private async write<T>(operation: string, fn: (s: BaseState) => Promise<T> | T): Promise<T> {
-    const lock = await acquireLock(this.ctx.layout.root, { waitSeconds: this.waitSeconds, operation, faults: this.ctx.faults });
-    try {
-      const { state } = recover(this.ctx);
-      try {
-        return await fn(state);
-      } finally {
-        // Deployments the operation dropped were moved to trash/: deleted now, off the event loop.
-        await emptyTrash(this.ctx).catch((err: unknown) => this.ctx.warn(`could not empty trash/ (${(err as Error).message}); the next writer retries`));
-      }
-    } finally {
-      lock.release();
-    }
+  private write<T>(operation: OperationName, fn: (s: BaseState) => Promise<T> | T): Promise<T> {
+    return runOperation(this.ctx, operation, this.waitSeconds, fn);
   }
 
   /**
@@ -162,34 +151,22 @@ export class Sysroot {
     warmTreeWorker(); // its start overlaps loading the stage's modules, the lock, recovery and the source's plan
     const [source, { stage }] = await Promise.all([toSource(input), import('./stage/stage.js')]);
     return this.write('stage', async (s) => {
+      const h = OPERATIONS.stage.hooks;
       const out = await stage(this.ctx, s, source, { ...o, builtins: { ...this.builtins, ...o.builtins } }, (phase, c) => this.hooks(phase, c, o));
       if (!out.ok) {
         // Only a failure the stage recorded (not a bad option) is the update failing.
         const f = out.failure;
-        if (f !== null) await this.hooks('on-failure', { id: f.id, label: f.label, reason: f.reason }, o);
+        if (f !== null && h.onFailure) await this.hooks('on-failure', { id: f.id, label: f.label, reason: f.reason }, o);
         throw out.error;
       }
       const r = out.result;
-      if (!r.alreadyRunning) r.hooks = [...(r.hooks ?? []), ...(await this.hooks('post-stage', { id: r.id, label: r.label, tree: r.path }, o))];
+      if (!r.alreadyRunning) r.hooks = [...(r.hooks ?? []), ...(await this.hooks(h.post, { id: r.id, label: r.label, tree: r.path }, o))];
       return r;
     });
   }
 
-  /**
-   * Runs a phase's hooks (hooks/PHASE/, name order) and keeps what they did in
-   * hook-runs/PHASE.json; a failure is a warning (post-*, on-*) and changes nothing.
-   */
-  private async hooks(phase: HookPhase, c: Omit<HookContext, 'sysroot'>, o: { hookTimeoutMs?: number } = {}): Promise<HookRun[]> {
-    const { layout, dfs } = this.ctx;
-    const s = this.state();
-    const { runHooks, describeHookFailure } = await import('./hooks/run-hooks.js');
-    const runs = await runHooks(layout.hooksDir, phase, { sysroot: layout.root, bootedTree: s.booted ? layout.tree(s.booted) : null, ...c }, { timeoutMs: o.hookTimeoutMs, stopOnFailure: phase.startsWith('pre-') });
-    if (runs.length > 0) {
-      dfs.mkdir(layout.hookRunsDir);
-      writeJson(dfs, `${layout.hookRunsDir}/${phase}.json`, { phase, at: this.ctx.now().toISOString(), ...c, runs });
-    }
-    for (const r of runs) if (!r.ok && !phase.startsWith('pre-')) this.ctx.warn(describeHookFailure(r));
-    return runs;
+  private hooks(phase: HookPhase, c: Omit<HookContext, 'sysroot'>, o: HookTimeout = {}): Promise<HookRun[]> {
+    return runPhaseHooks(this.ctx, phase, c, o);
   }
 
   /**
@@ -205,24 +182,23 @@ export class Sysroot {
    * Finalize, with its hooks: a failing pre-finalize hook stops it (HOOK_FAILED, the
    * staged deployment stays staged); post-finalize runs when a deployment became current.
    */
-  finalize(o: FinalizeOptions & { hookTimeoutMs?: number } = {}): Promise<FinalizeResult> {
+  finalize(o: FinalizeOptions & HookTimeout = {}): Promise<FinalizeResult> {
     return this.write('finalize', async (s) => {
+      const h = OPERATIONS.finalize.hooks;
       const staged = s.staged === null ? null : mustFind(s, s.staged);
       if (staged && !staged.locked) {
-        const runs = await this.hooks('pre-finalize', { id: staged.id, label: staged.label, tree: this.ctx.layout.tree(staged.id) }, o);
-        const bad = runs.find((r) => !r.ok);
-        const { describeHookFailure } = await import('./hooks/run-hooks.js');
-        if (bad) throw new StagedrootError('HOOK_FAILED', `Finalize of deployment ${staged.id} (${staged.label}) was stopped by the ${describeHookFailure(bad)}; it stays staged`, { path: `hooks/pre-finalize/${bad.hook}`, value: staged.id });
+        const stop = { code: 'HOOK_FAILED', value: staged.id, message: (why: string) => `Finalize of deployment ${staged.id} (${staged.label}) was stopped by the ${why}; it stays staged` } as const;
+        await requirePhaseHooks(this.ctx, h.pre, { id: staged.id, label: staged.label, tree: this.ctx.layout.tree(staged.id) }, stop, o);
       }
       const { finalize } = await import('./commit/finalize.js');
       let r: FinalizeResult;
       try {
         r = await finalize(this.ctx, s, o);
       } catch (err) {
-        await this.hooks('on-failure', { id: staged?.id, label: staged?.label, reason: (err as Error).message }, o);
+        if (h.onFailure) await this.hooks('on-failure', { id: staged?.id, label: staged?.label, reason: (err as Error).message }, o);
         throw err;
       }
-      if (r.finalized && staged) await this.hooks('post-finalize', { id: staged.id, label: staged.label, tree: this.ctx.layout.tree(staged.id) }, o);
+      if (r.finalized && staged) await this.hooks(h.post, { id: staged.id, label: staged.label, tree: this.ctx.layout.tree(staged.id) }, o);
       return r;
     });
   }
@@ -231,61 +207,62 @@ export class Sysroot {
    * The boot hook, then post-boot hooks (and on-rollback ones when it fell back).
    * `o.runDir`/`o.rootDir`: where the initramfs's record is (default /run/stagedroot, for the root /).
    */
-  boot(o: { hookTimeoutMs?: number } & BootRecordPlace = {}): Promise<BootResult> {
+  boot(o: HookTimeout & BootRecordPlace = {}): Promise<BootResult> {
     return this.write('boot', async (s) => {
-      const r = boot(this.ctx, s, { runDir: o.runDir, rootDir: o.rootDir });
-      const id = r.event.kind === 'booted' ? r.event.id : r.event.to;
-      const d = mustFind(this.state(), id);
-      if (r.event.kind === 'fell-back') await this.hooks('on-rollback', { id, label: d.label, tree: this.ctx.layout.tree(id), reason: r.event.reason }, o);
-      await this.hooks('post-boot', { id, label: d.label, tree: this.ctx.layout.tree(id) }, o);
-      return r;
+      const h = OPERATIONS.boot.hooks;
+      const { outcome, state } = applyPlan(this.ctx, s, 'boot', bootInput(this.ctx, { runDir: o.runDir, rootDir: o.rootDir }));
+      const { event, finalizeFailure } = outcome;
+      const id = event.kind === 'booted' ? event.id : event.to;
+      const d = mustFind(state, id);
+      if (event.kind === 'fell-back' && h.onRollback === 'when-fell-back') await this.hooks('on-rollback', { id, label: d.label, tree: this.ctx.layout.tree(id), reason: event.reason }, o);
+      await this.hooks(h.post, { id, label: d.label, tree: this.ctx.layout.tree(id) }, o);
+      return { event, finalizeFailure };
     });
   }
 
   /** `o.healthChecks`: how many health checks passed (the health service says; 0 when none are configured). */
   markGood(o: { healthChecks?: number } = {}): Promise<Status> {
-    return this.write('mark-good', (s) => this.view(markGood(this.ctx, s, o.healthChecks ?? null)));
+    return this.write('mark-good', (s) => this.view(applyPlan(this.ctx, s, 'mark-good', { checks: o.healthChecks ?? null }).state));
   }
 
-  markBad(reason = 'marked bad', o: { phase?: Phase; output?: string; hookTimeoutMs?: number } = {}): Promise<Status> {
+  markBad(reason = 'marked bad', o: { phase?: Phase; output?: string } & HookTimeout = {}): Promise<Status> {
     return this.write('mark-bad', async (s) => {
-      const st = this.view(markBad(this.ctx, s, reason, o.phase ?? 'health', o.output));
-      await this.rolledBack(st, reason, o);
-      return st;
+      const failure = bootedFailure(s, reason, o.phase ?? 'health', this.ctx.now().toISOString(), o.output);
+      return this.rolledBack('mark-bad', this.view(applyPlan(this.ctx, s, 'mark-bad', { failure }).state), reason, o);
     });
   }
 
-  rollback(o: { discardStaged?: boolean; hookTimeoutMs?: number } = {}): Promise<Status> {
-    return this.write('rollback', async (s) => {
-      const st = this.view(rollback(this.ctx, s, o));
-      await this.rolledBack(st, 'manual rollback', o);
-      return st;
-    });
+  rollback(o: { discardStaged?: boolean } & HookTimeout = {}): Promise<Status> {
+    return this.write('rollback', async (s) => this.rolledBack('rollback', this.view(applyPlan(this.ctx, s, 'rollback', { discardStaged: o.discardStaged }).state), 'manual rollback', o));
   }
 
-  /** on-rollback hooks, about the deployment the next boot goes back to. */
-  private async rolledBack(st: Status, reason: string, o: { hookTimeoutMs?: number }): Promise<void> {
-    const d = st.deployments.find((x) => x.id === st.current);
-    await this.hooks('on-rollback', { id: st.current, label: d?.label, tree: d?.path, reason }, o);
+  /** The operation's on-rollback hooks (the table says it has them), about the deployment the next boot goes back to. */
+  private async rolledBack(op: 'mark-bad' | 'rollback', st: Status, reason: string, o: HookTimeout): Promise<Status> {
+    if (OPERATIONS[op].hooks.onRollback === 'always') {
+      const d = st.deployments.find((x) => x.id === st.current);
+      await this.hooks('on-rollback', { id: st.current, label: d?.label, tree: d?.path, reason }, o);
+    }
+    return st;
   }
 
   discardStaged(): Promise<{ removed: string }> {
-    return this.write('discard', (s) => discardStaged(this.ctx, s));
+    return this.write('discard', (s) => ({ removed: applyPlan(this.ctx, s, 'discard', {}).outcome.drop[0]! }));
   }
 
   async prune(o: { keep?: number } = {}): Promise<{ removed: string[] }> {
     const keep = o.keep ?? 3;
     if (!Number.isInteger(keep) || keep < 0) throw new StagedrootError('USAGE', `Expected --keep to be a non-negative integer, got ${String(o.keep)}`, { option: 'keep', value: o.keep });
-    return this.write('prune', (s) => prune(this.ctx, s, keep));
+    return this.write('prune', (s) => ({ removed: applyPlan(this.ctx, s, 'prune', { keep }).outcome.drop }));
   }
 
   pin(id: string, pinned = true): Promise<Status> {
-    return this.write('pin', (s) => this.view(applyTransition(this.ctx, s, setPinned(s, id, pinned), 'pin')));
+    return this.write('pin', (s) => this.view(applyPlan(this.ctx, s, 'pin', { id, pinned }).state));
   }
 
   /** Finalization lock on the staged deployment (finalize leaves it until unlocked). */
   setFinalizationLock(locked: boolean): Promise<Status> {
-    return this.write(locked ? 'lock' : 'unlock', (s) => this.view(applyTransition(this.ctx, s, setLocked(s, locked), locked ? 'lock' : 'unlock')));
+    const op = locked ? 'lock' : 'unlock';
+    return this.write(op, (s) => this.view(applyPlan(this.ctx, s, op, {}).state));
   }
 
   /** Changed paths between two deployments, by manifest (compared on a worker thread). */

@@ -1,14 +1,13 @@
 /**
- * The boot step (src/boot): this hook and the mark-good after health checks, one
- * transition each (state/model.ts), beside what they read: the initramfs's record
- * (boot-record.ts), the sysroot's discovery (find-sysroot.ts) and the health checks
- * (health.ts).
+ * The boot step (src/boot): the early-boot hook and the mark-good after health checks are
+ * one transition each (state/model.ts: bootTransition, markGoodTransition; the operation
+ * table runs them), beside what they read: the initramfs's record (boot-record.ts), the
+ * sysroot's discovery (find-sysroot.ts) and the health checks (health.ts).
  */
 import type { Context } from '../context.js';
-import { applyTransition } from '../store/apply-transition.js';
 import { readBootRecord, type BootRecordPlace } from './boot-record.js';
-import { bootTransition, markGoodTransition, type BootEvent } from '../state/model.js';
-import type { BaseState, Failure } from '../state/schema.js';
+import type { BootEvent, BootRecord } from '../state/model.js';
+import type { Failure } from '../state/schema.js';
 
 export interface BootResult {
   event: BootEvent;
@@ -17,17 +16,10 @@ export interface BootResult {
 }
 
 /**
- * The early-boot hook: records the booted deployment (what the initramfs recorded, when
- * it ran), its tries, and a fallback the initramfs made; without the initramfs step it
- * uses one try itself and falls back when none are left.
+ * The boot transition's input: the time and what the initramfs recorded, when it ran
+ * (without the initramfs step the transition uses one try itself and falls back when
+ * none are left).
  */
-export function boot(ctx: Context, s: BaseState, place: BootRecordPlace = {}): BootResult {
-  const t = bootTransition(s, ctx.now().toISOString(), readBootRecord(ctx, place));
-  applyTransition(ctx, s, t, 'boot', { tries: 'write' });
-  return { event: t.event, finalizeFailure: t.finalizeFailure };
-}
-
-/** Health checks passed: the booted deployment is good and its tries are cleared. */
-export function markGood(ctx: Context, s: BaseState, checks: number | null = null): BaseState {
-  return applyTransition(ctx, s, markGoodTransition(s, checks), 'mark-good');
+export function bootInput(ctx: Context, place: BootRecordPlace = {}): { at: string; record: BootRecord | null } {
+  return { at: ctx.now().toISOString(), record: readBootRecord(ctx, place) };
 }

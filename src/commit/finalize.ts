@@ -11,7 +11,7 @@ import { applyEtcMerge, conflictIssue, keepLocalVersions, planEtcMerge, type Pla
 import type { TypeConflict } from '../merge/plan.js';
 import { keepSharedVersions, planShared, type SharedPlan } from '../machine-state/apply.js';
 import { mergedDirs, sharedDirs } from '../machine-state/config.js';
-import { finishFinalize } from '../merge/finish.js';
+import { finishFinalize } from './finish.js';
 
 export interface FinalizeOptions {
   /** Verify the whole staged tree, not only the manifest and the update's delta. */

@@ -5,7 +5,7 @@ import { readText } from '../fs/trees/durable.js';
 import { readEntry } from '../fs/manifests/manifest.js';
 import { RootFs } from '../fs/trees/root-fs.js';
 import type { Layout } from '../state/layout.js';
-import { sameEntry, type TypeConflict } from '../merge/plan.js';
+import { sameEntry, type TypeConflict } from '../fs/manifests/same-entry.js';
 import { sharedRootOf } from './config.js';
 import { parseSharedOps, type SharedOp } from './ops.js';
 

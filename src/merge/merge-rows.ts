@@ -2,6 +2,7 @@ import { lstatOrNull } from '../fs/trees/copy-entry.js';
 import { ManifestIndex } from '../fs/manifests/manifest-index.js';
 import { ManifestReader, readEntry, unchangedSince } from '../fs/manifests/manifest.js';
 import type { ManifestEntry } from '../fs/manifests/manifest-line.js';
+import { sameEntry } from '../fs/manifests/same-entry.js';
 import { hostPath } from '../fs/core/names.js';
 import { comparePaths, isUnder } from '../fs/core/paths.js';
 import { walkTree } from '../fs/core/walk.js';
@@ -31,15 +32,6 @@ export interface RowSources {
   newManifest: string;
   /** The booted deployment's live tree (the running system's root). */
   liveTree: string;
-}
-
-/** Same type, mode, owner, extended attributes, content and target (times are not compared). */
-export function sameEntry(a: ManifestEntry | null, b: ManifestEntry | null): boolean {
-  if (a === null || b === null) return a === b;
-  if (a.t !== b.t || a.m !== b.m || a.u !== b.u || a.g !== b.g || a.x !== b.x) return false;
-  if (a.t === 'f') return a.s === b.s && a.h === b.h;
-  if (a.t === 'l') return a.l === b.l;
-  return true;
 }
 
 /** The next entry of `r` under `dir` (entries before it skipped unparsed), without consuming it; null past it. */

@@ -1,8 +1,9 @@
 import { comparePaths, isUnder } from '../fs/core/paths.js';
 import type { ManifestEntry } from '../fs/manifests/manifest-line.js';
-import { sameEntry, type Row } from './merge-rows.js';
+import { sameEntry, type TypeConflict } from '../fs/manifests/same-entry.js';
+import type { Row } from './merge-rows.js';
 
-export { sameEntry, type Row };
+export type { Row, TypeConflict };
 
 /**
  * The /etc 3-way merge, as a pure plan. For every path under a merged directory there
@@ -37,12 +38,6 @@ export type MergeAction =
   | { kind: 'carry'; path: string; replace: boolean }
   /** Remove the path (and what is below it) from the new tree. */
   | { kind: 'remove'; path: string };
-
-export interface TypeConflict {
-  path: string;
-  local: string;
-  update: string;
-}
 
 export interface MergePlan {
   actions: MergeAction[];

@@ -8,8 +8,17 @@ import { syncBootEntries } from '../boot/entries/sync.js';
 import { syncBootFiles } from './boot-files.js';
 import { removeDeployments } from './remove-deployments.js';
 import { loadState, saveState } from './state-file.js';
-import { recoverFinalize } from '../merge/finish.js';
-import { upgradeSharedLayout } from '../machine-state/upgrade.js';
+
+/**
+ * An operation's crash-recovery step: completes (or undoes) what a crash cut short, once
+ * the state and the pointer are settled. The operations declare theirs (src/operations);
+ * recovery runs them in order, so it never imports an operation from above.
+ */
+export interface ResumeStep {
+  /** The operation it resumes, in the words recovery reports. */
+  operation: string;
+  resume(ctx: Context, state: BaseState, actions: string[]): BaseState;
+}
 
 export interface RecoveryReport {
   state: BaseState;
@@ -21,9 +30,10 @@ export interface RecoveryReport {
  * Brings a sysroot back to a consistent state after a crash at any point. Called with
  * the writer lock held. Resolves a pointer swap in progress by looking at the `current`
  * symlink, re-points a missing or wrong symlink, restores a corrupt state.json from its
- * copy (moving the broken file aside), and removes leftovers of interrupted work.
+ * copy (moving the broken file aside), runs each operation's resume step (`steps`, in
+ * order), and removes leftovers of interrupted work.
  */
-export function recover(ctx: Context): RecoveryReport {
+export function recover(ctx: Context, steps: readonly ResumeStep[]): RecoveryReport {
   const { layout, dfs } = ctx;
   const actions: string[] = [];
   const loaded = loadState(layout);
@@ -68,9 +78,8 @@ export function recover(ctx: Context): RecoveryReport {
     actions.push(`pointed current at deployment ${state.current}`);
   }
 
-  // Shared directories (a sysroot from before them is upgraded), finalize's merge and last steps.
-  state = upgradeSharedLayout(ctx, state, actions);
-  state = recoverFinalize(ctx, state, actions);
+  // What the operations left half done (finalize's merge and last steps, ...).
+  for (const step of steps) state = step.resume(ctx, state, actions);
 
   // Leftovers: unfinished stages, half-removed deployments, unknown deployment dirs, temp files.
   const known = new Set(state.deployments.map((d) => d.id));

@@ -1,0 +1,13 @@
+import { recoverFinalize } from '../commit/finish.js';
+import { upgradeSharedLayout } from '../machine-state/upgrade.js';
+import type { ResumeStep } from '../store/recover.js';
+
+/**
+ * Every pending `resume`, in the order recovery runs them (after the state and the pointer
+ * are settled, before leftovers are removed): a sysroot from before the shared directories
+ * is upgraded first, so that finalize's resume finds them.
+ */
+export const RESUME_STEPS: readonly ResumeStep[] = [
+  { operation: 'shared-directory layout upgrade', resume: upgradeSharedLayout },
+  { operation: 'finalize', resume: recoverFinalize },
+];
