@@ -1,8 +1,8 @@
 import type { Context } from '../context.js';
 import { exists, listDir } from '../fs/trees/durable.js';
 import { readMarker, redoEtcMerge } from '../merge/merge.js';
-import { applySharedOps, clearSharedStamps } from '../machine-state/apply.js';
-import { sharedDirs } from '../machine-state/config.js';
+import { applySharedOps, clearSharedStamps } from '../shared-dirs/apply.js';
+import { sharedDirs } from '../shared-dirs/config.js';
 import type { BaseState } from '../state/schema.js';
 import { saveState } from '../store/state-file.js';
 

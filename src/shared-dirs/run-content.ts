@@ -3,7 +3,7 @@ import { PACKAGE_DBS } from '../install/package-db.js';
 import type { RootFs } from '../fs/trees/root-fs.js';
 import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import { directorySource } from '../sources/directory.js';
-import type { SharedDivert } from './shared-divert.js';
+import type { SharedDivert } from './divert.js';
 
 /**
  * What a `stage --run` command leaves in its scratch /var that is not kept: the

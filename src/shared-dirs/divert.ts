@@ -4,9 +4,9 @@ import { DurableFs } from '../fs/trees/durable.js';
 import { isUnder } from '../fs/core/paths.js';
 import { RootFs } from '../fs/trees/root-fs.js';
 import type { FaultHook } from '../fs/core/faults.js';
-import { sharedRootOf } from '../machine-state/config.js';
-import type { SharedOp } from '../machine-state/ops.js';
-import { applyOp } from './apply-changes.js';
+import { sharedRootOf } from './config.js';
+import type { SharedOp } from './ops.js';
+import { applyOp } from '../stage/apply-changes.js';
 
 export interface SharedDivertOptions {
   shared: readonly string[];
