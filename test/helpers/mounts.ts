@@ -22,6 +22,29 @@ export function whyNoTmpfs(): string | null {
   }
 }
 
+/**
+ * A fresh tmpfs mounted on a new directory under `parent`: another filesystem than
+ * `parent`'s, whatever this machine's temp dir or /dev/shm are. Throws naming why it could
+ * not be mounted (not root, no tmpfs); `cleanup` unmounts and removes the directory.
+ */
+export function mountTmpfs(parent: string, sizeMiB = 64): { mnt: string; cleanup(): void } {
+  if (process.getuid?.() !== 0) throw new Error('mounting a tmpfs needs root');
+  const mnt = fs.mkdtempSync(path.join(parent, 'tmpfs-'));
+  try {
+    execaSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMiB}m`, 'tmpfs', mnt]);
+  } catch (err) {
+    fs.rmdirSync(mnt);
+    throw new Error(`cannot mount a tmpfs on ${mnt}: ${(err as Error).message.split('\n')[0]}`);
+  }
+  return {
+    mnt,
+    cleanup: () => {
+      execaSync('umount', [mnt]);
+      fs.rmdirSync(mnt);
+    },
+  };
+}
+
 const MIB = 1024 * 1024;
 
 function hasCommand(cmd: string): boolean {
