@@ -51,7 +51,6 @@ afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
 const BLOB = Buffer.from(Array.from({ length: 200_000 }, (_, i) => (i * 7919) % 251));
 const DIGEST = `sha256:${createHash('sha256').update(BLOB).digest('hex')}`;
 const D = { digest: DIGEST, size: BLOB.length };
-const BLOB_PATH = `/v2/os/blobs/${DIGEST}`;
 let n = 0;
 const dest = () => path.join(scratch, `blob-${n++}`);
 const USER = { username: 'u', password: 'secret-pw' };
@@ -193,7 +192,7 @@ describe('interrupted blobs', () => {
     const reg = await serve((req, res) => blobAnswer(req, res));
     const file = dest();
     const wrong = Buffer.from(BLOB.subarray(0, 1000));
-    wrong[10] ^= 1;
+    wrong[10] = wrong[10]! ^ 1;
     fs.writeFileSync(`${file}.partial`, wrong);
     const e = await caught(client(reg.host).fetchBlob(D, file, 'layer 1 of 1'));
     expect(e.code).toBe('SOURCE_CORRUPT');
@@ -235,7 +234,7 @@ describe('a registry that lies', () => {
 
   it('bytes that do not match the digest: SOURCE_CORRUPT, nothing kept', async () => {
     const other = Buffer.from(BLOB);
-    other[99_999] ^= 0xff;
+    other[99_999] = other[99_999]! ^ 0xff;
     const reg = await serve((req, res) => blobAnswer(req, res, { body: other }));
     const file = dest();
     const e = await caught(client(reg.host).fetchBlob(D, file, 'the config'));
