@@ -14,11 +14,11 @@ import tseslint from 'typescript-eslint';
 const LAYERS = [
   ['errors.ts', 'exit-codes.ts', 'util'], // typed errors and small helpers
   ['state'], // the pure model: schema, transitions, status view, layout (no disk, no context)
-  // The safe-fs layer, the only code that touches the disk, in four:
-  ['fs/core'], // the syscall core: byte names, paths, xattrs, hashing, the lock, fsync/syncfs, directory walks, I/O errors
+  // The safe-fs layer, the only code that touches the disk, in four rows:
+  ['fs/core'], // the syscall core: byte names, paths, xattrs, an entry's attributes, hashing, fsync/syncfs, directory walks, reads of host paths, I/O errors
   ['fs/jobs'], // tree-sized work on worker threads: the task registry, the runner, the worker, errors over the wire
   ['fs/manifests'], // a tree's manifest: format, cursor, index, sizes, snapshot, patch, diff, verify, delta
-  ['fs/trees'], // trees: the chroot-style RootFs, the read-only tree, copies, removal, storage, SELinux labels, durable files
+  ['fs/trees', 'fs/lock'], // trees: the chroot-style RootFs, the read-only tree, copies, removal, storage, SELinux labels; the sysroot's own durable files; the sysroot's writer lock
   ['trust', 'hooks'], // signatures and trusted keys (minisign/signify); phase hooks
   ['systemd'], // systemd units in an offline tree (names, directories, [Install]), for sources and validators
   ['changeset.ts', 'sources', 'validate', 'activation'], // what an update is (sources/: every kind, sources/registry/'s pulls from a registry among them), how a tree is judged, and what its activation costs the node (live or reboot)

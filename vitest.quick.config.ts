@@ -15,7 +15,7 @@ export const SLOW = [
   'test/reliability/concurrency.test.ts', // eight writer processes on one sysroot
   'test/store/prune-kept.test.ts', // a crash at every point of prune
   'test/install/adopt.test.ts', // adopt killed at a spread of points, then resumed
-  'test/fs/core/lock.test.ts', // lock holders SIGKILLed, a writer killed while breaking a stale lock
+  'test/fs/lock/writer-lock.test.ts', // lock holders SIGKILLed, a writer killed while breaking a stale lock
   'test/testing/faults.test.ts', // the crash CLI SIGKILLed by its fault hook
   'test/sources/oci-image-memory.test.ts', // peak RSS of a big image
   'test/sources/tar/layer-source-memory.test.ts', // peak RSS of a big layer

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import type { Context } from '../context.js';
-import { readText, statPath } from '../fs/trees/durable.js';
+import { readText, statPath } from '../fs/core/host-paths.js';
 import type { BootRecord } from '../state/model.js';
 
 /** Where the initramfs step records what it booted, and the root it made. */

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { StagedrootError } from '../errors.js';
-import { readText } from '../fs/trees/durable.js';
+import { readText } from '../fs/core/host-paths.js';
 
 /**
  * Where a machine keeps what says which sysroot it uses: the initramfs's record

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { StagedrootError } from '../errors.js';
-import { isDirectory, listDir, statPath } from '../fs/trees/durable.js';
+import { isDirectory, listDir, statPath } from '../fs/core/host-paths.js';
 import { checkTimeoutMs } from '../util/options.js';
 import { describeOutcome, parseCommand, runCommand, type CommandSpec } from '../util/run-command.js';
 

@@ -1,6 +1,6 @@
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { exists, readText } from '../fs/trees/durable.js';
+import { exists, readText } from '../fs/core/host-paths.js';
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
 import { manifestTasks } from '../fs/manifests/tasks.js';
 import { parseDelta, verifyDelta } from '../fs/manifests/delta.js';

@@ -1,5 +1,5 @@
 import type { Context } from '../context.js';
-import { exists, listDir } from '../fs/trees/durable.js';
+import { exists, listDir } from '../fs/core/host-paths.js';
 import { readMarker, redoEtcMerge } from '../merge/merge.js';
 import { applySharedOps, clearSharedStamps } from '../shared-dirs/apply.js';
 import { sharedDirs } from '../shared-dirs/config.js';

@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { listDir, statPath } from '../fs/trees/durable.js';
+import { listDir, statPath } from '../fs/core/host-paths.js';
 import { describeOutcome, runCommand } from '../util/run-command.js';
 import { DEFAULT_HOOK_TIMEOUT_MS, HOOK_OUTPUT_LIMIT, type HookPhase } from './phases.js';
 

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { StagedrootError } from '../errors.js';
-import { readText, writableAt, type statPath } from '../fs/trees/durable.js';
+import { readText, writableAt, type statPath } from '../fs/core/host-paths.js';
 import { RootFs } from '../fs/trees/root-fs.js';
 import { runCommand } from '../util/run-command.js';
 import { DROPIN_FILES, INITRAMFS_FILES, UNIT_NAMES, packageDir } from './package-files.js';

@@ -3,7 +3,7 @@ import type { Context } from '../context.js';
 import { StagedrootError, type Issue } from '../errors.js';
 import { copyOut, lstatOrNull } from '../fs/trees/copy-entry.js';
 import { parseDelta } from '../fs/manifests/delta.js';
-import { exists, readText } from '../fs/trees/durable.js';
+import { exists, readText } from '../fs/core/host-paths.js';
 import { displayPath, hostPath } from '../fs/core/names.js';
 import { changedRows, type Row, type RowSources } from './merge-rows.js';
 import { patchOverlay } from '../fs/manifests/patch-manifest.js';

@@ -1,6 +1,7 @@
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { readLink, writeJson } from '../fs/trees/durable.js';
+import { writeJson } from '../fs/trees/durable.js';
+import { readLink } from '../fs/core/host-paths.js';
 import type { HookPhase } from '../hooks/phases.js';
 import type { HookContext, HookRun } from '../hooks/run-hooks.js';
 import { effectiveState } from '../state/model.js';

@@ -1,5 +1,5 @@
 import type { Context } from '../context.js';
-import { acquireLock } from '../fs/core/lock.js';
+import { acquireLock } from '../fs/lock/writer-lock.js';
 import type { BaseState } from '../state/schema.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { recover, type RecoveryReport } from '../store/recover.js';

@@ -1,7 +1,7 @@
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
 import { copyOut } from '../fs/trees/copy-entry.js';
-import { readText } from '../fs/trees/durable.js';
+import { readText } from '../fs/core/host-paths.js';
 import { readEntry } from '../fs/manifests/manifest.js';
 import { RootFs } from '../fs/trees/root-fs.js';
 import type { Layout } from '../state/layout.js';

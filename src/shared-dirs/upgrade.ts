@@ -1,6 +1,6 @@
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { exists, fileSha256, listDir } from '../fs/trees/durable.js';
+import { exists, fileSha256, listDir } from '../fs/core/host-paths.js';
 import { patchManifest } from '../fs/manifests/patch-manifest.js';
 import { overlayFile } from '../fs/manifests/manifest-overlay.js';
 import { RootFs } from '../fs/trees/root-fs.js';

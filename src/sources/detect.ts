@@ -1,5 +1,5 @@
 import { StagedrootError } from '../errors.js';
-import { readHead, statPath } from '../fs/trees/durable.js';
+import { readHead, statPath } from '../fs/core/host-paths.js';
 import { directorySource } from './directory.js';
 import { parseJsonDocument, readDocumentBytes } from './document.js';
 import type { LayerOptions } from './layer/plan.js';

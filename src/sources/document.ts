@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { StagedrootError, fieldPath, issuesError, type Issue } from '../errors.js';
-import { readBytes } from '../fs/trees/durable.js';
+import { readBytes } from '../fs/core/host-paths.js';
 
 /** Spec and config documents larger than this are refused (a JSON bomb is not an update). */
 export const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;

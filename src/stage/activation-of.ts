@@ -5,7 +5,7 @@ import type { DisruptionPolicy } from '../activation/policy.js';
 import { StagedrootError } from '../errors.js';
 import { ManifestIndex } from '../fs/manifests/manifest-index.js';
 import { compareEntry } from '../fs/manifests/verify-tree.js';
-import { readText } from '../fs/trees/durable.js';
+import { readText } from '../fs/core/host-paths.js';
 import type { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import type { Activation, ActivationReason } from '../state/activation.js';
 import type { DeploymentRecord } from '../state/schema.js';

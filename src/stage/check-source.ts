@@ -1,5 +1,5 @@
 import { StagedrootError } from '../errors.js';
-import { readBytes } from '../fs/trees/durable.js';
+import { readBytes } from '../fs/core/host-paths.js';
 import type { Source, SourceInfo } from '../sources/source.js';
 import type { Layout } from '../state/layout.js';
 import type { SignatureRecord } from '../state/schema.js';

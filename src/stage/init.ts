@@ -1,6 +1,7 @@
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { exists, isDirectory, listDir, syncFilesystem } from '../fs/trees/durable.js';
+import { syncFilesystem } from '../fs/trees/durable.js';
+import { exists, isDirectory, listDir } from '../fs/core/host-paths.js';
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
 import { manifestTasks } from '../fs/manifests/tasks.js';
 import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';

@@ -1,7 +1,8 @@
 import type { Context } from '../context.js';
 import { StagedrootError, formatIssues, type Issue } from '../errors.js';
 import type { CopyPolicy } from '../fs/trees/copy-tree.js';
-import { freeSpace, fsyncPaths, listDir, syncFilesystem, writeJson } from '../fs/trees/durable.js';
+import { fsyncPaths, syncFilesystem, writeJson } from '../fs/trees/durable.js';
+import { freeSpace, listDir } from '../fs/core/host-paths.js';
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
 import { treeTasks } from '../fs/trees/tasks.js';
 import { manifestTasks } from '../fs/manifests/tasks.js';

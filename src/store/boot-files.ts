@@ -1,5 +1,5 @@
 import type { Context } from '../context.js';
-import { exists, listDir, readLink, readText } from '../fs/trees/durable.js';
+import { exists, listDir, readLink, readText } from '../fs/core/host-paths.js';
 import { bootFiles } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
 

@@ -1,7 +1,7 @@
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { exists, isDirectory, listDir, readLink } from '../fs/trees/durable.js';
-import { cleanLockLeftovers } from '../fs/core/lock.js';
+import { exists, isDirectory, listDir, readLink } from '../fs/core/host-paths.js';
+import { cleanLockLeftovers } from '../fs/lock/writer-lock.js';
 import { dropIds, effectiveState } from '../state/model.js';
 import type { BaseState } from '../state/schema.js';
 import { syncBootEntries } from '../boot/entries/sync.js';

@@ -1,5 +1,5 @@
 import type { Context } from '../context.js';
-import { exists, listDir } from '../fs/trees/durable.js';
+import { exists, listDir } from '../fs/core/host-paths.js';
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
 import { treeTasks } from '../fs/trees/tasks.js';
 

@@ -1,6 +1,7 @@
 import { StagedrootError, isStagedrootError } from '../errors.js';
 import { parseJsonState } from '../util/json-state.js';
-import { exists, readText, type DurableFs } from '../fs/trees/durable.js';
+import { type DurableFs } from '../fs/trees/durable.js';
+import { exists, readText } from '../fs/core/host-paths.js';
 import type { Layout } from '../state/layout.js';
 import { checkState } from '../state/invariants.js';
 import { stateSchema, type State } from '../state/schema.js';

@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import { StagedrootError } from '../errors.js';
-import { listDir, readBytes, type DurableFs } from '../fs/trees/durable.js';
+import { type DurableFs } from '../fs/trees/durable.js';
+import { listDir, readBytes } from '../fs/core/host-paths.js';
 import type { Layout } from '../state/layout.js';
 import { parsePublicKey, type PublicKey } from './minisign.js';
 

@@ -1,6 +1,6 @@
 import type { ChangeSet } from '../changeset.js';
 import { StagedrootError } from '../errors.js';
-import { freeSpace, statPath } from '../fs/trees/durable.js';
+import { freeSpace, statPath } from '../fs/core/host-paths.js';
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
 import { manifestTasks } from '../fs/manifests/tasks.js';
 

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildTree, hashTree } from '../../src/testing/index.js';
 import { buildProgram } from '../../src/cli/program.js';
 import { cli, cliProcess } from '../helpers/cli.js';
-import { acquireLock } from '../../src/fs/core/lock.js';
+import { acquireLock } from '../../src/fs/lock/writer-lock.js';
 
 let base: string;
 let sysroot: string;

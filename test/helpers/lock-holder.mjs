@@ -2,7 +2,7 @@
 //   node lock-holder.mjs SYSROOT HOLD_MS|stdin
 // Prints "locked <pid>" once it holds the lock, releases it after HOLD_MS (or, with
 // `stdin`, when a line arrives on its stdin), prints "released" and exits.
-import { acquireLock } from '../../dist/fs/core/lock.js';
+import { acquireLock } from '../../dist/fs/lock/writer-lock.js';
 
 const [dir, holdMs] = process.argv.slice(2);
 const lock = await acquireLock(dir, { operation: 'test-holder' });

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import type { FilesystemPath } from '../../fs/core/mount-path.js';
-import { lstatPath } from '../../fs/trees/durable.js';
+import { lstatPath } from '../../fs/core/host-paths.js';
 import { SeenPaths, unchangedSince, type Identity } from './seen-paths.js';
 
 /**

@@ -11,7 +11,8 @@
  * first, durably, before it writes anything (a crash at any later point leaves no record).
  */
 import type { DurableFs } from '../../fs/trees/durable.js';
-import { readText, writeJson } from '../../fs/trees/durable.js';
+import { writeJson } from '../../fs/trees/durable.js';
+import { readText } from '../../fs/core/host-paths.js';
 import type { KernelImage } from '../../state/boot-entry-text.js';
 import { unchangedSince, type Identity } from './seen-paths.js';
 import type { MountProof } from './mount-proof.js';

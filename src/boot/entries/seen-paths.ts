@@ -1,4 +1,4 @@
-import { listDir, lstatPath, readText, statPath } from '../../fs/trees/durable.js';
+import { listDir, lstatPath, readText, statPath } from '../../fs/core/host-paths.js';
 
 type Stats = NonNullable<ReturnType<typeof lstatPath>>;
 

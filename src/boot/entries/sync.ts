@@ -5,7 +5,8 @@
  */
 import * as path from 'node:path';
 import type { Context } from '../../context.js';
-import { DurableFs, readLink, statPath } from '../../fs/trees/durable.js';
+import { DurableFs } from '../../fs/trees/durable.js';
+import { readLink, statPath } from '../../fs/core/host-paths.js';
 import { filesystemPath, pathHere, type FilesystemPath } from '../../fs/core/mount-path.js';
 import { bootableDeployments, bootEntry, carriesSysroot, parseBootEntry, type BootEntry, type KernelImage } from '../../state/boot-entry-text.js';
 import { GRUB_MENU_FILE, grubMenu } from '../../state/grub-menu.js';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { statPath } from '../../fs/trees/durable.js';
+import { statPath } from '../../fs/core/host-paths.js';
 import { Sysroot } from '../../sysroot.js';
 import type { BootLoader } from '../../boot/entries/sync.js';
 import { sourceFromPath } from '../../sources/detect.js';

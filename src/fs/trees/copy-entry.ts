@@ -9,8 +9,9 @@ import { bytesOfName, childPath, hasRawBytes, nameFromBytes } from '../core/name
 import { readNames, walk } from '../core/walk.js';
 import { isTempName } from '../core/temp-names.js';
 import { commitViaTemp, type CommitIo } from './write-via-temp.js';
+import { applyAttrs, attrsOfStat, hostAttrCalls, type AttrCalls } from '../core/entry-attrs.js';
+import { makeFifo } from '../core/path-tool.js';
 
-const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
 const CHUNK = 1 << 20;
 
 /** lstat, or null when nothing is there. */
@@ -136,43 +137,50 @@ function makeDir(dst: Buffer, faults: FaultHook): void {
   faults.afterMutation('mkdir', nameFromBytes(dst));
 }
 
-/** A copied directory's owner, mode, times and extended attributes, then an fsync: after its children. */
-function finishDir(src: Buffer, dst: Buffer, st: fs.Stats): void {
-  setAttrs(dst, st);
+/** The source's extended attributes (labels, ACLs, a capability) onto the copy. */
+function copyXattrs(src: Buffer, dst: Buffer): void {
   const attrs = readXattrs(src);
   if (attrs.length > 0) writeXattrs(dst, attrs, { rel: nameFromBytes(dst) });
+}
+
+/** A copied directory's owner, mode, times and extended attributes, then an fsync: after its children. */
+function finishDir(src: Buffer, dst: Buffer, st: fs.Stats): void {
+  applyAttrs(hostAttrCalls, dst, attrsOfStat(st), { xattrs: () => copyXattrs(src, dst) });
   fsyncDirBytes(dst);
 }
 
-/** A symlink or a regular file; devices, FIFOs and sockets are not state anyone keeps: skipped. */
+/** The attribute calls on an open file (the copy's own descriptor: no path to resolve again). */
+const fdAttrCalls = (fd: number): AttrCalls => ({
+  lchown: (_h, uid, gid) => fs.fchownSync(fd, uid, gid),
+  chmod: (_h, mode) => fs.fchmodSync(fd, mode),
+  utimes: (_h, a, m) => fs.futimesSync(fd, a, m),
+});
+
+/**
+ * A symlink, a regular file or a FIFO, as the tree copies make them (copy-tree.ts,
+ * RootFs); devices and sockets are not state anyone keeps: skipped.
+ */
 function copyLeaf(src: Buffer, dst: Buffer, st: fs.Stats, faults: FaultHook): void {
   const shown = nameFromBytes(dst);
   if (st.isSymbolicLink()) {
     fs.symlinkSync(fs.readlinkSync(src, { encoding: 'buffer' }), dst);
     faults.afterMutation('symlink', shown);
-    if (canChown) fs.lchownSync(dst, st.uid, st.gid);
+    applyAttrs(hostAttrCalls, dst, attrsOfStat(st), { symlink: true, xattrs: () => copyXattrs(src, dst) });
+  } else if (st.isFIFO()) {
+    makeFifo(dst, st.mode, shown);
+    faults.afterMutation('mkfifo', shown);
+    applyAttrs(hostAttrCalls, dst, attrsOfStat(st), { xattrs: () => copyXattrs(src, dst) });
   } else if (st.isFile()) {
     const fd = fs.openSync(dst, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
     try {
       copyFileInto(src, fd, shown);
-      if (canChown) fs.fchownSync(fd, st.uid, st.gid);
-      // After the chown (which clears security.capability): the kept copy keeps its labels and ACLs.
-      const attrs = readXattrs(src);
-      if (attrs.length > 0) writeXattrs(dst, attrs, { rel: shown });
-      fs.fchmodSync(fd, st.mode & 0o7777);
-      fs.futimesSync(fd, st.atime, st.mtime);
+      applyAttrs(fdAttrCalls(fd), dst, attrsOfStat(st), { xattrs: () => copyXattrs(src, dst) });
       fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);
     }
     faults.afterMutation('copy', shown);
   }
-}
-
-function setAttrs(dst: string | Buffer, st: fs.Stats): void {
-  if (canChown) fs.lchownSync(dst, st.uid, st.gid);
-  fs.chmodSync(dst, st.mode & 0o7777);
-  fs.utimesSync(dst, st.atime, st.mtime);
 }
 
 function fsyncDirBytes(dir: Buffer): void {

@@ -6,6 +6,7 @@ import { ManifestReader, ManifestWriter, entryFromStat, readLinkTarget, unchange
 import { formatEntry } from '../manifests/manifest-line.js';
 import { bytesOfName, hasRawBytes, hostPath } from '../core/names.js';
 import { makeFifo } from '../core/path-tool.js';
+import { applyAttrs, attrsOfStat, hostAttrCalls } from '../core/entry-attrs.js';
 import { isUnder } from '../core/paths.js';
 import { ioError } from '../core/io-error.js';
 import { walkEntries, type WalkRange } from '../core/walk.js';
@@ -89,19 +90,6 @@ export interface CopyResult {
   multiLinked?: [string, string][];
 }
 
-const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
-
-/**
- * A stat time as utimes takes it, such that the copy's time truncated to the millisecond
- * (what a manifest records) is the source's: utimes goes through float seconds, which
- * may land a nanosecond below a whole millisecond (…396 ms → …395.999999), so the time
- * is given half a microsecond past it, which libuv's truncation to microseconds drops
- * again: the copy gets the whole millisecond exactly. Before 1970 the Date itself, as
- * Node turns a negative number into "now".
- */
-function utime(ms: number): number | Date {
-  return ms >= 0 ? (Math.trunc(ms) + 0.0005) / 1000 : new Date(Math.round(ms));
-}
 
 /**
  * Builds a new deployment tree from an existing one in a single walk, writing its
@@ -167,10 +155,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
     if (reflink) fs.copyFileSync(src, dst, fs.constants.COPYFILE_FICLONE);
     else copyBytes(src, dst, (buf ??= Buffer.allocUnsafe(1 << 20)));
     faults.afterMutation('copy', String(dst));
-    if (canChown) fs.chownSync(dst, st.uid, st.gid);
-    const x = putAttrs(rel, dst, readAttrs(src));
-    fs.chmodSync(dst, st.mode & 0o7777);
-    fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
+    const x = applyAttrs(hostAttrCalls, dst, attrsOfStat(st), { xattrs: () => putAttrs(rel, dst, readAttrs(src)) });
     res.copied += 1;
     if (st.nlink > 1) {
       inodes.set(`${st.dev}:${st.ino}`, { dst, x });
@@ -210,9 +195,7 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
   const hollowDir = (rel: string, dst: string | Buffer, st: fs.Stats): void => {
     fs.mkdirSync(dst, { mode: 0o700 });
     faults.afterMutation('mkdir', String(dst));
-    if (canChown) fs.chownSync(dst, st.uid, st.gid);
-    fs.chmodSync(dst, st.mode & 0o7777);
-    fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
+    applyAttrs(hostAttrCalls, dst, attrsOfStat(st));
     out?.write(entryFromStat(rel, st, {}));
     counted();
   };
@@ -286,15 +269,11 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
             const target = readLinkTarget(host);
             fs.symlinkSync(hasRawBytes(target) ? bytesOfName(target) : target, dst);
             faults.afterMutation('symlink', String(dst));
-            if (canChown) fs.lchownSync(dst, st.uid, st.gid);
-            extra = { l: target, x: putAttrs(rel, dst, readAttrs(host)) };
+            extra = { l: target, x: applyAttrs(hostAttrCalls, dst, attrsOfStat(st), { symlink: true, xattrs: () => putAttrs(rel, dst, readAttrs(host)) }) };
           } else if (st.isFIFO()) {
             makeFifo(dst, st.mode, rel);
             faults.afterMutation('mkfifo', String(dst));
-            if (canChown) fs.chownSync(dst, st.uid, st.gid);
-            extra = { x: putAttrs(rel, dst, readAttrs(host)) };
-            fs.chmodSync(dst, st.mode & 0o7777);
-            fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
+            extra = { x: applyAttrs(hostAttrCalls, dst, attrsOfStat(st), { xattrs: () => putAttrs(rel, dst, readAttrs(host)) }) };
           } else {
             o.onSkip?.(rel, st.isSocket() ? 'socket' : 'device node');
             return false;
@@ -328,14 +307,9 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
         if (spine.has(rel)) return; // the caller finishes it, once every part is done
         const dst = hostPath(o.dst, rel);
         try {
-          if (canChown) fs.chownSync(dst, st.uid, st.gid);
           const attrs = dirAttrs.get(rel);
-          if (attrs !== undefined) {
-            dirAttrs.delete(rel);
-            writeXattrs(dst, attrs, { rel, ...xo });
-          }
-          fs.chmodSync(dst, st.mode & 0o7777);
-          fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
+          if (attrs !== undefined) dirAttrs.delete(rel);
+          applyAttrs(hostAttrCalls, dst, attrsOfStat(st), { xattrs: () => attrs !== undefined && writeXattrs(dst, attrs, { rel, ...xo }) });
         } catch (err) {
           throw ioError(err, rel, String(dst), 'sysroot');
         }
@@ -361,10 +335,9 @@ export function finishDirectory(srcRoot: string, dstRoot: string, rel: string | 
   const dst = rel === null ? dstRoot : hostPath(dstRoot, rel);
   const st = fs.lstatSync(src);
   try {
-    if (canChown && rel !== null) fs.chownSync(dst, st.uid, st.gid);
-    writeXattrs(dst, xattrsSupported(srcRoot) ? readXattrs(src) : [], { rel: rel ?? '/', policy: o.xattrPolicy ?? 'strict', onDrop: o.onXattrDrop });
-    fs.chmodSync(dst, st.mode & 0o7777);
-    if (rel !== null) fs.utimesSync(dst, utime(st.atimeMs), utime(st.mtimeMs));
+    // The root keeps its owner and times (the caller made it); its mode and attributes are the source's.
+    const a = attrsOfStat(st);
+    applyAttrs(hostAttrCalls, dst, rel === null ? { mode: a.mode } : a, { xattrs: () => writeXattrs(dst, xattrsSupported(srcRoot) ? readXattrs(src) : [], { rel: rel ?? '/', policy: o.xattrPolicy ?? 'strict', onDrop: o.onXattrDrop }) });
   } catch (err) {
     throw ioError(err, rel ?? '/', String(dst), 'sysroot');
   }

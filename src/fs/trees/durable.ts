@@ -6,10 +6,10 @@ import { parseJsonState } from '../../util/json-state.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
 import { fsyncDir } from '../core/fsync-dir.js';
 import { ioError } from '../core/io-error.js';
-import { hashFile } from '../core/hash.js';
 import { removeTreeNow } from './remove-tree.js';
 import { hostIo } from './tree-io.js';
 import { commitViaTemp, isLegacyTempName, isTempName, writeFileViaTemp, type ViaTempOptions } from './write-via-temp.js';
+import { listDir, readText } from '../core/host-paths.js';
 import { runTreeTask } from '../jobs/tree-jobs.js';
 import { treeTasks } from './tasks.js';
 
@@ -119,57 +119,6 @@ export class DurableFs {
   }
 }
 
-export function exists(p: string): boolean {
-  try {
-    fs.lstatSync(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-export function readText(p: string): string | null {
-  try {
-    return fs.readFileSync(p, 'utf8');
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return null;
-    throw ioError(err, p, p, 'sysroot');
-  }
-}
-
-export function readLink(p: string): string | null {
-  try {
-    return fs.readlinkSync(p);
-  } catch (err) {
-    const e = errnoOf(err);
-    if (e === 'ENOENT' || e === 'EINVAL') return null;
-    throw ioError(err, p, p, 'sysroot');
-  }
-}
-
-export function listDir(p: string): string[] {
-  try {
-    return fs.readdirSync(p).sort();
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return [];
-    throw ioError(err, p, p, 'sysroot');
-  }
-}
-
-export function isDirectory(p: string): boolean {
-  try {
-    return fs.statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
-}
-
-/** Free and total bytes of the filesystem holding `p` (statfs). */
-export function freeSpace(p: string): { free: number; total: number } {
-  const s = fs.statfsSync(p);
-  return { free: s.bavail * s.bsize, total: s.blocks * s.bsize };
-}
-
 /**
  * Makes everything written under `p` durable with one syncfs (`sync -f`; see
  * syncFilesystemNow), run on a tree worker so that the fork of sync(1) does not stall
@@ -208,69 +157,4 @@ export function writeJson(dfs: DurableFs, file: string, value: unknown): void {
 export function readJsonState<S extends z.ZodTypeAny>(file: string, schema: S, what: string): z.output<S> | null {
   const text = readText(file);
   return text === null ? null : parseJsonState(text, file, schema, what);
-}
-
-/** sha256 of a whole file (streamed). */
-export function fileSha256(file: string): string {
-  return hashFile(file);
-}
-
-/** Reads a file of at most `max` bytes (a guard against huge inputs), or null when absent. */
-export function readBytes(file: string, max: number): Buffer | null {
-  let st: fs.Stats;
-  try {
-    st = fs.statSync(file);
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return null;
-    throw ioError(err, file, file, 'sysroot');
-  }
-  if (st.size > max) {
-    throw new StagedrootError('UNSAFE_ENTRY', `${file} is ${st.size} bytes, more than the ${max} allowed`, { path: file });
-  }
-  return fs.readFileSync(file);
-}
-
-/** The first bytes of a file (for detecting its kind). */
-export function readHead(file: string, n: number): Buffer {
-  const fd = fs.openSync(file, 'r');
-  try {
-    const buf = Buffer.alloc(n);
-    const got = fs.readSync(fd, buf, 0, n, 0);
-    return buf.subarray(0, got);
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
-export function statPath(p: string): fs.Stats | null {
-  try {
-    return fs.statSync(p, { throwIfNoEntry: false }) ?? null;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * The nearest existing directory at or above `p` (never above `stop`), and whether this
- * process may create entries in it: EROFS (a read-only mount, such as the booted /usr of
- * a deployment) and EACCES both say no. Read only: nothing is written.
- */
-export function writableAt(p: string, stop: string): { dir: string; writable: boolean; errno?: string } {
-  let dir = p;
-  while (dir !== stop && dir !== '/' && !isDirectory(dir)) dir = path.dirname(dir);
-  try {
-    fs.accessSync(dir, fs.constants.W_OK);
-    return { dir, writable: true };
-  } catch (err) {
-    return { dir, writable: false, errno: (err as NodeJS.ErrnoException).code };
-  }
-}
-
-/** The path's own stat (a symlink is not followed), or null when it does not exist. */
-export function lstatPath(p: string): fs.Stats | null {
-  try {
-    return fs.lstatSync(p, { throwIfNoEntry: false }) ?? null;
-  } catch {
-    return null;
-  }
 }

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { StagedrootError } from '../../errors.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
 import { ioError } from '../core/io-error.js';
+import { applyAttrs, CAN_CHOWN, type AttrCalls } from '../core/entry-attrs.js';
 import { ReadOnlyTree } from './read-only-tree.js';
 import { resolveInRoot, type Resolved } from './resolve-in-root.js';
 
@@ -53,7 +54,6 @@ export interface CreateOptions {
   replace?: boolean;
 }
 
-const canChown = typeof process.getuid === 'function' && process.getuid() === 0;
 
 /**
  * The one place that writes inside a root tree. Paths are resolved with chroot
@@ -247,7 +247,7 @@ export class RootFs {
     this.createViaTemp(p, attrs, (tmp) => {
       this.io.symlink(target, tmp);
       this.mutated('symlink', tmp);
-      if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) {
+      if (CAN_CHOWN && (attrs.uid !== undefined || attrs.gid !== undefined)) {
         this.io.lchown(tmp, attrs.uid ?? -1, attrs.gid ?? -1);
       }
       if (attrs.xattrs !== undefined && attrs.xattrs.length > 0) this.setXattrs(tmp, attrs.xattrs, p, false);
@@ -377,7 +377,7 @@ export class RootFs {
       throw new StagedrootError('APPLY_FAILED', `Cannot change attributes of ${p}: it does not exist`, { path: p, resolvedPath: r.hostPath, errno: 'ENOENT' });
     }
     if (r.stat.isSymbolicLink()) {
-      if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) {
+      if (CAN_CHOWN && (attrs.uid !== undefined || attrs.gid !== undefined)) {
         this.io.lchown(r.hostPath, attrs.uid ?? -1, attrs.gid ?? -1);
         this.mutated('lchown', r.hostPath);
       }
@@ -440,7 +440,7 @@ export class RootFs {
   }
 
   private finishFd(fd: number, attrs: FileAttrs, defaultMode: number, tmp: string, p: string): void {
-    if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) this.io.fchown(fd, attrs.uid ?? -1, attrs.gid ?? -1);
+    if (CAN_CHOWN && (attrs.uid !== undefined || attrs.gid !== undefined)) this.io.fchown(fd, attrs.uid ?? -1, attrs.gid ?? -1);
     // After chown (it clears security.capability) and after the content (so does a write).
     if (attrs.xattrs !== undefined && attrs.xattrs.length > 0) this.setXattrs(tmp, attrs.xattrs, p, false);
     this.io.fchmod(fd, attrs.mode ?? defaultMode);
@@ -472,12 +472,17 @@ export class RootFs {
    * clears set-id bits), then times. With `exact`, the entry's attributes become exactly
    * `attrs.xattrs` (an OCI directory over a directory takes the new one's).
    */
+  /** The tree I/O's attribute calls (the disk, or a dry run's overlay). */
+  private readonly attrCalls: AttrCalls = {
+    lchown: (h, uid, gid) => this.io.lchown(String(h), uid, gid),
+    chmod: (h, mode) => this.io.chmod(String(h), mode),
+    utimes: (h, _atime, mtime) => this.io.utimes(String(h), Number(mtime)),
+  };
+
   private applyAttrs(host: string, attrs: FileAttrs, p: string, exact = false): void {
     try {
-      if (canChown && (attrs.uid !== undefined || attrs.gid !== undefined)) this.io.lchown(host, attrs.uid ?? -1, attrs.gid ?? -1);
-      if (attrs.xattrs !== undefined && (exact || attrs.xattrs.length > 0)) this.setXattrs(host, attrs.xattrs, p, exact);
-      if (attrs.mode !== undefined) this.io.chmod(host, attrs.mode);
-      if (attrs.mtime !== undefined) this.io.utimes(host, attrs.mtime);
+      const xattrs = attrs.xattrs;
+      applyAttrs(this.attrCalls, host, attrs, { xattrs: () => xattrs !== undefined && (exact || xattrs.length > 0) && this.setXattrs(host, xattrs, p, exact) });
     } catch (err) {
       throw ioError(err, p, host);
     }

@@ -1,5 +1,5 @@
 import { StagedrootError } from '../../errors.js';
-import { statPath } from '../../fs/trees/durable.js';
+import { statPath } from '../../fs/core/host-paths.js';
 import type { Source, SourceInfo } from '../source.js';
 import { imageSource, isImageLayout } from '../oci/image-source.js';
 import type { ImageOptions } from '../oci/resolve.js';

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { StagedrootError } from '../../errors.js';
 import { SourceFile } from '../../fs/core/file-chunks.js';
-import { statPath } from '../../fs/trees/durable.js';
+import { statPath } from '../../fs/core/host-paths.js';
 import { DEFAULT_LAYER_LIMITS } from '../layer/entry-checks.js';
 import { readTarEntries } from '../tar/reader.js';
 

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import type { ChangeOp, ChangeSet } from '../../changeset.js';
 import { StagedrootError } from '../../errors.js';
-import { exists, isDirectory } from '../../fs/trees/durable.js';
+import { exists, isDirectory } from '../../fs/core/host-paths.js';
 import { bytesPayload, filePayload } from '../../trust/payload.js';
 import { compressionOf, decompress } from '../tar/decompress.js';
 import { DEFAULT_LAYER_LIMITS, type LayerLimits } from '../layer/entry-checks.js';

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { acquireLock } from '../../../src/fs/core/lock.js';
+import { acquireLock } from '../../../src/fs/lock/writer-lock.js';
 import { Sysroot } from '../../../src/sysroot.js';
 import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
 import { crashAt, exited, holdLock, releaseLock, requireDist } from '../../helpers/crash.js';

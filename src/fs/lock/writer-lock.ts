@@ -2,8 +2,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { StagedrootError, errnoOf } from '../../errors.js';
-import { noFaults, type FaultHook } from './faults.js';
-import { randomHex } from './random-hex.js';
+import { noFaults, type FaultHook } from '../core/faults.js';
+import { randomHex } from '../core/random-hex.js';
 
 /**
  * The sysroot's writer lock: a directory `lock/` holding `owner.json`, taken by
