@@ -12,6 +12,8 @@ import { bytesPayload, filePayload } from '../trust/payload.js';
 import { indexImageArchive } from './oci/blob-store.js';
 import { imageSource, isImageLayout } from './oci/image-source.js';
 import type { ImageOptions } from './oci/resolve.js';
+import { isRegistryReference, parseDockerReference } from './registry/reference.js';
+import { registrySource, type RegistrySourceOptions } from './registry/source.js';
 
 export type SourceKind = 'spec' | 'ignition' | 'machine-config' | 'tar' | 'directory' | 'image';
 
@@ -79,14 +81,19 @@ function looksLikeYaml(head: Buffer): boolean {
  * Options for sources read from a path; `replace` and `limits` apply to tar and directory
  * sources, `platform` and `ref` to images (an image is always a whole new tree).
  */
-export type SourceOptions = LayerOptions & ImageOptions & Pick<MachineConfigOptions, 'imageStore' | 'owner'>;
+export type SourceOptions = LayerOptions & ImageOptions & Pick<MachineConfigOptions, 'imageStore' | 'owner'> & Pick<RegistrySourceOptions, 'authfile' | 'blobDir' | 'certsDir'>;
 
-/** A source for a path, its kind detected from the content. */
+/** A source for a path, its kind detected from the content; `docker://…` is an image in a registry. */
 export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
+  if (isRegistryReference(p) || (p.startsWith('docker:') && statPath(p) === null)) return fromRegistry(p, o);
   const detected = detect(p);
   const { kind } = detected;
   if (o.replace && kind !== 'tar' && kind !== 'directory' && kind !== 'image') {
     throw new StagedrootError('USAGE', `--replace applies to tar and directory sources; ${p} is a ${kind} source`, { option: 'replace', value: true });
+  }
+  if (o.authfile !== undefined || o.certsDir !== undefined || o.blobDir !== undefined) {
+    const option = o.authfile !== undefined ? 'authfile' : o.certsDir !== undefined ? 'certsDir' : 'blobDir';
+    throw new StagedrootError('USAGE', `--authfile, --certs-dir and --blob-dir apply to images in a registry (docker://…); ${p} is a ${kind} source`, { option, value: o[option] });
   }
   if ((o.imageStore !== undefined || o.owner !== undefined) && kind !== 'machine-config') {
     throw new StagedrootError('USAGE', `--image-store and --owner apply to MachineConfig sources; ${p} is a ${kind} source`, { option: o.imageStore !== undefined ? 'imageStore' : 'owner', value: o.imageStore ?? o.owner });
@@ -116,8 +123,9 @@ export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
  * bad source. A path that does not exist is a usage error, at once.
  */
 export function pathSource(p: string, o: SourceOptions = {}): Source {
+  if (isRegistryReference(p) || (p.startsWith('docker:') && statPath(p) === null)) return fromRegistry(p, o);
   if (statPath(p) === null) throw new StagedrootError('USAGE', `The source ${p} does not exist`, { value: p });
-  if (o.replace || o.platform !== undefined || o.ref !== undefined || o.imageStore !== undefined || o.owner !== undefined) sourceFromPath(p, o); // --replace with a spec, --ref with a directory: usage errors, at once
+  if (o.replace || o.platform !== undefined || o.ref !== undefined || o.imageStore !== undefined || o.owner !== undefined || o.authfile !== undefined || o.certsDir !== undefined || o.blobDir !== undefined) sourceFromPath(p, o); // --replace with a spec, --ref with a directory: usage errors, at once
   let resolved: Source | undefined;
   const get = (): Source => (resolved ??= sourceFromPath(p, o));
   return {
@@ -126,6 +134,16 @@ export function pathSource(p: string, o: SourceOptions = {}): Source {
     inspect: async () => (get().inspect ? get().inspect!() : {}),
     plan: (base, c) => get().plan(base, c),
   };
+}
+
+/** `docker://HOST[:PORT]/REPO(:TAG|@DIGEST)`: pulled when inspected (src/sources/registry/). */
+function fromRegistry(p: string, o: SourceOptions): Source {
+  const ref = parseDockerReference(p, { what: 'The source' });
+  if (o.ref !== undefined || o.imageStore !== undefined || o.owner !== undefined) {
+    const option = o.ref !== undefined ? 'ref' : o.imageStore !== undefined ? 'imageStore' : 'owner';
+    throw new StagedrootError('USAGE', `--${option === 'imageStore' ? 'image-store' : option} does not apply to an image in a registry (${p}): its reference names the image`, { option, value: o[option] });
+  }
+  return registrySource(ref, { ...(o.platform ? { platform: o.platform } : {}), ...(o.authfile !== undefined ? { authfile: o.authfile } : {}), ...(o.blobDir !== undefined ? { blobDir: o.blobDir } : {}), ...(o.certsDir !== undefined ? { certsDir: o.certsDir } : {}), ...(o.limits ? { limits: o.limits } : {}) });
 }
 
 /**

@@ -68,6 +68,12 @@ export const originSchema = z
     ref: z.string().optional(),
     /** os/architecture[/variant] of the selected manifest. */
     platform: z.string().optional(),
+    /** An image pulled from a registry: its reference as given, normalised (HOST/REPO:TAG or HOST/REPO@DIGEST). */
+    pullspec: z.string().optional(),
+    /** The registry that served it (https://HOST[:PORT]). */
+    registry: z.string().optional(),
+    /** The index the pullspec resolved to, when it named one (`digest` is then the platform's manifest in it). */
+    indexDigest: z.string().optional(),
   })
   .strict();
 export type Origin = z.infer<typeof originSchema>;

@@ -33,6 +33,9 @@ interface StageCliOptions extends CommonOptions {
   ref?: string;
   imageStore?: string;
   owner?: string;
+  authfile?: string;
+  certsDir?: string;
+  blobDir?: string;
   dryRun?: boolean;
   run?: string;
   bind: string[];
@@ -82,6 +85,9 @@ export function stageCommand(program: Command, env: CliEnv): void {
     .option('--platform <os/arch>', 'for an image: the manifest for this platform (default: linux and this host\'s architecture)')
     .option('--ref <name>', 'for an image: the manifest its index names so (org.opencontainers.image.ref.name; a docker archive\'s tag)')
     .option('--image-store <path>', 'for a MachineConfig: the OCI layout directory or oci-archive holding the image its spec.osImageURL names (nothing is pulled)')
+    .option('--authfile <file>', 'for docker://…: the registry credentials (docker config.json format; default: the first of /run/stagedroot/auth.json, /etc/stagedroot/auth.json, /run/ostree/auth.json, /etc/ostree/auth.json, /var/lib/kubelet/config.json)')
+    .option('--certs-dir <dir>', 'for docker://…: the registries\' TLS files, HOST[:PORT]/*.crt, *.cert, *.key (default /etc/containers/certs.d)')
+    .option('--blob-dir <dir>', 'for docker://…: the OCI layout the image is pulled into, its blobs kept for the next pull (default /var/cache/stagedroot/registry)')
     .option('--owner <name>', 'for a MachineConfig: configs of one owner replace each other\'s kernel arguments and paths (default: machine-config)')
     .option('--dry-run', 'print what the stage would add, modify and remove (the `diff` format) and its issues; write nothing; exit 3 when it would be rejected')
     .option('--disruption-policy <file>', 'a MachineConfiguration (YAML or JSON) whose node disruption policies are merged over the defaults for the activation decision (default: the booted /etc/stagedroot/disruption-policy.yaml)')
@@ -94,7 +100,7 @@ export function stageCommand(program: Command, env: CliEnv): void {
         if (o.run === undefined && o.bind.length > 0) throw new StagedrootError('USAGE', '--bind is for --run: it binds a directory into the command\'s namespace', { option: 'bind', value: o.bind[0] });
         if (o.run !== undefined && o.dryRun) throw new StagedrootError('USAGE', '--dry-run cannot tell what a --run command would change without running it', { option: 'dryRun' });
         const runTimeout = nonNegativeInt('run-timeout', o.runTimeout);
-        const source = o.run !== undefined ? commandSource(o.run, { binds: o.bind, ...(runTimeout === undefined ? {} : { timeoutMs: runTimeout * 1000 }) }) : pathSource(path!, { replace: o.replace, ref: o.ref, imageStore: o.imageStore, owner: o.owner, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }) });
+        const source = o.run !== undefined ? commandSource(o.run, { binds: o.bind, ...(runTimeout === undefined ? {} : { timeoutMs: runTimeout * 1000 }) }) : pathSource(path!, { replace: o.replace, ref: o.ref, imageStore: o.imageStore, owner: o.owner, authfile: o.authfile, certsDir: o.certsDir, blobDir: o.blobDir, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }) });
         const builtins = builtinsFrom(o);
         const timeout = nonNegativeInt('validator-timeout', o.validatorTimeout);
         const commands = o.validator.map((command) => ({ command, ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }) }));

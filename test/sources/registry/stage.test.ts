@@ -1,0 +1,145 @@
+/**
+ * Staging an image from a real registry (docker-registry 2.8 with TLS and htpasswd):
+ * pulled into a blob directory, read as an OCI layout, recorded by digest with the
+ * pullspec and the registry that served it.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { findAuthFile } from '../../../src/sources/registry/auth-file.js';
+import { parseDockerReference } from '../../../src/sources/registry/reference.js';
+import { registrySource } from '../../../src/sources/registry/source.js';
+import { sourceFromPath } from '../../../src/sources/detect.js';
+import { hostPlatform } from '../../../src/sources/oci/platform.js';
+import { reboot, tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
+import { cli } from '../../helpers/cli.js';
+import { listing, manifestOf, umociImage } from '../oci-helpers.js';
+import { push, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
+
+const USER = { name: 'stager', password: 'not-in-any-message-9' };
+let scratch: string;
+let reg: TestRegistry;
+let auth: string;
+let digest1: string;
+let digest2: string;
+
+beforeAll(async () => {
+  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-registry-stage-'));
+  reg = await startRegistry(path.join(scratch, 'registry'), { htpasswd: USER });
+  const arch = hostPlatform().architecture;
+  const v1 = path.join(scratch, 'v1');
+  await umociImage(scratch, v1, '1', [{ add: { 'etc/os-release': 'ID=image\nVERSION_ID=1\n', 'usr/bin/tool': 'one\n' } }], { arch, labels: { 'org.opencontainers.image.version': '1.0' } });
+  await push(reg, v1, 'os/node:1');
+  digest1 = manifestOf(v1).digest;
+  const v2 = path.join(scratch, 'v2');
+  await umociImage(scratch, v2, '2', [{ add: { 'etc/os-release': 'ID=image\nVERSION_ID=2\n', 'usr/bin/tool': 'two\n' } }], { arch, labels: { 'org.opencontainers.image.version': '2.0' } });
+  await push(reg, v2, 'os/node:2');
+  digest2 = manifestOf(v2).digest;
+  auth = writeAuthFile(path.join(scratch, 'auth.json'), { [reg.host]: USER });
+}, 120_000);
+afterAll(async () => {
+  await reg?.stop();
+  fs.rmSync(scratch, { recursive: true, force: true });
+});
+let t: TempSysroot | null = null;
+afterEach(() => {
+  t?.cleanup();
+  t = null;
+});
+
+let fetched = 0;
+const source = (s: string, blobDir: string) => registrySource(parseDockerReference(`docker://${reg.host}/${s}`), { blobDir, certsDir: reg.certsDir, authfile: auth, backoffMs: 10, onBlob: (e) => (fetched += e.fetched) });
+
+describe('stage docker://… (library)', () => {
+  it('stages an image from the registry; status keeps the pullspec, the digest and the registry', async () => {
+    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    const blobDir = path.join(t.scratch, 'blobs');
+    const r = await t.sysroot.stage(source('os/node:1', blobDir));
+    expect(r.alreadyRunning).toBeFalsy();
+    const st = t.sysroot.status();
+    const d = st.deployments.find((x) => x.id === st.staged)!;
+    expect(d.label).toBe('1.0');
+    expect(d.origin).toEqual({
+      kind: 'oci-image',
+      digest: digest1,
+      mediaType: 'application/vnd.oci.image.manifest.v1+json',
+      labels: { 'org.opencontainers.image.version': '1.0' },
+      ref: '1',
+      platform: `linux/${hostPlatform().architecture}`,
+      pullspec: `${reg.host}/os/node:1`,
+      registry: `https://${reg.host}`,
+    });
+    expect(d.source).toBe(`image ${reg.host}/os/node:1 (${digest1}) pulled from https://${reg.host} with the credentials for ${reg.host} in ${auth}: image ${blobDir} (${digest1}, linux/${hostPlatform().architecture}): 1 layer`);
+    expect(JSON.stringify(st)).not.toContain(USER.password);
+    expect(listing((d as unknown as { path: string }).path)).toMatchObject({ 'etc/os-release': 'ID=image\nVERSION_ID=1\n', 'usr/bin/tool': 'one\n' });
+  });
+
+  it('the same image again once booted: nothing staged and nothing fetched again; the next tag: staged', async () => {
+    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    const blobDir = path.join(t.scratch, 'blobs');
+    fetched = 0;
+    await t.sysroot.stage(source('os/node:1', blobDir));
+    expect(fetched).toBeGreaterThan(0);
+    await reboot(t.sysroot);
+    fetched = 0;
+    expect((await t.sysroot.stage(source('os/node:1', blobDir))).alreadyRunning).toBe(true);
+    expect((await t.sysroot.stage(source(`os/node@${digest1}`, blobDir))).alreadyRunning).toBe(true);
+    expect(fetched).toBe(0);
+    const r = await t.sysroot.stage(source('os/node:2', blobDir));
+    expect(r.alreadyRunning).toBeFalsy();
+    expect(fetched).toBeGreaterThan(0);
+    const st = t.sysroot.status();
+    expect(st.deployments.find((x) => x.id === st.staged)!.origin).toMatchObject({ digest: digest2, pullspec: `${reg.host}/os/node:2` });
+  });
+
+  it('sourceFromPath takes docker://… as a registry image', async () => {
+    const s = sourceFromPath(`docker://${reg.host}/os/node:1`);
+    expect(s.kind).toBe('image');
+    expect(s.describe).toBe(`image ${reg.host}/os/node:1`);
+    expect(() => sourceFromPath('docker:/bad')).toThrow(/does not start with docker:\/\//);
+  });
+
+  it('a registry that fails: REGISTRY_FAILED recorded as the stage\'s failure, nothing staged', async () => {
+    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    const missing = await findAuthFile({ candidates: [] });
+    const s = registrySource(parseDockerReference(`docker://${reg.host}/os/node:1`), { blobDir: path.join(t.scratch, 'blobs'), certsDir: reg.certsDir, auth: missing });
+    await expect(t.sysroot.stage(s)).rejects.toMatchObject({ code: 'REGISTRY_FAILED' });
+    const st = t.sysroot.status();
+    expect(st.staged).toBeNull();
+    expect(st.lastFailure).toMatchObject({ code: 'REGISTRY_FAILED', reason: expect.stringContaining(`${reg.host}/os/node:1`) });
+  });
+});
+
+describe('stagedroot stage docker://… (CLI)', () => {
+  it('pulls with --authfile, --certs-dir and --blob-dir and stages; status --json shows the origin', async () => {
+    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    const blobDir = path.join(t.scratch, 'cli-blobs');
+    const r = await cli(['stage', `docker://${reg.host}/os/node:2`, '--sysroot', t.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', blobDir]);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(/^staged deployment \d+ \(2\.0\)/);
+    expect(r.out + r.err).not.toContain(USER.password);
+    const st = JSON.parse((await cli(['status', '--json', '--sysroot', t.dir])).out) as { staged: string; deployments: { id: string; origin?: Record<string, unknown> }[] };
+    expect(st.deployments.find((d) => d.id === st.staged)!.origin).toMatchObject({ digest: digest2, pullspec: `${reg.host}/os/node:2`, registry: `https://${reg.host}` });
+    expect(fs.existsSync(path.join(blobDir, 'index.json'))).toBe(true);
+  });
+
+  it('a bad reference is a usage error naming it; registry options on a file source too', async () => {
+    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    const bad = await cli(['stage', `docker://${reg.host}/OS:1`, '--sysroot', t.dir]);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain(`The source "docker://${reg.host}/OS:1" is not a valid image reference: the repository name "OS" must be lowercase`);
+    const spec = path.join(t.scratch, 'spec.json');
+    fs.writeFileSync(spec, JSON.stringify({ version: 1, files: [{ path: '/etc/x', contents: 'x' }] }));
+    const r = await cli(['stage', spec, '--sysroot', t.dir, '--authfile', auth]);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/--authfile, --certs-dir and --blob-dir apply to images in a registry \(docker:\/\/…\); .*spec\.json is a spec source/);
+  });
+
+  it('an unreachable registry: exit 1, REGISTRY_FAILED naming the image', async () => {
+    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    const r = await cli(['stage', 'docker://127.0.0.1:1/os/node:1', '--sysroot', t.dir, '--blob-dir', path.join(t.scratch, 'b'), '--authfile', auth]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/REGISTRY_FAILED: 127\.0\.0\.1:1\/os\/node:1: the manifest \(tag 1\): 127\.0\.0\.1:1: ECONNREFUSED/);
+  }, 60_000);
+});
