@@ -276,6 +276,42 @@ export class RootFs {
     this.onTouch({ kind: 'touch', path: target.rel });
   }
 
+  /**
+   * Links the regular file `srcHost` (a host path outside the tree: an object of the
+   * layer store) at `p`, via a temp name; where the filesystem refuses a link (EMLINK:
+   * too many links, EXDEV, EPERM) the file is copied instead (copyIn: its bytes, mode,
+   * owner, mtime and extended attributes). `linkAt` decides on the real tree path the
+   * entry lands at (the tree's symlinks followed): where it says no, the file is copied
+   * (a tree's mutable parts never share an inode with the store). `explicitLabel`: the
+   * file's SELinux label is the source's own (see explicitLabels). Returns whether it
+   * was linked.
+   */
+  linkFrom(p: string, srcHost: string, o: CreateOptions & { explicitLabel?: boolean; linkAt?: (rel: string) => boolean } = {}): boolean {
+    const { dest, target } = this.prepareCreate(p, o);
+    if (o.linkAt !== undefined && !o.linkAt(target.rel)) {
+      this.copyIn(p, srcHost, { replace: true });
+      return false;
+    }
+    try {
+      commitViaTemp(
+        dest,
+        (tmp) => {
+          this.io.link(srcHost, tmp);
+          this.mutated('link', tmp);
+        },
+        this.viaTemp(p),
+      );
+    } catch (err) {
+      const e = err instanceof StagedrootError ? err.errno : undefined;
+      if (e !== 'EMLINK' && e !== 'EXDEV' && e !== 'EPERM') throw err;
+      this.copyIn(p, srcHost, { replace: true });
+      return false;
+    }
+    if (o.explicitLabel) this.explicitLabels.add(splitSourcePath(p, 'path', { allowBackslash: true }).join('/'));
+    this.onTouch({ kind: 'touch', path: target.rel });
+    return true;
+  }
+
   /** Removes an entry (not following a final symlink). A directory needs `recursive`. */
   remove(p: string, opts: { recursive?: boolean; missingOk?: boolean } = {}): boolean {
     const r = opts.missingOk ? this.resolveIfReachable(p) : this.resolve(p);

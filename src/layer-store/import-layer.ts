@@ -1,0 +1,282 @@
+import * as path from 'node:path';
+import { createHash, type Hash } from 'node:crypto';
+import { StagedrootError } from '../errors.js';
+import { tempNameIn } from '../fs/core/temp-names.js';
+import { exists, syncFilesystem, writeJson } from '../fs/trees/durable.js';
+import { LineWriter, mkdirUnsynced, renameUnsynced } from '../fs/trees/layer-store-io.js';
+import { RootFs } from '../fs/trees/root-fs.js';
+import type { XattrPolicy } from '../fs/core/xattr.js';
+import { LayerChecker } from '../sources/layer/checker.js';
+import { DEFAULT_LAYER_LIMITS, type LayerLimits } from '../sources/layer/entry-checks.js';
+import { VerifiedStream } from '../sources/oci/digest.js';
+import { compressionOf, decompress } from '../sources/tar/decompress.js';
+import { readTarEntries } from '../sources/tar/reader.js';
+import { encodeXattrs, type IndexLine } from './index-lines.js';
+import { LAYER_RECORD_VERSION, objectKey, type LayerRecord, type LayerStore, type StoredLayer } from './store.js';
+
+/**
+ * A layer blob to import, as a registry pull or an image layout has it: its bytes, and
+ * what names them. `digest` is of the bytes `open` yields (the manifest's layer digest:
+ * compressed, or not); `diffId` of the uncompressed tar (the config's rootfs.diff_ids).
+ * At least one is given; each given one is checked over the whole stream.
+ */
+export interface LayerBlob {
+  digest?: string;
+  diffId?: string;
+  /** The size the descriptor declares (the stream stops at the first byte more), or null. */
+  size?: number | null;
+  /** For messages: "image /srv/img: blob sha256:… (layer 2 of 3)". */
+  where: string;
+  /** The blob's bytes, from the start (called once per import that reads it). */
+  open(): AsyncIterable<Buffer>;
+}
+
+export interface ImportOptions {
+  /** Caps against bombs; defaults in DEFAULT_LAYER_LIMITS. */
+  limits?: Partial<LayerLimits>;
+  /** An extended attribute the store's filesystem refuses: an error ('strict', the default) or dropped. */
+  xattrPolicy?: XattrPolicy;
+}
+
+export interface ImportResult {
+  layer: StoredLayer;
+  /** false: the layer was in the store already and its blob was not read. */
+  imported: boolean;
+}
+
+/**
+ * Imports a layer blob into the store, unless the store has it (by diff_id, else by the
+ * compressed digest): then its blob is not read at all. One streamed pass: the blob is
+ * hashed, decompressed (gzip, zstd or none, by content), read by the tar reader and every
+ * entry checked by the layer checker as for a hostile archive (the first unsafe entry
+ * rejects the layer, and nothing of it stays). Each regular file is written once to a
+ * temp object (its content hashed on the way), kept when its object key is new, and
+ * recorded in the layer's index by key; whiteouts and opaque markers are recorded as
+ * such. Memory: one chunk, and the checker's path sets (as the two-pass apply holds).
+ *
+ * Crash-safe: everything is built under tmp/NAME; then one syncfs makes the new objects
+ * and the index durable, the new objects are renamed into objects/, a second syncfs
+ * makes those renames durable, and the layer's directory is renamed into diff/ last. A
+ * crash at any point leaves at most orphan objects (complete, durable, unreferenced)
+ * and a temp directory, which the next import removes (LayerStore.prepare).
+ */
+export async function importLayer(store: LayerStore, blob: LayerBlob, o: ImportOptions = {}): Promise<ImportResult> {
+  if (blob.digest === undefined && blob.diffId === undefined) {
+    throw new StagedrootError('USAGE', `${blob.where}: a layer blob is imported by its digest, its diff_id or both; neither was given`);
+  }
+  const found = store.find(blob);
+  if (found !== null) return { layer: blob.digest === undefined ? found : store.addDigest(found, blob.digest), imported: false };
+  store.prepare();
+  const tmp = tempNameIn(store.tmpDir);
+  store.dfs.mkdir(tmp, 0o700);
+  try {
+    const unpacked = await unpack(store, tmp, blob, o);
+    const layer = await commit(store, tmp, unpacked);
+    return { layer: blob.digest === undefined ? layer : store.addDigest(layer, blob.digest), imported: true };
+  } catch (err) {
+    store.dfs.removeTree(tmp);
+    throw err;
+  }
+}
+
+interface Unpacked {
+  diffId: string;
+  entries: number;
+  files: number;
+  bytes: number;
+  /** New object key -> its temp file under tmp/o/. */
+  pending: Map<string, string>;
+}
+
+async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: ImportOptions): Promise<Unpacked> {
+  const where = blob.where;
+  const limits: LayerLimits = { ...DEFAULT_LAYER_LIMITS, ...o.limits };
+  const raw = blob.digest === undefined ? null : new VerifiedStream(toBuffers(blob.open()), blob.digest, blob.size ?? null, where);
+  const source = raw ?? toBuffers(blob.open());
+  const { head, rest } = await peek(source, 8);
+  const unc = new HashedStream(decompress(rest, compressionOf(head, where), where), blob.diffId ?? 'sha256:');
+  const objects = new RootFs(tmp, { faults: store.faults, durability: 'deferred', xattrPolicy: o.xattrPolicy ?? 'strict' });
+  const index = new LineWriter(path.join(tmp, 'index.ndjson'), store.faults);
+  const checker = new LayerChecker(limits, where);
+  const pending = new Map<string, string>();
+  let files = 0;
+  let bytes = 0;
+  let n = 0;
+  const put = (l: IndexLine): void => index.line(JSON.stringify(l));
+  try {
+    for await (const e of readTarEntries(unc, where, limits)) {
+      let p;
+      try {
+        p = checker.check(e);
+      } catch (err) {
+        if (err instanceof StagedrootError) throw new StagedrootError(err.code, `${where} is rejected: ${err.message}`, { path: err.path ?? String(e.path), errno: err.errno, option: err.option, cause: err });
+        throw err;
+      }
+      switch (p.kind) {
+        case 'skip':
+          break;
+        case 'whiteout':
+          put({ t: 'w', p: p.path });
+          break;
+        case 'opaque':
+          put({ t: 'o', p: p.path });
+          break;
+        case 'dir':
+          put({ t: 'd', p: p.path, m: p.mode, u: p.uid, g: p.gid, x: encodeXattrs(p.xattrs) });
+          break;
+        case 'symlink':
+          put({ t: 'l', p: p.path, to: p.target, u: p.uid, g: p.gid, x: encodeXattrs(p.xattrs) });
+          break;
+        case 'hardlink':
+          put({ t: 'h', p: p.path, to: p.target });
+          break;
+        case 'file': {
+          // What a fresh apply's write gives the file (RootFs: mode 0644 unless the layer says).
+          const attrs = { mode: p.mode ?? 0o644, uid: p.uid, gid: p.gid, mtime: p.mtime, xattrs: p.xattrs };
+          const rel = `o/${n++}`;
+          const h = createHash('sha256');
+          const size = await objects.writeFileFromStream(rel, hashing(p.open(), h), attrs);
+          const key = objectKey(h.digest('hex'), attrs);
+          if (pending.has(key) || store.hasObject(key)) objects.remove(rel);
+          else pending.set(key, path.join(tmp, rel));
+          files += 1;
+          bytes += size;
+          put({ t: 'f', p: p.path, k: key, s: size, ...(p.xattrs?.some(([x]) => x === 'security.selinux') ? { l: 1 as const } : {}) });
+          break;
+        }
+      }
+    }
+    // Each directory's final mode and mtime, deepest first (as layer/plan.ts applies them).
+    const dirs = [...checker.dirs].sort((a, b) => depth(b[0]) - depth(a[0]));
+    for (const [p, a] of dirs) put({ t: 'a', p, m: a.mode ?? 0o755, ...(a.mtime === undefined ? {} : { mt: a.mtime }) });
+    index.close();
+    // The rest of the tar (after its end-of-archive blocks) and of the blob is hashed too.
+    const diffId = await unc.finish();
+    if (blob.diffId !== undefined && diffId !== blob.diffId) {
+      throw new StagedrootError('SOURCE_CORRUPT', `${where} does not match its diff_id ${blob.diffId}: its uncompressed content hashes to ${diffId}`, { path: where });
+    }
+    await raw?.finish();
+    return { diffId, entries: checker.entries, files, bytes, pending };
+  } catch (err) {
+    index.abandon();
+    // A blob that does not match its digest is the reason, whatever the tar reader tripped over.
+    if (raw !== null && err instanceof StagedrootError && !err.message.startsWith(where + ' does not match') && !err.message.startsWith(`${where} is larger`)) {
+      await raw.finish().catch((e: unknown) => {
+        if (e instanceof StagedrootError) throw e;
+      });
+    }
+    throw err;
+  } finally {
+    await raw?.abandon();
+  }
+}
+
+async function commit(store: LayerStore, tmp: string, u: Unpacked): Promise<StoredLayer> {
+  const record: LayerRecord = { version: LAYER_RECORD_VERSION, diffId: u.diffId, digests: [], entries: u.entries, files: u.files, bytes: u.bytes, newObjects: u.pending.size, importedAt: new Date().toISOString() };
+  writeJson(store.dfs, path.join(tmp, 'layer.json'), record);
+  // 1. The new objects' content and the index on disk, before any name points at them.
+  await syncFilesystem(store.dir);
+  let added = 0;
+  for (const [key, file] of u.pending) {
+    const dst = store.objectPath(key);
+    mkdirUnsynced(path.dirname(dst), store.faults);
+    if (exists(dst)) continue; // another import committed the same object meanwhile
+    renameUnsynced(file, dst, store.faults);
+    added += 1;
+  }
+  store.dfs.removeTree(path.join(tmp, 'o'));
+  if (added !== u.pending.size) writeJson(store.dfs, path.join(tmp, 'layer.json'), { ...record, newObjects: added });
+  // 2. The objects' names, before the layer that refers to them.
+  await syncFilesystem(store.dir);
+  const dir = store.layerDir(u.diffId);
+  store.dfs.mkdir(path.dirname(dir), 0o700);
+  const already = store.byDiffId(u.diffId);
+  if (already !== null) {
+    store.dfs.removeTree(tmp);
+    return already;
+  }
+  // 3. The layer, complete and durable, under its name: the one step that makes it trusted.
+  store.dfs.rename(tmp, dir);
+  return store.byDiffId(u.diffId)!;
+}
+
+function depth(p: string): number {
+  let n = 1;
+  for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) n += 1;
+  return n;
+}
+
+async function* hashing(chunks: AsyncIterable<Uint8Array>, h: Hash): AsyncGenerator<Uint8Array> {
+  for await (const c of chunks) {
+    h.update(c);
+    yield c;
+  }
+}
+
+async function* toBuffers(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Buffer> {
+  for await (const c of chunks) yield Buffer.isBuffer(c) ? c : Buffer.from(c.buffer, c.byteOffset, c.byteLength);
+}
+
+/** The first `n` bytes of a stream (for its compression), and the whole stream again. */
+async function peek(source: AsyncIterable<Buffer>, n: number): Promise<{ head: Buffer; rest: AsyncIterable<Buffer> }> {
+  const it = source[Symbol.asyncIterator]();
+  const got: Buffer[] = [];
+  let len = 0;
+  let done = false;
+  while (len < n) {
+    const r = await it.next();
+    if (r.done) {
+      done = true;
+      break;
+    }
+    got.push(r.value);
+    len += r.value.length;
+  }
+  const head = Buffer.concat(got).subarray(0, n);
+  async function* rest(): AsyncGenerator<Buffer> {
+    yield* got;
+    if (done) return;
+    for (;;) {
+      const r = await it.next();
+      if (r.done) return;
+      yield r.value;
+    }
+  }
+  return { head, rest: rest() };
+}
+
+/**
+ * A stream hashed as it is read (the uncompressed tar: its diff_id). The consumer may stop
+ * early (at the end-of-archive blocks): `finish` reads the rest and returns the digest.
+ */
+class HashedStream implements AsyncIterable<Buffer> {
+  private readonly it: AsyncIterator<Buffer>;
+  private readonly hash: Hash;
+  private readonly alg: string;
+
+  constructor(source: AsyncIterable<Buffer>, digestLike: string) {
+    this.alg = digestLike.slice(0, digestLike.indexOf(':'));
+    this.it = source[Symbol.asyncIterator]();
+    this.hash = createHash(this.alg);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<Buffer> {
+    return {
+      next: async () => {
+        const r = await this.it.next();
+        if (!r.done) this.hash.update(r.value);
+        return r;
+      },
+      return: async () => ({ done: true, value: undefined }),
+    };
+  }
+
+  async finish(): Promise<string> {
+    for (;;) {
+      const r = await this.it.next();
+      if (r.done) break;
+      this.hash.update(r.value);
+    }
+    return `${this.alg}:${this.hash.digest('hex')}`;
+  }
+}

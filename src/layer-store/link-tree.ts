@@ -1,0 +1,125 @@
+import * as path from 'node:path';
+import { StagedrootError } from '../errors.js';
+import { noFaults, type FaultHook } from '../fs/core/faults.js';
+import { isUnder } from '../fs/core/paths.js';
+import type { XattrPolicy } from '../fs/core/xattr.js';
+import { runTreeTask, type TreeJobOptions } from '../fs/jobs/tree-jobs.js';
+import { defineTreeTask } from '../fs/jobs/tree-tasks.js';
+import { readLines } from '../fs/trees/layer-store-io.js';
+import { RootFs } from '../fs/trees/root-fs.js';
+import { decodeXattrs, parseIndexLine, type IndexLine } from './index-lines.js';
+import { LayerStore } from './store.js';
+
+export interface LinkLayersArgs {
+  /** The layer store's directory. */
+  store: string;
+  /** The tree to build (an empty directory, or one to replace whole: it is cleared first). */
+  tree: string;
+  /** The image's layers, bottom first, by diff_id: each must be in the store. */
+  diffIds: string[];
+  /**
+   * Tree prefixes whose files are hardlinked to the store's objects (immutable content, as
+   * a stage's copy policy links usr/ from the booted tree); every other file is copied
+   * from its object (etc/, var/: a tree's mutable files never share an inode with the store).
+   */
+  hardlinkPrefixes: string[];
+  /** Prefixes inside those that are copied all the same. */
+  copyPrefixes?: string[];
+  /** 'deferred' (default): the caller makes the tree durable with one syncfs; 'each': every entry fsynced. */
+  durability?: 'each' | 'deferred';
+  xattrPolicy?: XattrPolicy;
+}
+
+export interface LinkProgress {
+  layer: number;
+  layers: number;
+  entries: number;
+}
+
+export interface LinkResult {
+  entries: number;
+  /** Files hardlinked to an object, and files copied from one (outside the prefixes, or a link refused). */
+  linked: number;
+  copied: number;
+  /** Tree paths whose SELinux label the layers gave explicitly (RootFs.explicitLabels). */
+  explicitLabels: string[];
+}
+
+/**
+ * Builds a tree from a stack of stored layers, bottom first, through the safe-fs layer
+ * (RootFs): the same operations, in the same order, as the fresh apply of an image
+ * (sources/oci/image-source.ts: the tree cleared, then per layer what layer/plan.ts
+ * yields), except that a file's content is not written but linked from the store's
+ * object (RootFs.linkFrom). Per layer: its opaque directories cleared, its whiteouts
+ * removed (they apply to the layers below), then its entries in archive order with OCI
+ * `replace` (a directory over a directory keeps it, anything else is replaced), then each
+ * directory's final mode and mtime, deepest first. The tree's own symlinks are followed
+ * inside the tree as the fresh apply follows them. The index is read line by line: memory
+ * does not grow with the layer. Synchronous (run it as the tree task, linkLayers).
+ */
+export function linkLayersNow(a: LinkLayersArgs, faults: FaultHook = noFaults, onProgress?: (p: LinkProgress) => void, checkAbort?: () => void): LinkResult {
+  const store = new LayerStore(a.store, faults);
+  const layers = a.diffIds.map((d) => {
+    const l = store.byDiffId(d);
+    if (l === null) throw new StagedrootError('STATE_CORRUPT', `The layer ${d} is not in the layer store ${a.store} (import it first)`, { path: store.layerDir(d) });
+    return l;
+  });
+  const root = new RootFs(a.tree, { faults, durability: a.durability ?? 'deferred', xattrPolicy: a.xattrPolicy });
+  const linkAt = (rel: string): boolean => a.hardlinkPrefixes.some((p) => isUnder(rel, p)) && !(a.copyPrefixes ?? []).some((p) => isUnder(rel, p));
+  const res: LinkResult = { entries: 0, linked: 0, copied: 0, explicitLabels: [] };
+  root.clearDirectory('');
+  layers.forEach((layer, i) => {
+    const lines = (): Generator<IndexLine> => parsed(layer.index);
+    // The lower layers' entries this layer hides: opaque directories first, then whiteouts.
+    for (const l of lines()) if (l.t === 'o') root.clearDirectory(l.p);
+    for (const l of lines()) if (l.t === 'w') root.remove(l.p, { recursive: true, missingOk: true });
+    for (const l of lines()) {
+      switch (l.t) {
+        case 'd':
+          // u+rwx while children are made; the real mode comes with the `a` line.
+          root.mkdir(l.p, { mode: (l.m ?? 0o755) | 0o700, uid: l.u, gid: l.g, replace: true, xattrs: decodeXattrs(l.x) });
+          break;
+        case 'f':
+          if (root.linkFrom(l.p, store.objectPath(l.k), { replace: true, linkAt, explicitLabel: l.l === 1 })) res.linked += 1;
+          else res.copied += 1;
+          break;
+        case 'l':
+          root.symlink(l.p, l.to, { uid: l.u, gid: l.g, replace: true, xattrs: decodeXattrs(l.x) });
+          break;
+        case 'h':
+          root.link(l.p, l.to, { replace: true });
+          break;
+        case 'a':
+          root.setAttrs(l.p, { mode: l.m, mtime: l.mt });
+          break;
+        case 'w':
+        case 'o':
+          continue;
+      }
+      res.entries += 1;
+      if (res.entries % 1000 === 0) {
+        checkAbort?.();
+        onProgress?.({ layer: i + 1, layers: layers.length, entries: res.entries });
+      }
+    }
+  });
+  res.explicitLabels = [...root.explicitLabels];
+  onProgress?.({ layer: layers.length, layers: layers.length, entries: res.entries });
+  return res;
+}
+
+function* parsed(file: string): Generator<IndexLine> {
+  for (const line of readLines(file)) if (line !== '') yield parseIndexLine(line, file);
+}
+
+/** The tree tasks of the layer store (run with runTreeTask: on a worker thread where there is one). */
+export const layerStoreTasks = {
+  linkLayers: defineTreeTask(import.meta.url, 'layerStore.linkLayers', (a: LinkLayersArgs, h): LinkResult =>
+    linkLayersNow(a, h.faults, (p) => h.progress(p), () => h.checkAbort()),
+  ),
+};
+
+/** linkLayersNow on a tree worker (the caller's event loop keeps running while a large tree is linked). */
+export function linkLayers(a: LinkLayersArgs, o: TreeJobOptions = {}): Promise<LinkResult> {
+  return runTreeTask(layerStoreTasks.linkLayers, { ...a, store: path.resolve(a.store), tree: path.resolve(a.tree) }, o);
+}

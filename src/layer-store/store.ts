@@ -1,0 +1,170 @@
+import * as path from 'node:path';
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { StagedrootError } from '../errors.js';
+import { noFaults, type FaultHook } from '../fs/core/faults.js';
+import { isTempName } from '../fs/core/temp-names.js';
+import type { XattrList } from '../fs/core/xattr.js';
+import { DurableFs, exists, readJsonState, readLink, writeJson } from '../fs/trees/durable.js';
+import { namesIn } from '../fs/trees/layer-store-io.js';
+import { checkDigest } from '../sources/oci/digest.js';
+
+/**
+ * The layer store: every image layer a sysroot has staged, unpacked once and shared by
+ * every deployment built from it (`SYSROOT/layers/`, the directory the caller names):
+ *
+ *   objects/KK/REST          a regular file of some layer, named by its object key (objectKey):
+ *                            content, mode, owner, mtime and extended attributes, which is
+ *                            everything a hardlink shares, so that any tree may link it
+ *   diff/ALG/HEX/            a layer, by its diff_id (the digest of the uncompressed tar):
+ *     layer.json             its record (LayerRecord)
+ *     index.ndjson           its entries, in archive order (index-lines.ts)
+ *   blob/ALG/HEX             a compressed digest that maps to a layer: a symlink to its diff/ dir
+ *   tmp/                     imports under way (a temp name each); any there at the next
+ *                            import are leftovers of a crash and removed, never read
+ *
+ * A layer directory exists only complete: an import builds it under tmp/, makes
+ * everything durable, and renames it into diff/ last (import-layer.ts). Objects are
+ * renamed into objects/ only once their content is durable.
+ */
+export const LAYER_RECORD_VERSION = 1;
+
+const recordSchema = z.object({
+  version: z.literal(LAYER_RECORD_VERSION),
+  diffId: z.string(),
+  /** Compressed digests seen for this layer (a registry's and a local layout's may differ). */
+  digests: z.array(z.string()),
+  entries: z.number().int().nonnegative(),
+  files: z.number().int().nonnegative(),
+  bytes: z.number().int().nonnegative(),
+  /** Objects this import added (the others were in the store already). */
+  newObjects: z.number().int().nonnegative(),
+  importedAt: z.string(),
+});
+export type LayerRecord = z.infer<typeof recordSchema>;
+
+/** A layer in the store. */
+export interface StoredLayer {
+  record: LayerRecord;
+  /** Its directory (diff/ALG/HEX) and index. */
+  dir: string;
+  index: string;
+}
+
+/** How a blob names the layer it holds: its compressed digest, its diff_id, or both. */
+export interface LayerRef {
+  digest?: string;
+  diffId?: string;
+}
+
+/** What an object's key covers besides its content: what every hardlink of it shares. */
+export interface ObjectAttrs {
+  mode: number;
+  uid?: number;
+  gid?: number;
+  mtime?: number;
+  xattrs?: XattrList;
+}
+
+/**
+ * The object key of a regular file: sha256 over its content's sha256 and every attribute
+ * a hardlink shares (mode, owner, mtime, extended attributes sorted by name, SELinux label
+ * included), as ostree's file objects are keyed on content and metadata. Two entries with
+ * the same key are the same inode in every tree linked from the store.
+ */
+export function objectKey(contentSha256: string, a: ObjectAttrs): string {
+  const h = createHash('sha256');
+  h.update(`stagedroot-object-1\0${contentSha256}\0${a.mode}\0${a.uid ?? ''}\0${a.gid ?? ''}\0${a.mtime ?? ''}\0`);
+  const xs = [...(a.xattrs ?? [])].sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
+  for (const [n, v] of xs) h.update(`${n}\0${v.length}\0`).update(v);
+  return h.digest('hex');
+}
+
+/** ALG/HEX of a digest ("sha256:ab…" → "sha256/ab…"), checked. */
+function digestPath(d: string, what: string): string {
+  const [alg, hex] = checkDigest(d, what, 'the layer store').split(':');
+  return `${alg}/${hex}`;
+}
+
+export class LayerStore {
+  readonly dfs: DurableFs;
+
+  constructor(readonly dir: string, readonly faults: FaultHook = noFaults) {
+    this.dfs = new DurableFs(faults);
+  }
+
+  get objectsDir(): string {
+    return path.join(this.dir, 'objects');
+  }
+  get tmpDir(): string {
+    return path.join(this.dir, 'tmp');
+  }
+  objectPath(key: string): string {
+    return path.join(this.dir, 'objects', key.slice(0, 2), key.slice(2));
+  }
+  layerDir(diffId: string): string {
+    return path.join(this.dir, 'diff', digestPath(diffId, 'the diff_id'));
+  }
+  blobLink(digest: string): string {
+    return path.join(this.dir, 'blob', digestPath(digest, 'the layer digest'));
+  }
+
+  /** Makes the store's directories (durably) and removes the imports a crash left under tmp/. Returns the leftovers removed. */
+  prepare(): string[] {
+    this.dfs.mkdir(this.dir, 0o700);
+    for (const d of ['objects', 'diff', 'blob', 'tmp']) this.dfs.mkdir(path.join(this.dir, d), 0o700);
+    const left = namesIn(this.tmpDir).filter(isTempName);
+    for (const n of left) this.dfs.removeTree(path.join(this.tmpDir, n));
+    return left;
+  }
+
+  /** The layer with this diff_id, or null (a layer directory exists only complete). */
+  byDiffId(diffId: string): StoredLayer | null {
+    const dir = this.layerDir(diffId);
+    const record = readJsonState(path.join(dir, 'layer.json'), recordSchema, 'layer record');
+    if (record === null) return null;
+    if (record.diffId !== diffId) throw new StagedrootError('STATE_CORRUPT', `The layer record ${dir}/layer.json is of ${record.diffId}, not ${diffId}`, { path: dir });
+    return { record, dir, index: path.join(dir, 'index.ndjson') };
+  }
+
+  /** The layer a blob holds: by diff_id when it is known, else by the compressed digest's link. */
+  find(ref: LayerRef): StoredLayer | null {
+    if (ref.diffId !== undefined) return this.byDiffId(ref.diffId);
+    if (ref.digest === undefined) return null;
+    const to = readLink(this.blobLink(ref.digest));
+    if (to === null) return null;
+    const [alg, hex] = to.split('/').slice(-2);
+    return alg !== undefined && hex !== undefined ? this.byDiffId(`${alg}:${hex}`) : null;
+  }
+
+  /** Records that `digest` (a compressed blob) holds `layer`: its blob/ link and its record's list. */
+  addDigest(layer: StoredLayer, digest: string): StoredLayer {
+    const link = this.blobLink(digest);
+    this.dfs.mkdir(path.dirname(link), 0o700);
+    const target = path.relative(path.dirname(link), layer.dir);
+    if (readLink(link) !== target) this.dfs.replaceSymlink(link, target);
+    if (layer.record.digests.includes(digest)) return layer;
+    const record = { ...layer.record, digests: [...layer.record.digests, digest] };
+    writeJson(this.dfs, path.join(layer.dir, 'layer.json'), record);
+    return { ...layer, record };
+  }
+
+  /** Every layer in the store, by diff_id. */
+  layers(): StoredLayer[] {
+    const out: StoredLayer[] = [];
+    const diff = path.join(this.dir, 'diff');
+    for (const alg of namesIn(diff).sort()) {
+      for (const hex of namesIn(path.join(diff, alg)).sort()) {
+        const l = this.byDiffId(`${alg}:${hex}`);
+        if (l !== null) out.push(l);
+      }
+    }
+    return out;
+  }
+
+  hasObject(key: string): boolean {
+    return exists(this.objectPath(key));
+  }
+}
+
+export { recordSchema as layerRecordSchema };
