@@ -5,7 +5,8 @@ import { StagedrootError } from '../errors.js';
 import { noFaults, type FaultHook } from '../fs/core/faults.js';
 import { isTempName } from '../fs/core/temp-names.js';
 import type { XattrList } from '../fs/core/xattr.js';
-import { DurableFs, exists, readJsonState, readLink, writeJson } from '../fs/trees/durable.js';
+import { exists, readLink } from '../fs/core/host-paths.js';
+import { DurableFs, readJsonState, writeJson } from '../fs/trees/durable.js';
 import { namesIn } from '../fs/trees/layer-store-io.js';
 import { checkDigest } from '../sources/oci/digest.js';
 
