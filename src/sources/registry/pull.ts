@@ -1,9 +1,11 @@
 import * as path from 'node:path';
+import { StagedrootError } from '../../errors.js';
 import { DurableFs } from '../../fs/trees/durable.js';
-import { fileSize, PartialFile } from '../../fs/trees/fetch-file.js';
-import { blobPath } from '../oci/digest.js';
+import { fileSize, PartialFile, readSmallFile } from '../../fs/trees/fetch-file.js';
+import { blobPath, digestOf } from '../oci/digest.js';
 import { REF_ANNOTATION } from '../oci/media-types.js';
-import { RegistryClient, type BlobFetch, type RegistryClientOptions } from './client.js';
+import { MAX_JSON_BYTES } from '../oci/read-blob.js';
+import { RegistryClient, type BlobFetch, type RegistryClientOptions, type ResolvedManifest } from './client.js';
 import { formatReference, type ImageReference } from './reference.js';
 
 export interface PullOptions extends RegistryClientOptions {
@@ -32,24 +34,25 @@ export interface PulledImage {
   cached: number;
 }
 
+/** An image resolved and its documents in place: the manifest (and index) and the config, not yet the layers. */
+export interface ResolvedPull {
+  client: RegistryClient;
+  resolved: ResolvedManifest;
+  dir: string;
+  /** The config blob, verified (a small document). */
+  config: Buffer;
+  fetched: number;
+  cached: number;
+}
+
 /**
- * Pulls an image into `dir` as an OCI image layout: its manifest (and the index it was
- * picked from), config and layers as blobs (each verified as it arrives; see
- * RegistryClient.fetchBlob), then `oci-layout` and an `index.json` naming the manifest,
- * so that the image is read as any local layout (src/sources/oci/). A blob already
- * whole in `dir` is not fetched again; what an interrupted pull left is resumed.
+ * The first half of a pull: the reference resolved once (an index to the platform's
+ * manifest), the documents written as blobs of `dir` and the config fetched: what an
+ * image is (its digest, labels, platform) is known before any layer is fetched.
  */
-export async function pullImage(ref: ImageReference, dir: string, o: PullOptions = {}): Promise<PulledImage> {
+export async function resolvePull(ref: ImageReference, dir: string, o: PullOptions = {}): Promise<ResolvedPull> {
   const client = new RegistryClient(ref, o);
   const r = await client.resolve();
-  const dfs = new DurableFs();
-  let fetched = 0;
-  let cached = 0;
-  const note = (d: { digest: string; size: number }, what: string, f: BlobFetch) => {
-    fetched += f.fetched;
-    cached += f.cached;
-    o.onBlob?.({ digest: d.digest, what, size: d.size, ...f });
-  };
   // The documents as they came (their digests checked), written as blobs.
   for (const m of [...(r.index ? [r.index] : []), r.manifest]) {
     const dest = path.join(dir, blobPath(m.digest));
@@ -63,22 +66,43 @@ export async function pullImage(ref: ImageReference, dir: string, o: PullOptions
       await part.close();
     }
   }
-  note(r.config, 'the config', await client.fetchBlob(r.config, path.join(dir, blobPath(r.config.digest)), 'the config'));
+  if (r.config.size > MAX_JSON_BYTES) throw new StagedrootError('UNSAFE_ENTRY', `${client.image}: the config ${r.config.digest} is ${r.config.size} bytes (limit ${MAX_JSON_BYTES} for an image document)`, { path: r.config.digest });
+  const configPath = path.join(dir, blobPath(r.config.digest));
+  const f = await client.fetchBlob(r.config, configPath, 'the config');
+  o.onBlob?.({ digest: r.config.digest, what: 'the config', size: r.config.size, ...f });
+  const config = await readSmallFile(configPath, MAX_JSON_BYTES);
+  if (config === null || digestOf(config, r.config.digest.slice(0, r.config.digest.indexOf(':'))) !== r.config.digest) {
+    throw new StagedrootError('SOURCE_CORRUPT', `${client.image}: the config ${r.config.digest} in ${dir} changed after it was verified`, { path: r.config.digest });
+  }
+  return { client, resolved: r, dir, config, fetched: f.fetched, cached: f.cached };
+}
+
+/**
+ * The second half: the layers (several at once), then `oci-layout` and an `index.json`
+ * naming the manifest, so that `dir` is an OCI image layout holding the image.
+ */
+export async function fetchLayers(rp: ResolvedPull, o: PullOptions = {}): Promise<PulledImage> {
+  const { client, resolved: r, dir } = rp;
+  const ref = client.ref;
+  let { fetched, cached } = rp;
   const queue = r.layers.map((l, i) => ({ l, what: `layer ${i + 1} of ${r.layers.length}` }));
   const worker = async (): Promise<void> => {
     for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
-      note(next.l, next.what, await client.fetchBlob(next.l, path.join(dir, blobPath(next.l.digest)), next.what));
+      const f = await client.fetchBlob(next.l, path.join(dir, blobPath(next.l.digest)), next.what);
+      fetched += f.fetched;
+      cached += f.cached;
+      o.onBlob?.({ digest: next.l.digest, what: next.what, size: next.l.size, ...f });
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(o.parallel ?? 3, queue.length)) }, worker));
-  const name = ref.tag ?? formatReference(ref);
+  const dfs = new DurableFs();
   dfs.writeFileAtomic(path.join(dir, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }) + '\n');
   dfs.writeFileAtomic(
     path.join(dir, 'index.json'),
     JSON.stringify({
       schemaVersion: 2,
       mediaType: 'application/vnd.oci.image.index.v1+json',
-      manifests: [{ mediaType: r.manifest.mediaType, digest: r.manifest.digest, size: r.manifest.bytes.length, annotations: { [REF_ANNOTATION]: name } }],
+      manifests: [{ mediaType: r.manifest.mediaType, digest: r.manifest.digest, size: r.manifest.bytes.length, annotations: { [REF_ANNOTATION]: ref.tag ?? formatReference(ref) } }],
     }) + '\n',
   );
   const resolvedDigest = (r.index ?? r.manifest).digest;
@@ -94,4 +118,15 @@ export async function pullImage(ref: ImageReference, dir: string, o: PullOptions
     fetched,
     cached,
   };
+}
+
+/**
+ * Pulls an image into `dir` as an OCI image layout: its manifest (and the index it was
+ * picked from), config and layers as blobs (each verified as it arrives; see
+ * RegistryClient.fetchBlob), then `oci-layout` and an `index.json` naming the manifest,
+ * so that the image is read as any local layout (src/sources/oci/). A blob already
+ * whole in `dir` is not fetched again; what an interrupted pull left is resumed.
+ */
+export async function pullImage(ref: ImageReference, dir: string, o: PullOptions = {}): Promise<PulledImage> {
+  return fetchLayers(await resolvePull(ref, dir, o), o);
 }

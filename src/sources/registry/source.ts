@@ -1,9 +1,14 @@
 import * as path from 'node:path';
+import type { Origin } from '../../state/schema.js';
+import { bytesPayload } from '../../trust/payload.js';
 import type { LayerLimits } from '../layer/entry-checks.js';
 import { imageSource } from '../oci/image-source.js';
+import { VERSION_LABEL } from '../oci/media-types.js';
+import { showPlatform } from '../oci/platform.js';
+import { parseJson } from '../oci/read-blob.js';
 import type { Source, SourceInfo } from '../source.js';
 import { findAuthFile } from './auth-file.js';
-import { pullImage, type PulledImage, type PullOptions } from './pull.js';
+import { fetchLayers, resolvePull, type PulledImage, type PullOptions, type ResolvedPull } from './pull.js';
 import { formatReference, type ImageReference } from './reference.js';
 
 /** Where images pulled from a registry are kept as an OCI layout, their blobs shared (default of `blobDir`). */
@@ -18,43 +23,60 @@ export interface RegistrySourceOptions extends PullOptions {
 }
 
 /**
- * An image in a registry as a source (`stagedroot stage docker://…`): inspecting it pulls
- * it (the tag resolved once, then everything by digest) into `blobDir` as an OCI layout,
- * then it is that layout's image (src/sources/oci/), by the pulled manifest's digest.
- * Its origin keeps the pullspec, the digest, and the registry that served it.
+ * An image in a registry as a source (`stagedroot stage docker://…`). Inspecting it
+ * resolves the reference once (a tag to a digest, an index to the platform's manifest)
+ * and fetches the manifest and config only: the booted deployment already running that
+ * digest stages nothing and fetches no layer. Planning it fetches the layers into
+ * `blobDir`, an OCI layout, and plans that layout's image (src/sources/oci/) by the
+ * manifest's digest. Its origin keeps the pullspec, the digest and the registry that
+ * served it.
  */
 export function registrySource(ref: ImageReference, o: RegistrySourceOptions = {}): Source {
   const dir = o.blobDir ?? DEFAULT_BLOB_DIR;
   const name = formatReference(ref);
-  let pulling: Promise<{ pulled: PulledImage; inner: Source }> | undefined;
-  const get = () =>
-    (pulling ??= (async () => {
+  let resolving: Promise<ResolvedPull> | undefined;
+  const resolve = () =>
+    (resolving ??= (async () => {
       const auth = o.auth !== undefined ? o.auth : await findAuthFile(o.authfile === undefined ? {} : { authfile: o.authfile });
-      const pulled = await pullImage(ref, dir, { ...o, auth });
+      return resolvePull(ref, dir, { ...o, auth });
+    })());
+  let pulling: Promise<{ pulled: PulledImage; inner: Source }> | undefined;
+  const pull = () =>
+    (pulling ??= (async () => {
+      const pulled = await fetchLayers(await resolve(), o);
       return { pulled, inner: imageSource(dir, { digest: pulled.digest, ...(o.platform ? { platform: o.platform } : {}), ...(o.limits ? { limits: o.limits } : {}) }) };
     })());
   return {
     kind: 'image',
     describe: `image ${name}`,
     async inspect(): Promise<SourceInfo> {
-      const { pulled, inner } = await get();
-      const info = await inner.inspect!();
-      const { ref: _ref, ...origin } = info.origin!;
+      const rp = await resolve();
+      const { manifest, index, platform: indexed } = rp.resolved;
+      const doc = parseJson(rp.config, `blob ${rp.resolved.config.digest} (the config)`, `image ${name}`);
+      const c = (doc.config ?? {}) as { Labels?: unknown };
+      const labels: Record<string, string> = {};
+      if (c.Labels && typeof c.Labels === 'object') for (const [k, v] of Object.entries(c.Labels)) if (typeof v === 'string') labels[k] = v;
+      const platform = typeof doc.os === 'string' && typeof doc.architecture === 'string' ? showPlatform({ os: doc.os, architecture: doc.architecture, ...(typeof doc.variant === 'string' ? { variant: doc.variant } : {}) }) : indexed;
+      const origin: Origin = {
+        kind: 'oci-image',
+        digest: manifest.digest,
+        mediaType: manifest.mediaType,
+        labels,
+        ...(ref.tag !== undefined ? { ref: ref.tag } : {}),
+        ...(platform ? { platform } : {}),
+        pullspec: name,
+        registry: rp.client.origin,
+        ...(index ? { indexDigest: index.digest } : {}),
+      };
       return {
-        ...info,
-        // The manifest is what a signature of a pulled image covers; its signature is given with --signature.
-        ...(info.signed ? { signed: { ...info.signed, defaultSignature: path.join(dir, `${pulled.digest.replace(':', '-')}.minisig`) } } : {}),
-        origin: {
-          ...origin,
-          ...(ref.tag !== undefined ? { ref: ref.tag } : {}),
-          pullspec: name,
-          registry: pulled.registry,
-          ...(pulled.resolvedDigest !== pulled.digest ? { indexDigest: pulled.resolvedDigest } : {}),
-        },
+        // The manifest is what a signature of a pulled image covers (given with --signature).
+        signed: { payload: bytesPayload(manifest.bytes, `the manifest ${manifest.digest} of image ${name}`), defaultSignature: path.join(dir, `${manifest.digest.replace(':', '-')}.minisig`) },
+        origin,
+        ...(labels[VERSION_LABEL] ? { label: labels[VERSION_LABEL] } : {}),
       };
     },
     async plan(base, c) {
-      const { pulled, inner } = await get();
+      const { pulled, inner } = await pull();
       const set = await inner.plan(base, c);
       // Which credentials file was used (never what it holds) is said with what was pulled.
       return { ...set, description: `image ${name} (${pulled.digest}) pulled from ${pulled.registry} with ${pulled.credentials}: ${set.description}` };

@@ -158,7 +158,7 @@ describe('a real registry (docker-registry 2.8, TLS, htpasswd)', () => {
     }
   });
 
-  it('a client certificate and key in certs.d are offered', async () => {
+  it('a client certificate and key in certs.d are offered, and a server that requires one accepts them', async () => {
     const { tlsFor } = await import('../../../src/sources/registry/tls-files.js');
     const pki = await makeCerts(path.join(scratch, 'client-pki'), ['client']);
     const dir = path.join(scratch, 'certs-client', 'reg.example:5000');
@@ -170,6 +170,24 @@ describe('a real registry (docker-registry 2.8, TLS, htpasswd)', () => {
     expect(t.cert?.equals(fs.readFileSync(pki.cert))).toBe(true);
     expect(t.key?.equals(fs.readFileSync(pki.key))).toBe(true);
     expect(t.files).toEqual(['/etc/ssl/certs/ca-certificates.crt', path.join(dir, 'ca.crt'), path.join(dir, 'client.cert'), path.join(dir, 'client.key')]);
+    // the handshake: a server that requires a client certificate from its CA gets the one in certs.d
+    const both = await makeCerts(path.join(scratch, 'mtls-pki'), ['localhost']);
+    const server = https.createServer({ cert: fs.readFileSync(both.cert), key: fs.readFileSync(both.key), ca: fs.readFileSync(both.ca), requestCert: true, rejectUnauthorized: true }, (_q, res) => res.writeHead(200).end());
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    const mtlsRoot = path.join(scratch, 'certs-mtls');
+    const mdir = path.join(mtlsRoot, `localhost:${port}`);
+    fs.mkdirSync(mdir, { recursive: true });
+    fs.copyFileSync(both.ca, path.join(mdir, 'ca.crt'));
+    const c = (root: string) => new RegistryClient(parseDockerReference(`docker://localhost:${port}/os:1`), { certsDir: root, retries: 0 });
+    try {
+      await expect(c(mtlsRoot).ping()).rejects.toThrow(/cannot be verified|ECONNRESET|certificate/);
+      fs.copyFileSync(both.cert, path.join(mdir, 'client.cert'));
+      fs.copyFileSync(both.key, path.join(mdir, 'client.key'));
+      await expect(c(mtlsRoot).ping()).resolves.toBeUndefined();
+    } finally {
+      server.close();
+    }
     fs.rmSync(path.join(dir, 'client.key'));
     await expect(tlsFor('reg.example:5000', { certsDir: path.join(scratch, 'certs-client') })).rejects.toThrow(/client\.cert: a client certificate without its key/);
   });

@@ -86,6 +86,11 @@ describe('stage docker://… (library)', () => {
     expect((await t.sysroot.stage(source('os/node:1', blobDir))).alreadyRunning).toBe(true);
     expect((await t.sysroot.stage(source(`os/node@${digest1}`, blobDir))).alreadyRunning).toBe(true);
     expect(fetched).toBe(0);
+    // with an empty blob directory, only the manifest and config are fetched to know it is the same image
+    const seen: string[] = [];
+    const fresh = registrySource(parseDockerReference(`docker://${reg.host}/os/node:1`), { blobDir: path.join(t.scratch, 'empty-blobs'), certsDir: reg.certsDir, authfile: auth, onBlob: (e) => seen.push(e.what) });
+    expect((await t.sysroot.stage(fresh)).alreadyRunning).toBe(true);
+    expect(seen).toEqual(['the config']);
     const r = await t.sysroot.stage(source('os/node:2', blobDir));
     expect(r.alreadyRunning).toBeFalsy();
     expect(fetched).toBeGreaterThan(0);
