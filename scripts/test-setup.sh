@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Debian tools the tests need: the ONE list. `npm test` (the README's test command),
 # `npm run test:quick` and `npm run test:boot` run this script first.
-#   as root:   installs what is missing (apt-get update once, then apt-get install)
+#   as root:   installs what is missing (apt-get update once, then apt-get install
+#              --no-install-recommends)
 #   otherwise: when something is missing, lists the packages and the one command that
 #              installs them, and fails (so that no test runs without its tools)
 #   --check:   only lists what is missing (exit 1 when something is), installs nothing
@@ -87,6 +88,11 @@ cmd git git
 cmd docker-registry docker-registry
 cmd htpasswd apache2-utils
 cmd openssl openssl
+# The system's CA bundle, which the registry client reads first (test/sources/registry).
+file /etc/ssl/certs/ca-certificates.crt ca-certificates
+# Debian's archive keys, with which debootstrap checks the mirror's Release file (the
+# real-boot and crash-replay userspaces; without them it switches to an unchecked https).
+file /usr/share/keyrings/debian-archive-keyring.gpg debian-archive-keyring
 
 [ ${#missing[@]} -eq 0 ] && exit 0
 
@@ -99,16 +105,14 @@ if [ "$EUID" -ne 0 ]; then
     echo "test-setup: the tests need these Debian packages, which are not installed:"
     echo "  ${missing[*]}"
     echo "Install them (as root) with:"
-    echo "  sudo sh -c 'apt-get update && apt-get install -y ${missing[*]}'"
+    echo "  sudo sh -c 'apt-get update && apt-get install -y --no-install-recommends ${missing[*]}'"
   } >&2
   exit 1
 fi
 echo "test-setup: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-# The registry's packages without their recommends (docker-registry's pull in nothing the tests use).
-no_recommends=" docker-registry apache2-utils "
-plain=() bare=()
-for p in "${missing[@]}"; do case "$no_recommends" in *" $p "*) bare+=("$p") ;; *) plain+=("$p") ;; esac; done
-[ ${#plain[@]} -eq 0 ] || apt-get install -y -qq "${plain[@]}"
-[ ${#bare[@]} -eq 0 ] || apt-get install -y -qq --no-install-recommends "${bare[@]}"
+# Without recommends (with them, a fresh machine pulled ~325 more packages, matplotlib and
+# GDAL among them): what a test needs is named above. Go's cgo toolchain (gcc) is not:
+# the tests build their Go programs with CGO_ENABLED=0.
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -48,7 +48,22 @@ describe('scripts/test-setup.sh', () => {
     expect(r.stderr).not.toMatch(/Permission denied/);
     expect(r.exitCode).toBe(1);
     expect(r.stderr).toContain('the tests need these Debian packages, which are not installed');
-    expect(r.stderr).toMatch(/sudo sh -c 'apt-get update && apt-get install -y [^']*\bminisign\b[^']*'/);
+    expect(r.stderr).toMatch(/sudo sh -c 'apt-get update && apt-get install -y --no-install-recommends [^']*\bminisign\b[^']*'/);
+  });
+
+  it('as root: installs what is missing in one apt-get install, without recommends', async () => {
+    // apt-get stands in by a stub that records its arguments; nothing is installed.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-setup-apt-'));
+    copies.push(dir);
+    const log = path.join(dir, 'apt-get.log');
+    fs.writeFileSync(path.join(dir, 'apt-get'), `#!/bin/sh\necho "$*" >> ${log}\n`, { mode: 0o755 });
+    const r = await execa('/bin/bash', [SCRIPT], { env: { PATH: dir }, extendEnv: false, reject: false });
+    expect(r.exitCode).toBe(0);
+    expect(r.stderr).toMatch(/^test-setup: installing .*\bminisign\b/);
+    const calls = fs.readFileSync(log, 'utf8').trimEnd().split('\n');
+    expect(calls[0]).toBe('update -qq');
+    expect(calls.slice(1)).toHaveLength(1);
+    expect(calls[1]).toMatch(/^install -y -qq --no-install-recommends .*\bminisign\b.*\bdocker-registry\b/);
   });
 
   it('names each command with the Debian package that installs it (checked with dpkg on this machine)', async () => {

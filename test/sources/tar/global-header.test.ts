@@ -23,7 +23,7 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-pax-global-'));
   goLister = path.join(dir, 'tar-list');
   const src = path.resolve(import.meta.dirname, '../../../fixtures/tar-list/main.go');
-  await tool('go', ['build', '-o', goLister, src], { env: { GOCACHE: path.join(os.homedir(), '.cache', 'go-build'), GOFLAGS: '-mod=mod' } });
+  await tool('go', ['build', '-o', goLister, src], { env: { GOCACHE: path.join(os.homedir(), '.cache', 'go-build'), GOFLAGS: '-mod=mod', CGO_ENABLED: '0' } });
 }, 300_000);
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
