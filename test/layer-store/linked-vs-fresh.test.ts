@@ -1,0 +1,168 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { importLayer } from '../../src/layer-store/import-layer.js';
+import { linkLayersNow } from '../../src/layer-store/link-tree.js';
+import { LayerStore } from '../../src/layer-store/store.js';
+import { hashTree } from '../../src/testing/index.js';
+import { prng, seedFrom } from '../helpers/random.js';
+import { blobOf, describeTree, expectSameLinks, freshApply, makeTar, scratch, writeLayout, type GenEntry } from './helpers.js';
+
+/**
+ * The property of issue 29: over generated layer stacks, a tree linked from the layer
+ * store is what the fresh apply of all layers gives (the existing code path: the image
+ * source's plan through applyChanges), entry for entry: names (bytes), types, modes,
+ * owners, extended attributes, file contents and mtimes, and every hardlink of the
+ * fresh tree a hardlink in the linked one. Each case also stages a second image whose
+ * middle layer changed, linked from the same store (the first image's layers reused).
+ * STAGEDROOT_LAYER_SEED replays a run; STAGEDROOT_LAYER_CASES sets the count.
+ */
+const SEED = seedFrom('STAGEDROOT_LAYER_SEED');
+const CASES = Number(process.env.STAGEDROOT_LAYER_CASES ?? 40);
+
+const base = scratch('layer-prop-');
+afterAll(() => fs.rmSync(base, { recursive: true, force: true }));
+
+const B = (s: string | number[]): Buffer => (typeof s === 'string' ? Buffer.from(s) : Buffer.from(s));
+const TOP = [B('usr'), B('etc'), B('a')];
+const MID = [B('b'), B('x'), B([0x6e, 0x61, 0xef, 0x76, 0x65])];
+const LEAF = [B('x'), B('y'), B([0xff, 0x41]), B('z')];
+const BIG = Buffer.alloc(70_000, 7);
+const CONTENTS = [B(''), B('a\n'), B('b\n'), B('same\n'), BIG];
+const XATTRS: ([string, Buffer][] | undefined)[] = [undefined, undefined, [['user.k', B('v')]], [['security.selinux', B('system_u:object_r:usr_t:s0')]], [['trusted.t', B('1')], ['user.bin', B([0, 255, 10])]]];
+const FILE_MODES = [0o644, 0o755, 0o600, 0o4755, 0o2755, 0o444];
+const DIR_MODES = [0o755, 0o700, 0o555, 0o1777];
+const IDS = [0, 0, 1000, 65534];
+const MTIMES = [undefined, 1_500_000_000, 1_600_000_000.5];
+const TARGETS = [B('/usr/x'), B('x'), B('/a/b'), B('/etc')];
+
+function genLayer(rand: () => number): GenEntry[] {
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
+  const out: GenEntry[] = [];
+  const kinds = new Map<string, 'dir' | 'file' | 'symlink'>(); // what this layer made each path (hex)
+  const join = (parts: Buffer[]): Buffer => Buffer.concat(parts.flatMap((p, i) => (i === 0 ? [p] : [B('/'), p])));
+  const becomes = (p: Buffer, k: 'dir' | 'file' | 'symlink'): void => {
+    const h = p.toString('hex');
+    if (k !== 'dir' && kinds.get(h) === 'dir') for (const key of [...kinds.keys()]) if (key.startsWith(h + '2f')) kinds.delete(key);
+    kinds.set(h, k);
+  };
+  /** Emits the directories above `parts` this layer has not made; false when one is a file or symlink of this layer. */
+  const parents = (parts: Buffer[]): boolean => {
+    for (let i = 1; i < parts.length; i++) {
+      const a = join(parts.slice(0, i));
+      const k = kinds.get(a.toString('hex'));
+      if (k === 'file' || k === 'symlink') return false;
+      if (k === undefined) {
+        out.push({ type: 'dir', path: a, mode: 0o755 });
+        becomes(a, 'dir');
+      }
+    }
+    return true;
+  };
+  const n = 3 + Math.floor(rand() * 12);
+  for (let i = 0; i < n; i++) {
+    const depth = 1 + Math.floor(rand() * 3);
+    const parts = [pick(TOP), pick(MID), pick(LEAF)].slice(0, depth);
+    const p = join(parts);
+    const r = rand();
+    if (!parents(parts)) continue;
+    if (r < 0.4) {
+      out.push({ type: 'file', path: p, content: pick(CONTENTS), mode: pick(FILE_MODES), uid: pick(IDS), gid: pick(IDS), mtime: pick(MTIMES), xattrs: pick(XATTRS) });
+      becomes(p, 'file');
+    } else if (r < 0.55) {
+      out.push({ type: 'dir', path: p, mode: pick(DIR_MODES), uid: pick(IDS), gid: pick(IDS), mtime: pick(MTIMES), xattrs: pick(XATTRS) });
+      becomes(p, 'dir');
+    } else if (r < 0.65) {
+      out.push({ type: 'symlink', path: p, target: pick(TARGETS), uid: pick(IDS), gid: pick(IDS) });
+      becomes(p, 'symlink');
+    } else if (r < 0.77) {
+      const files = [...kinds].filter(([h, k]) => k === 'file' && h !== p.toString('hex')).map(([h]) => Buffer.from(h, 'hex'));
+      if (files.length === 0) continue;
+      out.push({ type: 'hardlink', path: p, target: pick(files) });
+      becomes(p, 'file');
+    } else if (r < 0.92) {
+      // A whiteout of whatever a lower layer has at p.
+      const marker = join([...parts.slice(0, -1), Buffer.concat([B('.wh.'), parts[parts.length - 1]!])]);
+      out.push({ type: 'file', path: marker, content: '' });
+    } else {
+      if (kinds.get(p.toString('hex')) !== 'dir') {
+        out.push({ type: 'dir', path: p, mode: 0o755 });
+        becomes(p, 'dir');
+      }
+      out.push({ type: 'file', path: join([p, B('.wh..wh..opq')]), content: '' });
+    }
+  }
+  return out;
+}
+
+interface Built {
+  error?: string;
+  lines?: string[];
+  hash?: string;
+  tree: string;
+}
+
+async function fresh(dir: string, layout: string): Promise<Built> {
+  const tree = path.join(dir, 'fresh');
+  try {
+    await freshApply(layout, tree);
+    return { tree, lines: describeTree(tree), hash: hashTree(tree) };
+  } catch (err) {
+    return { tree, error: (err as { code?: string }).code ?? String(err) };
+  }
+}
+
+async function linked(dir: string, store: LayerStore, layout: ReturnType<typeof writeLayout>): Promise<Built> {
+  const tree = path.join(dir, 'linked');
+  fs.mkdirSync(tree);
+  try {
+    for (const w of layout) await importLayer(store, blobOf(w, { withDiffId: w.size % 2 === 0 }));
+    linkLayersNow({ store: store.dir, tree, diffIds: layout.map((w) => w.diffId), hardlinkPrefixes: ['usr'] });
+    return { tree, lines: describeTree(tree), hash: hashTree(tree) };
+  } catch (err) {
+    return { tree, error: (err as { code?: string }).code ?? String(err) };
+  }
+}
+
+function expectSame(f: Built, l: Built, what: string): void {
+  expect(l.error, `${what}: linked failed (${l.error}) where fresh gave ${f.error ?? 'a tree'}`).toBe(f.error);
+  if (f.error !== undefined) return;
+  expect(l.lines, what).toEqual(f.lines);
+  expect(l.hash, what).toBe(f.hash);
+  expectSameLinks(f.tree, l.tree);
+}
+
+describe(`a tree linked from the layer store is the fresh apply of its layers (seed ${SEED}, STAGEDROOT_LAYER_SEED to replay)`, () => {
+  it(`${CASES} generated stacks, each also with its middle layer changed`, async () => {
+    const rand = prng(SEED);
+    let trees = 0;
+    let entries = 0;
+    for (let c = 0; c < CASES; c++) {
+      const dir = path.join(base, `case-${c}`);
+      fs.mkdirSync(dir);
+      const store = new LayerStore(path.join(dir, 'layers'));
+      const layers = Array.from({ length: 2 + Math.floor(rand() * 3) }, () => genLayer(rand));
+      const gzip = layers.map(() => rand() < 0.5);
+      const what = (v: string) => `case ${c} (${v}) of seed ${SEED}: ${JSON.stringify(layers.map((l) => l.map((e) => `${e.type} ${Buffer.from(e.path).toString('latin1')}`)))}`;
+      for (const [v, stack] of [
+        ['v1', layers],
+        ['v2: a changed middle layer', [...layers.slice(0, 1), genLayer(rand), ...layers.slice(2)]],
+      ] as const) {
+        const vdir = path.join(dir, v.slice(0, 2));
+        fs.mkdirSync(vdir);
+        const layout = writeLayout(path.join(vdir, 'img'), stack.map((l, i) => ({ tar: makeTar(l), gzip: gzip[i] ?? false })));
+        const f = await fresh(vdir, path.join(vdir, 'img'));
+        const l = await linked(vdir, store, layout);
+        expectSame(f, l, what(v));
+        if (f.error === undefined) {
+          trees += 1;
+          entries += f.lines!.length;
+        }
+      }
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+    // The generator makes real trees, not mostly rejected stacks.
+    expect(trees).toBeGreaterThan(CASES);
+    expect(entries).toBeGreaterThan(CASES * 5);
+  }, 300_000);
+});
