@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 import { StagedrootError } from '../../errors.js';
+import { freeSpace } from '../../fs/core/host-paths.js';
 import { DurableFs } from '../../fs/trees/durable.js';
 import { fileSize, PartialFile, readSmallFile } from '../../fs/trees/fetch-file.js';
 import { blobPath, digestOf } from '../oci/digest.js';
@@ -11,6 +12,8 @@ import { formatReference, type ImageReference } from './reference.js';
 export interface PullOptions extends RegistryClientOptions {
   /** Layers fetched at once (default 3). */
   parallel?: number;
+  /** Bytes that must stay free on the blob directory's filesystem after the layers are fetched (default 0). */
+  reserveBytes?: number;
   /** Told when each blob is in place. */
   onBlob?: (e: { digest: string; what: string; size: number } & BlobFetch) => void;
 }
@@ -85,6 +88,21 @@ export async function fetchLayers(rp: ResolvedPull, o: PullOptions = {}): Promis
   const { client, resolved: r, dir } = rp;
   const ref = client.ref;
   let { fetched, cached } = rp;
+  // Free space for what is still to come, checked before the first byte of a layer is fetched.
+  let needed = 0;
+  for (const l of r.layers) {
+    const dest = path.join(dir, blobPath(l.digest));
+    if ((await fileSize(dest)) === l.size) continue;
+    needed += l.size - Math.min(l.size, (await fileSize(`${dest}.partial`)) ?? 0);
+  }
+  const reserve = o.reserveBytes ?? 0;
+  const { free } = freeSpace(dir);
+  if (needed > 0 && needed + reserve > free) {
+    throw new StagedrootError('NO_SPACE', `Not enough free space to pull ${client.image}: its layers need ${needed} more bytes${reserve ? ` (and ${reserve} kept free)` : ''}, ${free} bytes are free on the filesystem of ${dir}`, {
+      path: dir,
+      issues: [{ code: 'NO_SPACE', path: '', message: `needed ${needed + reserve} bytes, free ${free} bytes`, severity: 'error' }],
+    });
+  }
   const queue = r.layers.map((l, i) => ({ l, what: `layer ${i + 1} of ${r.layers.length}` }));
   const worker = async (): Promise<void> => {
     for (let next = queue.shift(); next !== undefined; next = queue.shift()) {

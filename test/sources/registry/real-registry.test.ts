@@ -76,6 +76,22 @@ describe('a real registry (docker-registry 2.8, TLS, htpasswd)', () => {
     expect(again.digest).toBe(first.digest);
   });
 
+  it('checks free space against the layers still to fetch before fetching one (NO_SPACE, nothing of a layer written)', async () => {
+    const dir = path.join(scratch, 'pull-space');
+    fs.mkdirSync(dir, { recursive: true });
+    const seen: string[] = [];
+    // more than is free, whatever others write or remove on the filesystem meanwhile
+    const free = fs.statfsSync(dir).bavail * fs.statfsSync(dir).bsize + 2 ** 40;
+    const err = (await pullImage(ref(), dir, { ...(await opts()), reserveBytes: free, onBlob: (e) => seen.push(e.what) }).catch((e: unknown) => e)) as StagedrootError;
+    expect(err.code).toBe('NO_SPACE');
+    const layers = manifestOf(layout).json.layers;
+    expect(err.message).toMatch(new RegExp(`^Not enough free space to pull ${reg.host}/os/base:1: its layers need ${layers.reduce((n, l) => n + l.size, 0)} more bytes \\(and ${free} kept free\\), \\d+ bytes are free on the filesystem of ${dir}$`));
+    expect(seen).toEqual(['the config']);
+    for (const l of layers) expect(fs.existsSync(blob(dir, l.digest)) || fs.existsSync(`${blob(dir, l.digest)}.partial`)).toBe(false);
+    // with room, the same directory pulls
+    expect((await pullImage(ref(), dir, await opts())).digest).toBe(manifestOf(layout).digest);
+  });
+
   it('pulls by digest, and by the digest of an index (the platform picked from it)', async () => {
     const digest = manifestOf(layout).digest;
     const byDigest = await pullImage(ref(`os/base@${digest}`), path.join(scratch, 'pull-3'), await opts());
