@@ -35,6 +35,9 @@ export type ErrorCode =
   | 'NAME_UNREPRESENTABLE' // a file name that cannot be kept byte for byte
   | 'FLEETLOCK_FAILED' // a FleetLock server refused or did not answer (kind, value and status code in the error)
   | 'REGISTRY_FAILED' // a container registry did not answer, refused the credentials or the request, or failed mid-transfer (the image, the blob and the cause in the message)
+  | 'LIVE_NOT_POSSIBLE' // apply-live of a deployment whose activation decision is a reboot (the reasons name what forces it), nothing changed
+  | 'LIVE_JOURNAL_CORRUPT' // a live apply's intent journal (or a before-image beside it) cannot be read back whole (nothing is guessed)
+  | 'LIVE_ACTION_FAILED' // a live apply's systemctl action (daemon-reload, reload, restart) failed: its exit and output are in the error
   | 'IO'; // any other filesystem error
 
 /** Codes that mean "the update was rejected; nothing changed but the failure record" (exit 3). */
@@ -51,6 +54,7 @@ export const REJECTION_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'HOOK_REJECTED',
   'COMMAND_FAILED',
   'NAME_UNREPRESENTABLE',
+  'LIVE_NOT_POSSIBLE',
 ]);
 
 /** A problem found in an input or a tree, in the shape zod uses: code, path, message. */
