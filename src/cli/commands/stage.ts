@@ -4,6 +4,8 @@ import { StagedrootError, type Issue } from '../../errors.js';
 import { pathSource } from '../../sources/detect.js';
 import { commandSource } from '../../sources/command.js';
 import { parsePlatform } from '../../sources/oci/platform.js';
+import { checkRegistryImage, type ImageCheck } from '../../sources/registry/check.js';
+import { isRegistryReference, parseDockerReference } from '../../sources/registry/reference.js';
 import type { BuiltinOptions } from '../../validate/builtins.js';
 import { DEFAULT_SETUID_ALLOW_LIST } from '../../validate/unsafe-modes.js';
 import { action, common, xattrOption, nonNegativeInt, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
@@ -36,6 +38,7 @@ interface StageCliOptions extends CommonOptions {
   authfile?: string;
   certsDir?: string;
   blobDir?: string;
+  check?: boolean;
   dryRun?: boolean;
   run?: string;
   bind: string[];
@@ -54,6 +57,19 @@ function builtinsFrom(o: StageCliOptions): BuiltinOptions {
     requiredPaths: o.checkRequired && (o.require.length ? o.require : true),
     freeSpace: o.checkSpace && (minFree !== undefined ? { reserveBytes: minFree } : true),
   };
+}
+
+/** What `stage docker://… --check` found, for people. */
+function formatCheck(c: ImageCheck, upToDate: boolean): string {
+  const needed = c.layers.filter((l) => !l.present);
+  const lines = [
+    `image ${c.pullspec} from ${c.registry}`,
+    `digest ${c.digest}${c.indexDigest ? ` (in the index ${c.indexDigest})` : ''}${c.version !== undefined ? `, version ${c.version}` : ''}`,
+    upToDate ? 'the booted deployment already runs this image: nothing to stage' : 'an update: the booted deployment runs another image',
+    `layers: ${c.layers.length - needed.length} of ${c.layers.length} present (${c.bytesPresent} bytes), ${needed.length} to fetch (${c.bytesNeeded} bytes)`,
+    ...needed.map((l) => `  to fetch ${l.digest} ${l.size - l.partial} bytes${l.partial ? ` (${l.partial} already fetched)` : ''}`),
+  ];
+  return lines.join('\n') + '\n';
 }
 
 /** The warnings of a stage or of its dry run, one line each on stderr. */
@@ -88,6 +104,7 @@ export function stageCommand(program: Command, env: CliEnv): void {
     .option('--authfile <file>', 'for docker://…: the registry credentials (docker config.json format; default: the first of /run/stagedroot/auth.json, /etc/stagedroot/auth.json, /run/ostree/auth.json, /etc/ostree/auth.json, /var/lib/kubelet/config.json)')
     .option('--certs-dir <dir>', 'for docker://…: the registries\' TLS files, HOST[:PORT]/*.crt, *.cert, *.key (default /etc/containers/certs.d)')
     .option('--blob-dir <dir>', 'for docker://…: the OCI layout the image is pulled into, its blobs kept for the next pull (default /var/cache/stagedroot/registry)')
+    .option('--check', 'for docker://…: fetch only the manifests and config and print the digest, the version label, and the layers already present and still needed with their bytes; stage nothing')
     .option('--owner <name>', 'for a MachineConfig: configs of one owner replace each other\'s kernel arguments and paths (default: machine-config)')
     .option('--dry-run', 'print what the stage would add, modify and remove (the `diff` format) and its issues; write nothing; exit 3 when it would be rejected')
     .option('--disruption-policy <file>', 'a MachineConfiguration (YAML or JSON) whose node disruption policies are merged over the defaults for the activation decision (default: the booted /etc/stagedroot/disruption-policy.yaml)')
@@ -99,6 +116,16 @@ export function stageCommand(program: Command, env: CliEnv): void {
         }
         if (o.run === undefined && o.bind.length > 0) throw new StagedrootError('USAGE', '--bind is for --run: it binds a directory into the command\'s namespace', { option: 'bind', value: o.bind[0] });
         if (o.run !== undefined && o.dryRun) throw new StagedrootError('USAGE', '--dry-run cannot tell what a --run command would change without running it', { option: 'dryRun' });
+        if (o.check) {
+          if (path === undefined || !isRegistryReference(path)) throw new StagedrootError('USAGE', '--check applies to an image in a registry (docker://…)', { option: 'check', value: path ?? o.run });
+          const ref = parseDockerReference(path, { what: 'The source' });
+          const st = (await openSysroot(env, o, { readOnly: true })).status();
+          const c = await checkRegistryImage(ref, { authfile: o.authfile, certsDir: o.certsDir, blobDir: o.blobDir, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }) });
+          const upToDate = st.deployments.find((d) => d.id === st.booted)?.origin?.digest === c.digest;
+          if (o.json) printJson(env.io, { ok: true, ...c, upToDate });
+          else env.io.out(formatCheck(c, upToDate));
+          return EXIT.OK;
+        }
         const runTimeout = nonNegativeInt('run-timeout', o.runTimeout);
         const source = o.run !== undefined ? commandSource(o.run, { binds: o.bind, ...(runTimeout === undefined ? {} : { timeoutMs: runTimeout * 1000 }) }) : pathSource(path!, { replace: o.replace, ref: o.ref, imageStore: o.imageStore, owner: o.owner, authfile: o.authfile, certsDir: o.certsDir, blobDir: o.blobDir, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }) });
         const builtins = builtinsFrom(o);

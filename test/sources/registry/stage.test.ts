@@ -129,6 +129,46 @@ describe('stagedroot stage docker://… (CLI)', () => {
     expect(fs.existsSync(path.join(blobDir, 'index.json'))).toBe(true);
   });
 
+  it('--check fetches only the manifest and config and says what a pull would fetch, before and after the stage', async () => {
+    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    const blobDir = path.join(t.scratch, 'check-blobs');
+    const args = [`docker://${reg.host}/os/node:1`, '--sysroot', t.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', blobDir];
+    const layer = manifestOf(path.join(scratch, 'v1')).json.layers[0]!;
+    const before = await cli(['stage', ...args, '--check']);
+    expect(before.code, before.err).toBe(0);
+    expect(before.out).toBe(
+      [
+        `image ${reg.host}/os/node:1 from https://${reg.host}`,
+        `digest ${digest1}, version 1.0`,
+        'an update: the booted deployment runs another image',
+        `layers: 0 of 1 present (0 bytes), 1 to fetch (${layer.size} bytes)`,
+        `  to fetch ${layer.digest} ${layer.size} bytes`,
+        '',
+      ].join('\n'),
+    );
+    expect(fs.existsSync(path.join(blobDir, 'blobs', ...layer.digest.split(':')))).toBe(false);
+    expect(t.sysroot.status().staged).toBeNull();
+    expect((await cli(['stage', ...args])).code).toBe(0);
+    await reboot(t.sysroot);
+    const after = await cli(['stage', ...args, '--check', '--json']);
+    expect(after.code, after.err).toBe(0);
+    expect(JSON.parse(after.out)).toEqual({
+      ok: true,
+      pullspec: `${reg.host}/os/node:1`,
+      digest: digest1,
+      registry: `https://${reg.host}`,
+      version: '1.0',
+      layers: [{ digest: layer.digest, size: layer.size, present: true, partial: 0 }],
+      bytesPresent: layer.size,
+      bytesNeeded: 0,
+      credentials: `the credentials for ${reg.host} in ${auth}`,
+      upToDate: true,
+    });
+    const notRegistry = await cli(['stage', path.join(scratch, 'v1'), '--sysroot', t.dir, '--check']);
+    expect(notRegistry.code).toBe(2);
+    expect(notRegistry.err).toContain('--check applies to an image in a registry (docker://…)');
+  });
+
   it('a bad reference is a usage error naming it; registry options on a file source too', async () => {
     t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const bad = await cli(['stage', `docker://${reg.host}/OS:1`, '--sysroot', t.dir]);
