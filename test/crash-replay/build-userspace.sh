@@ -3,22 +3,16 @@
 # with dmsetup (the log-writes target's table), e2fsprogs and xfsprogs (mkfs of the
 # logged device) and kmod, kept under the cache directory and rebuilt only when missing.
 # No systemd: the guest runs one script as its init. The mirror is the one apt on this
-# machine uses (as test/real-boot/build-userspace.sh finds it).
+# machine uses (test/vm/debian-mirror.sh, as for the real-boot machines).
 set -eu
 
 cache=${1:?usage: build-userspace.sh CACHE_DIR}
 out="$cache/replay-userspace"
 [ -f "$out/.complete" ] && exit 0
 
-mirror() {
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
-		[ -f "$f" ] || continue
-		sed -n -e 's/^URIs:[[:space:]]*\(http[^[:space:]]*debian\)[[:space:]]*$/\1/p' \
-			-e 's/^deb[[:space:]]\{1,\}\(\[[^]]*\][[:space:]]\{1,\}\)\{0,1\}\(http[^[:space:]]*debian\)[[:space:]].*$/\2/p' "$f"
-	done | head -n 1
-}
+. "$(dirname "$0")/../vm/debian-mirror.sh"
 
-url=$(mirror)
+url=$(debian_mirror)
 [ -n "$url" ] || { echo "crash-replay: no Debian mirror in apt's sources" >&2; exit 1; }
 rm -rf "$out.tmp"
 mkdir -p "$cache"

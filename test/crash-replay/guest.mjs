@@ -3,9 +3,10 @@
 // and the packed stagedroot package, installed as a user installs it) and runs one script
 // as its init. The script the guest runs comes on its own disk; what it reports ("@key
 // value" lines) comes back on the second serial port, as in the real-boot test.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { runQemu } from '../vm/qemu.mjs';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
 const REPO = path.resolve(HERE, '../..');
@@ -110,65 +111,24 @@ export function buildGuest({ cache, work, log }) {
   return { img, initrd, kernel };
 }
 
-/** The step script on its own disk, padded to whole sectors (the guest strips the NULs). */
-function stepDisk(file, script) {
-  const body = Buffer.from(`${script}\n`);
-  const buf = Buffer.alloc(Math.ceil((body.length + 1) / 4096) * 4096);
-  body.copy(buf);
-  fs.writeFileSync(file, buf);
-}
-
 /**
  * Boots the guest once with the step script as /dev/vdb and `disks` (raw images, written)
  * as /dev/vdc, /dev/vdd, ... The root disk is a snapshot: the guest's own writes to it are
  * dropped. Resolves with the reported results, how the run ended and how long it took.
  */
 export function boot({ guest, logBase, step, disks }) {
-  const stepFile = `${logBase}.step.sh`;
-  stepDisk(stepFile, step);
-  const consoleLog = `${logBase}.console.log`;
-  const resultsLog = `${logBase}.results.log`;
-  fs.writeFileSync(resultsLog, '');
-  const args = [
-    '-accel', 'tcg', '-m', '1024', '-smp', '1', '-no-reboot', '-nodefaults',
-    '-display', 'none', '-monitor', 'none',
-    '-serial', `file:${consoleLog}`, '-serial', `file:${resultsLog}`,
-    '-kernel', guest.kernel.vmlinuz, '-initrd', guest.initrd,
-    '-append', 'console=ttyS0 root=/dev/vda rw panic=-1 no_timer_check',
-    '-drive', `file=${guest.img},format=raw,if=virtio,snapshot=on`,
-    '-drive', `file=${stepFile},format=raw,if=virtio,readonly=on`,
-    // cache=unsafe: the host skips the guest's flushes (the log records them all the same).
-    ...disks.flatMap((d) => ['-drive', `file=${d},format=raw,if=virtio,cache=unsafe`]),
-  ];
-  const started = Date.now();
-  return new Promise((resolve) => {
-    const q = spawn('qemu-system-x86_64', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    q.stderr.on('data', (c) => (stderr += c));
-    let ended = null;
-    const timer = setTimeout(() => {
-      ended = 'timeout';
-      q.kill('SIGKILL');
-    }, BOOT_TIMEOUT_MS);
-    q.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      resolve({
-        ended: ended ?? (code === 0 ? 'exited' : `qemu failed (${signal ?? code}): ${stderr.trim()}`),
-        seconds: (Date.now() - started) / 1000,
-        results: parseResults(resultsLog),
-        consoleLog,
-        resultsLog,
-      });
-    });
+  return runQemu({
+    logBase,
+    step,
+    timeoutMs: BOOT_TIMEOUT_MS,
+    args: (stepFile) => [
+      '-kernel', guest.kernel.vmlinuz, '-initrd', guest.initrd,
+      '-append', 'console=ttyS0 root=/dev/vda rw panic=-1 no_timer_check',
+      '-drive', `file=${guest.img},format=raw,if=virtio,snapshot=on`,
+      '-drive', `file=${stepFile},format=raw,if=virtio,readonly=on`,
+      // cache=unsafe: the host skips the guest's flushes (the log records them all the same).
+      ...disks.flatMap((d) => ['-drive', `file=${d},format=raw,if=virtio,cache=unsafe`]),
+    ],
   });
 }
 
-/** Lines "@key value" from the step's serial port (a key seen twice keeps its last value). */
-export function parseResults(file) {
-  const m = new Map();
-  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
-    const r = /^@([\w.-]+) ?(.*)$/.exec(line.replace(/\r$/, ''));
-    if (r) m.set(r[1], r[2]);
-  }
-  return m;
-}

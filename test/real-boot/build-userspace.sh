@@ -13,16 +13,9 @@ set -eu
 out=${1:?usage: build-userspace.sh OUT_DIR}
 [ -f "$out/.complete" ] && exit 0
 
-mirror() {
-	# The first http(s) URI of the Debian main archive in apt's sources.
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
-		[ -f "$f" ] || continue
-		sed -n -e 's/^URIs:[[:space:]]*\(http[^[:space:]]*debian\)[[:space:]]*$/\1/p' \
-			-e 's/^deb[[:space:]]\{1,\}\(\[[^]]*\][[:space:]]\{1,\}\)\{0,1\}\(http[^[:space:]]*debian\)[[:space:]].*$/\2/p' "$f"
-	done | head -n 1
-}
+. "$(dirname "$0")/../vm/debian-mirror.sh"
 
-url=$(mirror)
+url=$(debian_mirror)
 [ -n "$url" ] || { echo "build-userspace: no Debian mirror in apt's sources" >&2; exit 1; }
 tmp=$out.tmp
 rm -rf "$tmp"
