@@ -4,8 +4,8 @@
  *                                                           --version and runs the next one)
  *   src/cli/run.ts              -> dist/cli/run.cjs         (the CLI, CommonJS) and its V8 code cache
  *                                                           dist/cli/run.cjs.v8-cache
- *   src/cli/boot-run.ts         -> dist/cli/boot.cjs        (the boot path's verbs alone, src/cli/boot-path.ts)
- *                                                           and dist/cli/boot.cjs.v8-cache
+ *   src/cli/run.ts              -> dist/cli/boot.cjs        (the boot path's verbs alone: src/cli/verbs.ts's
+ *                                                           bootPath rows) and dist/cli/boot.cjs.v8-cache
  *   src/cli/tree-worker-main.ts -> dist/cli/tree-worker.js  (its worker threads, an ES module)
  * with source maps beside them. Why: a CLI run used to resolve, read and compile
  * ~160 modules of dist/ and ~140 of node_modules before doing anything (0.6 s on a quiet
@@ -28,7 +28,7 @@ import { builtinModules, createRequire } from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { build, transform } from 'esbuild';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const cliDir = path.join(root, 'dist/cli');
@@ -121,9 +121,32 @@ const bootOnly = {
   },
 };
 
+/**
+ * The verbs (src/cli/verbs.ts, data only: loaded here from its source, types stripped) and
+ * each bundle's share of them: src/cli/verb-modules.ts is replaced in a bundle by one
+ * static import() per verb it holds (a template-literal import() would be bundled by
+ * esbuild as a glob of every command's module, the boot bundle's too).
+ */
+const { VERBS } = await import(`data:text/javascript;base64,${Buffer.from((await transform(fs.readFileSync(path.join(root, 'src/cli/verbs.ts'), 'utf8'), { loader: 'ts', format: 'esm' })).code).toString('base64')}`);
+const verbsPlugin = (held) => ({
+  name: 'verbs',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]src[\\/]cli[\\/]verb-modules\.ts$/ }, () => {
+      const loads = held.map((v) => `  ${JSON.stringify(v.module)}: () => import(${JSON.stringify(`./commands/${v.module}.js`)}).then((m) => m.${v.register}),`);
+      return {
+        contents: `// Written by scripts/build-cli.mjs from src/cli/verbs.ts: the verbs of this bundle.\nimport { VERBS } from './verbs.js';\nconst loads = {\n${loads.join('\n')}\n};\nexport const HELD = VERBS.filter((v) => Object.hasOwn(loads, v.module));\nexport const loadVerb = (v) => loads[v.module]();\n`,
+        loader: 'js',
+        resolveDir: path.join(root, 'src/cli'),
+      };
+    });
+  },
+});
+const allVerbs = verbsPlugin(VERBS);
+const bootVerbs = verbsPlugin(VERBS.filter((v) => v.bootPath));
+
 // The stamp placeholder has the stamp's length, so that replacing it moves nothing the source map points at.
 const PLACEHOLDER = 'x'.repeat(16);
-const stamped = { banner: { js: `// stagedroot-bundle ${PLACEHOLDER}` }, plugins: [builtins], write: false };
+const stamped = { banner: { js: `// stagedroot-bundle ${PLACEHOLDER}` }, plugins: [allVerbs, builtins], write: false };
 const libDir = path.join(root, 'dist/lib');
 const worker = {
   ...common,
@@ -135,7 +158,7 @@ const worker = {
 const [, runResult, bootResult, workerResult, libraryResult] = await Promise.all([
   build({ ...commonJs, plugins: [builtinsPlugin({ namespaces: false })], entryPoints: { main: 'src/cli/main.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' } }),
   build({ ...commonJs, ...stamped, entryPoints: { run: 'src/cli/run.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' } }),
-  build({ ...commonJs, ...stamped, plugins: [bootOnly, builtins], entryPoints: { boot: 'src/cli/boot-run.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' } }),
+  build({ ...commonJs, ...stamped, plugins: [bootOnly, bootVerbs, builtins], entryPoints: { boot: 'src/cli/run.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' } }),
   build({ ...worker, outdir: 'dist/cli' }),
   // The library for importers (package.json's exports): one bundle with both entries, so
   // that `stagedroot` and `stagedroot/testing` share their classes; its own worker beside it.

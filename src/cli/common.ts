@@ -13,6 +13,9 @@ export interface CliEnv {
   exitCode: number;
 }
 
+/** What a verb's module exports (src/cli/verbs.ts names it): registers its commands on the program. */
+export type Register = (program: Command, env: CliEnv) => void;
+
 export interface CommonOptions {
   sysroot?: string;
   wait?: string;

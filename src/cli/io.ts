@@ -1,7 +1,7 @@
 import { StagedrootError, formatIssues } from '../errors.js';
 import { exitCodeFor } from '../exit-codes.js';
 import type { SysrootPlaces } from '../boot/find-sysroot.js';
-import { debugFlagged } from './debug.js';
+import { debugInEnv } from './flags.js';
 import { writeAllSync } from '../fs/core/write-fd.js';
 
 /** Where the CLI prints: injectable so tests can run the program in-process. */
@@ -52,7 +52,7 @@ export const processIo: Io = {
 
 /** Stacks of unexpected errors are printed with --debug on the command line or STAGEDROOT_DEBUG set (not "0"). */
 export function debugWanted(io: Io): boolean {
-  return debugFlagged(io.env) || io.debug === true;
+  return debugInEnv(io.env) || io.debug === true;
 }
 
 export function printJson(io: Io, value: unknown): void {

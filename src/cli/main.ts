@@ -1,25 +1,24 @@
 #!/usr/bin/env node
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { runBundle } from './code-cache.js';
 import { onBootPath } from './boot-path.js';
-import { debugFlagged } from './debug.js';
+import { globalFlags, version } from './flags.js';
 
 // The `stagedroot` bin: bundled by scripts/build-cli.mjs into dist/cli/main.cjs (CommonJS:
 // an ES module entry costs Node ~10 ms more to start). The CLI itself is two CommonJS
 // bundles run from V8's code cache (code-cache.ts): dist/cli/boot.cjs, the boot
-// path's verbs alone (boot-path.ts), and dist/cli/run.cjs, every verb. With --debug or
+// path's verbs alone (verbs.ts's bootPath rows), and dist/cli/run.cjs, every verb. With --debug or
 // STAGEDROOT_DEBUG their stacks name the TypeScript sources through their source maps,
 // which Node reads only for modules loaded after source maps are turned on (and only
 // then: parsing a map costs a start).
 const argv = process.argv.slice(2);
-if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
-  // What commander prints for it (program.ts), without loading the CLI: package.json's version.
-  process.stdout.write(`${(createRequire(import.meta.url)('../../package.json') as { version: string }).version}\n`);
+const flags = globalFlags(argv, process.env);
+if (flags.version) {
+  // What the program prints for it (program.ts), without loading the CLI.
+  process.stdout.write(`${version()}\n`);
 } else {
-  const debug = debugFlagged(process.env, argv);
-  if (debug) process.setSourceMapsEnabled(true);
-  const bundle = onBootPath(argv) ? 'boot.cjs' : 'run.cjs';
-  const cli = runBundle(fileURLToPath(new URL(`./${bundle}`, import.meta.url)), { name: `stagedroot/dist/cli/${bundle}`, sourceMaps: debug, env: process.env }) as { main: (argv: string[]) => Promise<void> };
+  if (flags.debug) process.setSourceMapsEnabled(true);
+  const bundle = onBootPath(flags.argv) ? 'boot.cjs' : 'run.cjs';
+  const cli = runBundle(fileURLToPath(new URL(`./${bundle}`, import.meta.url)), { name: `stagedroot/dist/cli/${bundle}`, sourceMaps: flags.debug, env: process.env }) as { main: (argv: string[]) => Promise<void> };
   void cli.main(argv);
 }

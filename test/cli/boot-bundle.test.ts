@@ -5,12 +5,12 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BOOT_PATH_VERBS, onBootPath } from '../../src/cli/boot-path.js';
-import { BOOT_VERBS } from '../../src/cli/boot-verbs.js';
-import { VERBS } from '../../src/cli/program.js';
+import { globalFlags } from '../../src/cli/flags.js';
+import { VERBS } from '../../src/cli/verbs.js';
 
 /**
- * The boot path's verbs run from a bundle of their own (dist/cli/boot.cjs, built from
- * src/cli/boot-run.ts); every other command line from the full one (dist/cli/run.cjs).
+ * The boot path's verbs (src/cli/verbs.ts's bootPath rows) run from a bundle of their own
+ * (dist/cli/boot.cjs); every other command line from the full one (dist/cli/run.cjs).
  * Each bundle is run here as the bin runs it, on twin sysroots, and must answer the same.
  */
 const repo = fileURLToPath(new URL('../..', import.meta.url));
@@ -50,10 +50,19 @@ beforeAll(() => {
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 describe('the boot bundle', () => {
-  it('holds exactly the verbs the bin sends to it', () => {
-    expect(BOOT_VERBS.flatMap(([names]) => names).sort()).toEqual([...BOOT_PATH_VERBS].sort());
-    // Each is the full program's own entry.
-    for (const v of BOOT_VERBS) expect(VERBS).toContain(v);
+  it('holds exactly the verbs the bin sends to it, and the full bundle every verb', () => {
+    // The commands' modules each bundle's source map names, against the table.
+    const commandsOf = (name: 'boot' | 'run') =>
+      (JSON.parse(fs.readFileSync(path.join(repo, `dist/cli/${name}.cjs.map`), 'utf8')) as { sources: string[] }).sources
+        .map((s) => /(?:^|\/)src\/cli\/commands\/([^/]+)\.ts$/.exec(s)?.[1])
+        .filter((m) => m !== undefined)
+        .sort();
+    const modules = (rows: typeof VERBS) => rows.map((v) => v.module).sort();
+    expect(commandsOf('boot')).toEqual(modules(VERBS.filter((v) => v.bootPath)));
+    expect(commandsOf('run')).toEqual(modules(VERBS));
+    expect(commandsOf('run')).toEqual(fs.readdirSync(path.join(repo, 'src/cli/commands')).map((f) => f.replace(/\.ts$/, '')).sort());
+    expect(commandsOf('boot')).toEqual(['boot', 'health', 'mark', 'status']);
+    expect([...BOOT_PATH_VERBS].sort()).toEqual(['boot', 'health', 'mark-bad', 'mark-good', 'status']);
     expect(onBootPath(['boot'])).toBe(true);
     expect(onBootPath(['--debug', 'mark-good', '--json'])).toBe(true);
     for (const argv of [['--help'], ['stage', 'x'], ['help', 'boot'], [], ['--sysroot', '/x', 'boot']]) expect(onBootPath(argv)).toBe(false);
@@ -116,5 +125,21 @@ describe('the boot bundle', () => {
     expect(bundleOf(['trust', 'list', '--sysroot', twin('run')])).toEqual(['run.cjs']);
     expect(bundleOf(['--help'])).toEqual(['run.cjs']);
     expect(bundleOf(['--version'])).toEqual([]);
+    expect(bundleOf(['--debug', 'boot', '--help'])).toEqual(['boot.cjs']);
+  });
+
+  it('reads --debug and --version in one place, for the bin and the program alike', () => {
+    expect(globalFlags(['--debug', 'status', '--json'])).toEqual({ argv: ['status', '--json'], debug: true, version: false });
+    expect(globalFlags(['stage', '--', '--debug'])).toEqual({ argv: ['stage', '--', '--debug'], debug: false, version: false });
+    expect(globalFlags(['--debug', '--version'])).toMatchObject({ argv: ['--version'], debug: true, version: true });
+    expect(globalFlags(['-V']).version).toBe(true);
+    expect(globalFlags(['status', '--version']).version).toBe(false);
+    expect(globalFlags(['status'], { STAGEDROOT_DEBUG: '1' }).debug).toBe(true);
+    expect(globalFlags(['status'], { STAGEDROOT_DEBUG: '0' }).debug).toBe(false);
+    const version = (JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8')) as { version: string }).version;
+    for (const argv of [['--version'], ['-V'], ['--debug', '--version']]) {
+      const r = spawnSync(process.execPath, [BIN, ...argv], { encoding: 'utf8' });
+      expect({ code: r.status, out: r.stdout }, argv.join(' ')).toEqual({ code: 0, out: `${version}\n` });
+    }
   });
 });
