@@ -6,7 +6,7 @@
  *
  *   --quick                  every target ratio, fast: 1 round, no ostree, rsync, full
  *                            copy, verify or XFS rows (context for no target)
- *   --cli                    only issue 21's rows (scripts/bench/cli.mjs: the CLI's
+ *   --cli                    only the CLI rows (scripts/bench/cli.mjs: the CLI's
  *                            start against `node -e 0`, a CLI stage on 50,000 files;
  *                            scripts/bench/boot-dir.mjs: open + status with --boot-dir),
  *                            about a minute; replaces their section of BENCHMARKS.md
@@ -34,7 +34,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CONTEXT_ROUNDS, prepareSize } from './bench/measure-size.mjs';
-import { resultsTable, targets, targets12, targetsTable } from './bench/report.mjs';
+import { FILESYSTEM_HEADING, REFERENCE_HEADING, filesystemTargets, referenceTargets, resultsTable, targetsTable } from './bench/report.mjs';
 import { loopMount } from './bench/loop-mount.mjs';
 import { ensureTools, run, versionOf } from './bench/tools.mjs';
 import { bootDirTarget, cliSection, measureCli, spliceCliSection } from './bench/cli.mjs';
@@ -124,7 +124,7 @@ const env = {
 };
 log(`stagedroot benchmark: sizes ${sizes.join(', ')}, ${reps} repetitions, seed ${seed}, in ${base} (${fsType})`);
 
-log('issue 21: the CLI rows');
+log('the CLI rows');
 const cliWhenFull = cliWhen();
 const cli = await measureCli({ dir: path.join(base, 'cli'), seed, log, starts: quick ? 7 : 15, stages: quick ? 1 : reps });
 const bootDirSamples = await measureBootDir({ dir: path.join(base, 'boot-dir'), log });
@@ -172,11 +172,11 @@ try {
 }
 
 const table = resultsTable(results);
-const tt = targetsTable(targets(results));
-const tt12 = targetsTable(targets12([{ type: fsType, results }, ...others]));
+const referenceTable = targetsTable(referenceTargets(results));
+const filesystemTable = targetsTable(filesystemTargets([{ type: fsType, results }, ...others]));
 const otherTables = others.map((o) => `### ${o.type} (loop mount made by the bench)\n\n${o.why ? `Not measured: ${o.why}.` : resultsTable(o.results)}`).join('\n\n');
 const minutes = ((performance.now() - started) / 60000).toFixed(1);
-console.log(`\n${table}\n\n${otherTables}\n\n${tt12}\n\n${tt}\n\n(run took ${minutes} min)`);
+console.log(`\n${table}\n\n${otherTables}\n\n${filesystemTable}\n\n${referenceTable}\n\n(run took ${minutes} min)`);
 
 if (out !== '-') {
   const notesFile = path.join(repoRoot, 'scripts/bench/NOTES.md');
@@ -190,13 +190,13 @@ samples, the full copy and rsync fewer: see Method); ratios compare medians meas
 same run, on the same trees and the same update.
 
 ${cliSection(cli, targetsTable, cliWhenFull, bootDirSamples)}
-## Targets (issue 12: btrfs, the portable path, the event loop)
+${FILESYSTEM_HEADING}
 
-${tt12}
+${filesystemTable}
 
-## Targets (issue 5)
+${REFERENCE_HEADING}
 
-${tt}
+${referenceTable}
 
 ## Results
 

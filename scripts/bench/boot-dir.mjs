@@ -1,5 +1,5 @@
 /**
- * Issue 21's boot-directory row: `Sysroot.open()` (a writer's open: recovery, which
+ * The boot-directory row: `Sysroot.open()` (a writer's open: recovery, which
  * syncs the boot entries) + `status()`, in process, on two sysroots that differ only
  * in `--boot-dir` (two deployments, each shipping a kernel of 12 MB and an initramfs of
  * 48 MB, as Debian's are), interleaved. Before the kernel-hash cache every such open

@@ -1,5 +1,5 @@
 /**
- * Issue 21's rows: the CLI as the boot path runs it, each command a fresh process timed
+ * The CLI rows: the CLI as the boot path runs it, each command a fresh process timed
  * from spawn to exit, against `node -e 0` (Node's own start) in the same rounds:
  *   - `stagedroot --version`, `status`, `boot` (nothing to do: a good deployment, no
  *     tries), `mark-good`, on a tiny sysroot (two files);
@@ -122,7 +122,7 @@ export async function measureCli(o) {
   return { samples, cpu, stats, files, starts, stages };
 }
 
-/** The targets of issue 21 (CLI part) from measureCli's samples. */
+/** The targets of the CLI's start and its stage, from measureCli's samples. */
 export function cliTargets(m) {
   const med = (k) => median(m.samples[k]);
   const node = med('node -e 0');
@@ -181,13 +181,16 @@ export function bootDirTarget(b) {
   };
 }
 
+/** BENCHMARKS.md's heading of the CLI's section: the key a `--cli` run finds it by (spliceCliSection). */
+export const CLI_HEADING = '## Targets: the CLI on the boot path (its start, its stage, the boot directory)';
+
 /** The section BENCHMARKS.md shows for these rows (a `--cli` run replaces it in place). */
 export function cliSection(m, targetsTable, when, bootDir) {
   const rows = [...cliTargets(m), ...(bootDir ? [bootDirTarget(bootDir)] : [])];
   // Why a miss is a miss, with the profile that shows it: scripts/bench/NOTES-cli.md (hand-written).
   const notesFile = path.join(repoRoot, 'scripts/bench/NOTES-cli.md');
   const notes = fs.existsSync(notesFile) ? `\n${fs.readFileSync(notesFile, 'utf8').trim()}\n` : '';
-  return `## Targets (issue 21: the CLI on the boot path)
+  return `${CLI_HEADING}
 
 ${when}
 
@@ -199,7 +202,7 @@ ${notes}`;
 
 /** BENCHMARKS.md's text with the section replaced (or put before the first other Targets section). */
 export function spliceCliSection(doc, section) {
-  const head = '## Targets (issue 21: the CLI on the boot path)';
+  const head = CLI_HEADING;
   const at = doc.indexOf(head);
   if (at >= 0) {
     const next = doc.indexOf('\n## ', at + head.length);

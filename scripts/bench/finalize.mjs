@@ -1,6 +1,6 @@
 /**
- * `npm run bench -- --finalize`: only the finalize rows (issue 21: finalize follows the
- * change, not the tree). For each size, a sysroot initialised from the generated tree and
+ * `npm run bench -- --finalize`: only the finalize rows (finalize follows the change,
+ * not the tree). For each size, a sysroot initialised from the generated tree and
  * booted (so that finalize merges the running system's etc/ into the staged deployment, as
  * at every shutdown); each round stages the update in a child process, makes a local change
  * in the booted etc/ (a carried file), times `finalize`, then rolls back and prunes the

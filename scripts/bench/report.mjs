@@ -1,4 +1,4 @@
-/** Medians, ratios against the issue's targets, and the Markdown report. */
+/** Medians, ratios against the targets, and the Markdown report. */
 
 export function median(xs) {
   if (!xs || xs.length === 0) return null;
@@ -39,11 +39,17 @@ export const ROWS = [
   ['event-loop cpu', 'most CPU time the staging process\'s main thread used between two 5 ms ticks (its `schedstat`)'],
 ];
 
+/** BENCHMARKS.md's heading of filesystemTargets' table. */
+export const FILESYSTEM_HEADING = '## Targets: stage on each filesystem (btrfs, the portable path on ext4, the event loop, memory)';
+
 /**
- * Issue 12's targets, from the bench directory's filesystem and the loop mounts:
- * `byFs` is [{ type, results } | { type, why }], the first one the bench directory's.
+ * The targets of a stage on each filesystem (stage against `cp -al` + `sync -f` on the
+ * bench directory's and an ext4 loop mount, btrfs's snapshot and its scaling, the event
+ * loop's delay during a stage, the staging process's memory), from the bench directory's
+ * filesystem and the loop mounts: `byFs` is [{ type, results } | { type, why }], the
+ * first one the bench directory's.
  */
-export function targets12(byFs) {
+export function filesystemTargets(byFs) {
   const out = [];
   const sized = (results) => {
     const big = results.reduce((a, b) => (b.files > a.files ? b : a));
@@ -86,8 +92,15 @@ export function targets12(byFs) {
   return out;
 }
 
-/** The issue's targets, each a ratio (or an absolute bound) from this one run. */
-export function targets(results) {
+/** BENCHMARKS.md's heading of referenceTargets' table. */
+export const REFERENCE_HEADING = '## Targets: stage against cp -al and ostree, the tree\'s size, status';
+
+/**
+ * The targets against the reference tools and the tree's size (stage against `cp -al` and
+ * ostree, finalize and rollback at both sizes, status, the staging process's memory),
+ * each a ratio (or an absolute bound) from this one run.
+ */
+export function referenceTargets(results) {
   const by = new Map(results.map((r) => [r.files, r]));
   const big = results.reduce((a, b) => (b.files > a.files ? b : a));
   const small = results.reduce((a, b) => (b.files < a.files ? b : a));
