@@ -115,6 +115,16 @@ export class PartialFile {
   }
 }
 
+/** Removes a file (a blob found corrupt), missing or not. */
+export async function removeFile(p: string): Promise<void> {
+  try {
+    await fs.promises.unlink(p);
+    fsyncDir(path.dirname(p));
+  } catch (err) {
+    if (errnoOf(err) !== 'ENOENT') throw ioError(err, p, p, 'sysroot');
+  }
+}
+
 /** The size of a regular file at `p`, or null when there is none (async: no stall of the event loop). */
 export async function fileSize(p: string): Promise<number | null> {
   try {

@@ -1,7 +1,10 @@
 import * as path from 'node:path';
+import { StagedrootError } from '../../errors.js';
+import { removeFile } from '../../fs/trees/fetch-file.js';
 import type { Origin } from '../../state/schema.js';
 import { bytesPayload } from '../../trust/payload.js';
 import type { LayerLimits } from '../layer/entry-checks.js';
+import { blobPath } from '../oci/digest.js';
 import { imageSource } from '../oci/image-source.js';
 import { VERSION_LABEL } from '../oci/media-types.js';
 import { showPlatform } from '../oci/platform.js';
@@ -77,7 +80,19 @@ export function registrySource(ref: ImageReference, o: RegistrySourceOptions = {
     },
     async plan(base, c) {
       const { pulled, inner } = await pull();
-      const set = await inner.plan(base, c);
+      let set;
+      try {
+        set = await inner.plan(base, c);
+      } catch (err) {
+        // A blob of the directory that does not match its digest (changed on the disk since it was
+        // fetched and verified) is removed, so that the next pull fetches it again instead of failing forever.
+        const bad = err instanceof StagedrootError && err.code === 'SOURCE_CORRUPT' ? (await resolve()).resolved.layers.find((l) => err.message.includes(l.digest)) : undefined;
+        if (bad !== undefined) {
+          await removeFile(path.join(dir, blobPath(bad.digest)));
+          throw new StagedrootError('SOURCE_CORRUPT', `${err instanceof Error ? err.message : String(err)} (removed from ${dir}: the next pull fetches it again)`, { path: bad.digest, cause: err });
+        }
+        throw err;
+      }
       // Which credentials file was used (never what it holds) is said with what was pulled.
       return { ...set, description: `image ${name} (${pulled.digest}) pulled from ${pulled.registry} with ${pulled.credentials}: ${set.description}` };
     },

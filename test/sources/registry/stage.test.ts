@@ -7,12 +7,15 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { StagedrootError } from '../../../src/errors.js';
 import { findAuthFile } from '../../../src/sources/registry/auth-file.js';
+import { pullImage } from '../../../src/sources/registry/pull.js';
 import { parseDockerReference } from '../../../src/sources/registry/reference.js';
 import { registrySource } from '../../../src/sources/registry/source.js';
 import { sourceFromPath } from '../../../src/sources/detect.js';
 import { hostPlatform } from '../../../src/sources/oci/platform.js';
 import { reboot, tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
+import { Sysroot } from '../../../src/sysroot.js';
 import { cli } from '../../helpers/cli.js';
 import { listing, manifestOf, umociImage } from '../oci-helpers.js';
 import { push, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
@@ -96,6 +99,37 @@ describe('stage docker://… (library)', () => {
     expect(fetched).toBeGreaterThan(0);
     const st = t.sysroot.status();
     expect(st.deployments.find((x) => x.id === st.staged)!.origin).toMatchObject({ digest: digest2, pullspec: `${reg.host}/os/node:2` });
+  });
+
+  it('init from a registry image: the first deployment is the image, its origin recorded', async () => {
+    const base = fs.mkdtempSync(path.join(scratch, 'init-'));
+    const s = await Sysroot.init(path.join(base, 'sysroot'), { source: source('os/node:2', path.join(base, 'blobs')) });
+    const st = s.status();
+    const d = st.deployments.find((x) => x.id === st.current)!;
+    expect(d.origin).toMatchObject({ digest: digest2, pullspec: `${reg.host}/os/node:2`, registry: `https://${reg.host}` });
+    expect(listing((d as unknown as { path: string }).path)).toMatchObject({ 'usr/bin/tool': 'two\n' });
+  });
+
+  it('a layer blob corrupted on the disk after its pull: SOURCE_CORRUPT, the blob removed, the next stage fetches it again', async () => {
+    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    const blobDir = path.join(t.scratch, 'blobs');
+    await pullImage(parseDockerReference(`docker://${reg.host}/os/node:1`), blobDir, { auth: await findAuthFile({ authfile: auth }), certsDir: reg.certsDir });
+    const layer = manifestOf(path.join(scratch, 'v1')).json.layers[0]!;
+    const file = path.join(blobDir, 'blobs', ...layer.digest.split(':'));
+    const bytes = fs.readFileSync(file);
+    bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 0xff;
+    fs.writeFileSync(file, bytes);
+    fetched = 0;
+    const err = (await t.sysroot.stage(source('os/node:1', blobDir)).catch((e: unknown) => e)) as StagedrootError;
+    expect(err.code).toBe('SOURCE_CORRUPT');
+    expect(err.message).toContain(layer.digest);
+    expect(err.message).toContain(`(removed from ${blobDir}: the next pull fetches it again)`);
+    expect(fetched).toBe(0);
+    expect(fs.existsSync(file)).toBe(false);
+    expect(t.sysroot.status().staged).toBeNull();
+    await t.sysroot.stage(source('os/node:1', blobDir));
+    expect(fetched).toBe(layer.size);
+    expect(t.sysroot.status().staged).not.toBeNull();
   });
 
   it('sourceFromPath takes docker://… as a registry image', async () => {
