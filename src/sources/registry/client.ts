@@ -66,6 +66,17 @@ export interface BlobFetch {
   resumed: boolean;
 }
 
+/** Bytes between two progress reports of a blob. */
+const PROGRESS_STEP = 1024 * 1024;
+
+/** A blob on its way: bytes in place so far (fetched now, or kept from an earlier fetch and resumed), of its size. */
+export interface BlobProgress {
+  bytes: number;
+  size: number;
+  fetched: number;
+  cached: number;
+}
+
 const RETRY_STATUS = new Set([429, 500, 502, 503, 504]);
 const wait = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -347,7 +358,7 @@ export class RegistryClient {
    * the first extra byte; bytes that do not match the digest are removed (SOURCE_CORRUPT,
    * exit 3); a cut connection or a stall keeps what came and resumes, up to the retries.
    */
-  async fetchBlob(d: { digest: string; size: number }, dest: string, what: string): Promise<BlobFetch> {
+  async fetchBlob(d: { digest: string; size: number }, dest: string, what: string, onProgress?: (p: BlobProgress) => void): Promise<BlobFetch> {
     const label = `blob ${d.digest} (${what})`;
     if ((await fileSize(dest)) === d.size) return { fetched: 0, cached: d.size, resumed: false };
     const part = await PartialFile.open(dest);
@@ -403,6 +414,7 @@ export class RegistryClient {
             hash.update(c);
             await part.append(c);
             fetched += c.length;
+            if (onProgress !== undefined && Math.floor((part.size - c.length) / PROGRESS_STEP) !== Math.floor(part.size / PROGRESS_STEP)) onProgress({ bytes: part.size, size: d.size, fetched, cached: resumed ? kept : 0 });
           }
         } catch (err) {
           if (err instanceof StagedrootError) throw err;

@@ -6,7 +6,7 @@ import { fileSize, PartialFile, readSmallFile } from '../../fs/trees/fetch-file.
 import { blobPath, digestOf } from '../oci/digest.js';
 import { REF_ANNOTATION } from '../oci/media-types.js';
 import { MAX_JSON_BYTES } from '../oci/read-blob.js';
-import { RegistryClient, type BlobFetch, type RegistryClientOptions, type ResolvedManifest } from './client.js';
+import { RegistryClient, type BlobFetch, type BlobProgress, type RegistryClientOptions, type ResolvedManifest } from './client.js';
 import { formatReference, type ImageReference } from './reference.js';
 
 export interface PullOptions extends RegistryClientOptions {
@@ -14,6 +14,8 @@ export interface PullOptions extends RegistryClientOptions {
   parallel?: number;
   /** Bytes that must stay free on the blob directory's filesystem after the layers are fetched (default 0). */
   reserveBytes?: number;
+  /** Told as a layer's bytes arrive (every MiB): bytes in place, its size, fetched now, kept from an earlier fetch. */
+  onProgress?: (e: { digest: string; what: string } & BlobProgress) => void;
   /** Told when each blob is in place. */
   onBlob?: (e: { digest: string; what: string; size: number } & BlobFetch) => void;
 }
@@ -106,7 +108,8 @@ export async function fetchLayers(rp: ResolvedPull, o: PullOptions = {}): Promis
   const queue = r.layers.map((l, i) => ({ l, what: `layer ${i + 1} of ${r.layers.length}` }));
   const worker = async (): Promise<void> => {
     for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
-      const f = await client.fetchBlob(next.l, path.join(dir, blobPath(next.l.digest)), next.what);
+      const { l, what } = next;
+      const f = await client.fetchBlob(l, path.join(dir, blobPath(l.digest)), what, o.onProgress && ((p) => o.onProgress!({ digest: l.digest, what, ...p })));
       fetched += f.fetched;
       cached += f.cached;
       o.onBlob?.({ digest: next.l.digest, what: next.what, size: next.l.size, ...f });

@@ -312,3 +312,26 @@ describe('Bearer tokens', () => {
     expect(e.message).not.toMatch(/wrong-pw|secret-pw/);
   });
 });
+
+describe('progress', () => {
+  it('a blob reports its bytes as they arrive, every MiB, with what a resume kept', async () => {
+    const big = Buffer.from(Array.from({ length: 2.5 * 1024 * 1024 }, (_, i) => (i * 31) % 253));
+    const d = { digest: `sha256:${createHash('sha256').update(big).digest('hex')}`, size: big.length };
+    const reg = await serve((req, res) => blobAnswer(req, res, { body: big }));
+    const seen: { bytes: number; fetched: number; cached: number }[] = [];
+    await client(reg.host).fetchBlob(d, dest(), 'layer 1 of 1', (p) => {
+      expect(p.size).toBe(big.length);
+      seen.push({ bytes: p.bytes, fetched: p.fetched, cached: p.cached });
+    });
+    expect(seen.map((s) => Math.floor(s.bytes / 2 ** 20))).toEqual([1, 2]);
+    expect(seen.every((s) => s.cached === 0 && s.fetched === s.bytes)).toBe(true);
+    const file = dest();
+    fs.writeFileSync(`${file}.partial`, big.subarray(0, 1.5 * 2 ** 20));
+    const resumed: { bytes: number; fetched: number; cached: number }[] = [];
+    await client(reg.host).fetchBlob(d, file, 'layer 1 of 1', (p) => resumed.push({ bytes: p.bytes, fetched: p.fetched, cached: p.cached }));
+    expect(resumed).toHaveLength(1);
+    expect(resumed[0]!.bytes).toBeGreaterThanOrEqual(2 * 2 ** 20);
+    expect(resumed[0]!.cached).toBe(1.5 * 2 ** 20);
+    expect(resumed[0]!.fetched).toBe(resumed[0]!.bytes - 1.5 * 2 ** 20);
+  });
+});
