@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { StagedrootError } from '../../src/errors.js';
 import { importLayer } from '../../src/layer-store/import-layer.js';
 import { linkLayers, linkLayersNow } from '../../src/layer-store/link-tree.js';
+import { releaseLayers } from '../../src/layer-store/release.js';
 import { LayerStore } from '../../src/layer-store/store.js';
 import { hashTree } from '../../src/testing/index.js';
 import { blobOf, describeTree, expectSameLinks, freshApply, makeTar, scratch, writeLayout, type GenEntry } from './helpers.js';
@@ -183,5 +184,38 @@ describe('the layer store', () => {
   it('on the root filesystem (ext4 here), uncompressed layers', async () => {
     const b = await buildBoth(stack(), false, true);
     expect(describeTree(b.linked)).toEqual(describeTree(b.fresh));
+  });
+
+  it('releasing the layers no deployment uses: their directories, links and objects go; the kept layers and trees linked before stay whole', async () => {
+    const d = tmp();
+    const [l0, l1, l2] = stack();
+    const a = writeLayout(path.join(d, 'a'), [{ tar: makeTar(l0!), gzip: true }, { tar: makeTar(l1!), gzip: true }]);
+    const b = writeLayout(path.join(d, 'b'), [{ tar: makeTar(l0!), gzip: true }, { tar: makeTar(l2!), gzip: true }]);
+    await freshApply(path.join(d, 'b'), path.join(d, 'fresh-b'));
+    const store = new LayerStore(path.join(d, 'layers'));
+    for (const w of [...a, ...b]) await importLayer(store, blobOf(w));
+    const treeA = path.join(d, 'tree-a');
+    fs.mkdirSync(treeA);
+    linkLayersNow({ store: store.dir, tree: treeA, diffIds: a.map((w) => w.diffId), hardlinkPrefixes: ['usr'] });
+    const beforeA = describeTree(treeA);
+    const objects = (): number => fs.readdirSync(store.objectsDir).reduce((n, kk) => n + fs.readdirSync(path.join(store.objectsDir, kk)).length, 0);
+    const before = objects();
+    // Deployment A pruned: only B's layers are kept.
+    const r = releaseLayers(store, b.map((w) => w.diffId));
+    expect(r.layers).toEqual([a[1]!.diffId]);
+    expect(r.objects).toBeGreaterThan(0);
+    expect(objects()).toBe(before - r.objects);
+    expect(store.find({ diffId: a[1]!.diffId })).toBeNull();
+    expect(store.find({ digest: a[1]!.digest })).toBeNull();
+    expect(fs.readdirSync(store.tmpDir)).toEqual([]);
+    expect(describeTree(treeA)).toEqual(beforeA); // its inodes outlive the store's names
+    const treeB = path.join(d, 'tree-b');
+    fs.mkdirSync(treeB);
+    linkLayersNow({ store: store.dir, tree: treeB, diffIds: b.map((w) => w.diffId), hardlinkPrefixes: ['usr'] });
+    expect(describeTree(treeB)).toEqual(describeTree(path.join(d, 'fresh-b')));
+    // Nothing kept: the store is empty again.
+    expect(releaseLayers(store, []).layers.sort()).toEqual(b.map((w) => w.diffId).sort());
+    expect(objects()).toBe(0);
+    expect(store.layers()).toEqual([]);
   });
 });
