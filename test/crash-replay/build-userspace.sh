@@ -10,6 +10,7 @@ cache=${1:?usage: build-userspace.sh CACHE_DIR}
 out="$cache/replay-userspace"
 [ -f "$out/.complete" ] && exit 0
 
+# shellcheck source=test/vm/debian-mirror.sh
 . "$(dirname "$0")/../vm/debian-mirror.sh"
 
 url=$(debian_mirror)

@@ -13,6 +13,7 @@ set -eu
 out=${1:?usage: build-userspace.sh OUT_DIR}
 [ -f "$out/.complete" ] && exit 0
 
+# shellcheck source=test/vm/debian-mirror.sh
 . "$(dirname "$0")/../vm/debian-mirror.sh"
 
 url=$(debian_mirror)
