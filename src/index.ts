@@ -39,7 +39,7 @@ export type { RequiredPathsOptions } from './validate/required-paths.js';
 export type { FreeSpaceOptions } from './validate/free-space.js';
 export { DEFAULT_SETUID_ALLOW_LIST } from './validate/unsafe-modes.js';
 export { DEFAULT_REQUIRED_PATHS } from './validate/required-paths.js';
-export { DEFAULT_SHARED, DEFAULT_MERGED } from './shared-dirs/config.js';
+export { DEFAULT_SHARED, DEFAULT_MERGED } from './persistent-dirs/config.js';
 export { classifySystemdOutput, type NoiseRule } from './validate/systemd-output.js';
 export { runHealthChecks, DEFAULT_HEALTH_TIMEOUT_MS, type HealthCheck, type HealthOptions, type HealthReport, type CheckResult, type HealthKind } from './boot/health.js';
 export { assessHealth, type AssessResult } from './assess-health.js';

@@ -9,8 +9,8 @@ import type { BaseState, MergeReport } from '../state/schema.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { applyEtcMerge, conflictIssue, keepLocalVersions, planEtcMerge, type PlannedMerge } from '../merge/merge.js';
 import type { TypeConflict } from '../merge/plan.js';
-import { keepSharedVersions, planShared, type SharedPlan } from '../shared-dirs/apply.js';
-import { mergedDirs, sharedDirs } from '../shared-dirs/config.js';
+import { keepSharedVersions, planShared, type SharedPlan } from '../persistent-dirs/apply.js';
+import { mergedDirs, sharedDirs } from '../persistent-dirs/config.js';
 import { finishFinalize } from './finish.js';
 
 export interface FinalizeOptions {

@@ -1,8 +1,8 @@
 import type { Context } from '../context.js';
 import { exists, listDir } from '../fs/core/host-paths.js';
 import { readMarker, redoEtcMerge } from '../merge/merge.js';
-import { applySharedOps, clearSharedStamps } from '../shared-dirs/apply.js';
-import { sharedDirs } from '../shared-dirs/config.js';
+import { applySharedOps, clearSharedStamps } from '../persistent-dirs/apply.js';
+import { sharedDirs } from '../persistent-dirs/config.js';
 import type { BaseState } from '../state/schema.js';
 import { saveState } from '../store/state-file.js';
 

@@ -1,5 +1,5 @@
 import { recoverFinalize } from '../commit/finish.js';
-import { upgradeSharedLayout } from '../shared-dirs/upgrade.js';
+import { upgradeSharedLayout } from '../persistent-dirs/upgrade.js';
 import type { ResumeStep } from '../store/recover.js';
 
 /**

@@ -10,8 +10,8 @@ import { RootFs } from '../fs/trees/root-fs.js';
 import { B } from '../fs/trees/tree-io.js';
 import { snapshotsFrom } from '../fs/trees/storage.js';
 import { compareEntry } from '../fs/manifests/verify-tree.js';
-import { sharedDirs } from '../shared-dirs/config.js';
-import { settleMountPoints } from '../shared-dirs/mount-points.js';
+import { sharedDirs } from '../persistent-dirs/config.js';
+import { settleMountPoints } from '../persistent-dirs/mount-points.js';
 import type { Source } from '../sources/source.js';
 import { mustFind, stageBase } from '../state/model.js';
 import type { BaseState, Origin, SignatureRecord } from '../state/schema.js';
@@ -22,7 +22,7 @@ import { activationOf, loadDisruptionPolicy } from './activation-of.js';
 import { applyKernelArguments } from '../state/kernel-args.js';
 import type { Activation } from '../state/activation.js';
 import { checkStage, DEFAULT_LABEL, planChanges } from './stage-plan.js';
-import { SharedDivert } from '../shared-dirs/divert.js';
+import { SharedDivert } from '../persistent-dirs/divert.js';
 import { DEFAULT_COPY_POLICY } from './stage.js';
 
 export interface DryRunOptions {

@@ -16,7 +16,7 @@ import { randomSuffix } from '../util/random.js';
  *   shared.list                  the shared directories, one tree-relative path a line (for the initramfs)
  *   kept/ID/PATH                 local versions the merge into deployment ID kept aside (removed with ID)
  *   deploy/ID/shared/REL/...     an update's entries under shared directories, applied at finalize
- *   deploy/ID/shared-ops.json    what to do with them (see src/shared-dirs/ops.ts)
+ *   deploy/ID/shared-ops.json    what to do with them (see src/persistent-dirs/ops.ts)
  *   deploy/ID/merging.json       a merge into ID in progress (recovery redoes it)
  *   deploy/ID/kernel-hashes.json its kernel's and initramfs's sha256 with their inode, size, mtime, ctime (a cache: with --boot-dir)
  *   boot-entries.json            what the last boot-entry sync that wrote nothing read, by identity (boot/entries/record.ts; with --boot-dir)

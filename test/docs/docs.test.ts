@@ -17,19 +17,22 @@ import { requireDist } from '../helpers/crash.js';
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const read = (rel: string): string => fs.readFileSync(path.join(ROOT, rel), 'utf8');
 
-/** README.md and every Markdown file under docs/, as paths relative to the repository. */
-function docFiles(): string[] {
-  const out = ['README.md'];
+/** The files under DIR whose names end in EXT, as paths relative to the repository. */
+function filesUnder(dir: string, ext: string): string[] {
+  const out: string[] = [];
   const walk = (rel: string): void => {
     for (const e of fs.readdirSync(path.join(ROOT, rel), { withFileTypes: true })) {
       const p = `${rel}/${e.name}`;
       if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith('.md')) out.push(p);
+      else if (e.name.endsWith(ext)) out.push(p);
     }
   };
-  walk('docs');
+  walk(dir);
   return out;
 }
+
+/** README.md and every Markdown file under docs/, as paths relative to the repository. */
+const docFiles = (): string[] => ['README.md', ...filesUnder('docs', '.md')];
 
 /** The codes of the ErrorCode union, read from the source (a type has no runtime list). */
 function errorCodes(): string[] {
@@ -143,8 +146,8 @@ describe('docs/status-json.md', () => {
 });
 
 describe('README.md and docs/', () => {
-  it('never send the reader to files a user of the package does not have', () => {
-    for (const f of docFiles()) {
+  it('never send the reader to files a user of the package does not have (the shipped source and its comments included)', () => {
+    for (const f of [...docFiles(), ...filesUnder('src', '.ts')]) {
       const text = read(f);
       for (const bad of ['../shared', 'shared/DESIGN', '/work/', 'DESIGN.md', 'ANCHORS.md', 'STYLE.md']) {
         expect(text.includes(bad), `${f} mentions ${bad}`).toBe(false);

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readFleetLockConfig } from '../../src/fleetlock/config.js';
 import { parseDelta } from '../../src/fs/manifests/delta.js';
-import { parseSharedOps } from '../../src/shared-dirs/ops.js';
+import { parseSharedOps } from '../../src/persistent-dirs/ops.js';
 import { readConfigRecord } from '../../src/store/config-record.js';
 import { parseJsonState } from '../../src/util/json-state.js';
 import { z } from 'zod';
