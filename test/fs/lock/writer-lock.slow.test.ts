@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { FaultHook } from '../../../src/fs/core/faults.js';
 import { acquireLock } from '../../../src/fs/lock/writer-lock.js';
 import { Sysroot } from '../../../src/sysroot.js';
 import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
@@ -21,6 +22,13 @@ function deadPid(): number {
 function writeOwned(dir: string, pid: number, operation: string): void {
   fs.mkdirSync(dir);
   fs.writeFileSync(path.join(dir, 'owner.json'), JSON.stringify({ pid, start: null, token: `t${pid}`, operation, since: new Date().toISOString() }));
+}
+
+/** Counts the tries to take the lock or its break mutex (each prepares a .lock-new-* dir), through the fault hook. */
+function lockTries(): { faults: FaultHook; count: () => number } {
+  let n = 0;
+  const faults: FaultHook = { afterMutation: (op, p) => void (op === 'mkdir' && path.basename(p).startsWith('.lock-new-') && n++) };
+  return { faults, count: () => n };
 }
 
 describe('the sysroot writer lock', () => {
@@ -126,9 +134,11 @@ describe('the sysroot writer lock', () => {
     await exited(holder);
     crashAt(t.dir, 'open', /^rename .*\/lock\.break$/);
     expect(lockLeftovers(t.dir).sort()).toEqual(['lock', 'lock.break']);
-    const t0 = Date.now();
-    const s = await Sysroot.open(t.dir);
-    expect(Date.now() - t0).toBeLessThan(3000);
+    const tries = lockTries();
+    const s = await Sysroot.open(t.dir, { faults: tries.faults });
+    // Three rounds: the dead breaker's mutex removed, the stale lock broken, the lock taken
+    // (a try prepares the lock's dir, one more the mutex's). The stall tried thousands of times.
+    expect(tries.count()).toBeLessThanOrEqual(6);
     expect(lockLeftovers(t.dir)).toEqual([]);
     expect((await s.stage(motdUpdate('A'))).id).toBe('0002');
   });
@@ -148,11 +158,13 @@ describe('the sysroot writer lock', () => {
     t = await tempSysroot({ tree: { 'etc/motd': 'hi\n' } });
     writeOwned(path.join(t.dir, 'lock'), deadPid(), 'stage');
     writeOwned(path.join(t.dir, 'lock.break'), process.pid, 'break a stale lock');
-    const t0 = Date.now();
-    const err = await acquireLock(t.dir, { waitSeconds: 0.3 }).catch((e: unknown) => e);
+    const tries = lockTries();
+    const err = await acquireLock(t.dir, { waitSeconds: 0.3, faults: tries.faults }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'BUSY' });
     expect(String((err as Error).message)).toContain(`process ${process.pid} holds the lock for "break a stale lock"`);
-    expect(Date.now() - t0).toBeLessThan(3000);
+    // A round (two tries: the lock, the mutex) then a pause of 25 ms at least: at most 13
+    // rounds in 0.3 s, fewer on a loaded machine. A spin, or waiting out the mutex's 10 s, makes far more.
+    expect(tries.count()).toBeLessThanOrEqual(2 * 20);
     // Once that breaker is gone, its mutex is stale too and the lock is taken.
     fs.rmSync(path.join(t.dir, 'lock.break'), { recursive: true });
     writeOwned(path.join(t.dir, 'lock.break'), deadPid(), 'break a stale lock');
