@@ -51,3 +51,7 @@ export { FleetLockClient, FleetLockError, DEFAULT_FLEETLOCK_TIMEOUT_MS, type Fle
 export type { FleetLockConfig } from './fleetlock/config.js';
 export { adoptRoot, ADOPT_SHARED, type AdoptOptions, type AdoptResult } from './install/adopt.js';
 export { findSysroot, type FoundSysroot, type SysrootPlaces } from './boot/find-sysroot.js';
+export { registrySource, DEFAULT_BLOB_DIR, type RegistrySourceOptions } from './sources/registry/source.js';
+export { parseDockerReference, parsePullspec, formatReference, type ImageReference } from './sources/registry/reference.js';
+export type { ImageCheck } from './sources/registry/check.js';
+export type { UpdateOptions, UpdateResult, UpdateCheck } from './stage/track.js';

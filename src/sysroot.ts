@@ -23,6 +23,8 @@ import type { Source } from './sources/source.js';
 import type { InitOptions } from './stage/init.js';
 import { addTrustedKey, loadTrustedKeys, readPublicKeyFile, removeTrustedKey } from './trust/keys.js';
 import type { StageOptions, StageResult } from './stage/stage.js';
+import type { UpdateCheck, UpdateOptions, UpdateResult } from './stage/track.js';
+import type { RegistrySourceOptions } from './sources/registry/source.js';
 import type { DryRunOptions, DryRunResult } from './stage/dry-run.js';
 import type { HookContext, HookRun } from './hooks/run-hooks.js';
 import type { HookPhase } from './hooks/phases.js';
@@ -163,6 +165,40 @@ export class Sysroot {
       if (!r.alreadyRunning) r.hooks = [...(r.hooks ?? []), ...(await this.hooks(h.post, { id: r.id, label: r.label, tree: r.path }, o))];
       return r;
     });
+  }
+
+  /**
+   * `stagedroot upgrade`: the tracked image (the staged deployment's reference after a
+   * switch, else the booted one's) pulled and staged again; nothing when its digest is
+   * the one that deployment already runs or holds.
+   */
+  async upgrade(o: UpdateOptions = {}): Promise<UpdateResult> {
+    const { trackedImage, updateSource, alreadyStaged } = await import('./stage/track.js');
+    const t = trackedImage(this.state());
+    const { source, pullspec } = updateSource(t.ref, t, o.pull);
+    if (t.staged && (await source.inspect!()).origin?.digest === t.deployment.origin?.digest) return alreadyStaged(t, this.ctx.layout.tree(t.deployment.id));
+    return { ...(await this.stage(source, o)), pullspec };
+  }
+
+  /** `stagedroot switch REF`: stages the image REF names (`docker://…` or a bare pullspec), which later upgrades follow. */
+  async switch(ref: string, o: UpdateOptions = {}): Promise<UpdateResult> {
+    const { switchReference, updateSource } = await import('./stage/track.js');
+    const { source, pullspec } = updateSource(switchReference(ref), null, o.pull);
+    return { ...(await this.stage(source, o)), pullspec };
+  }
+
+  /** `upgrade --check`: the tracked image's digest and layers (manifests and config fetched only), and whether it is new. */
+  async checkUpgrade(o: RegistrySourceOptions = {}): Promise<UpdateCheck> {
+    const { trackedImage, checkUpdate } = await import('./stage/track.js');
+    const s = this.state();
+    const t = trackedImage(s);
+    return checkUpdate(s, t.ref, t, o);
+  }
+
+  /** `switch REF --check`: the same for REF, against the booted deployment. */
+  async checkSwitch(ref: string, o: RegistrySourceOptions = {}): Promise<UpdateCheck> {
+    const { switchReference, checkUpdate } = await import('./stage/track.js');
+    return checkUpdate(this.state(), switchReference(ref), null, o);
   }
 
   private hooks(phase: HookPhase, c: Omit<HookContext, 'sysroot'>, o: HookTimeout = {}): Promise<HookRun[]> {

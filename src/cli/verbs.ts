@@ -26,6 +26,7 @@ export const VERBS: readonly VerbEntry[] = [
   { names: ['init'], module: 'init', register: 'initCommand', bootPath: false },
   { names: ['status'], module: 'status', register: 'statusCommand', bootPath: true },
   { names: ['stage'], module: 'stage', register: 'stageCommand', bootPath: false },
+  { names: ['upgrade', 'switch'], module: 'upgrade', register: 'upgradeCommands', bootPath: false },
   { names: ['finalize'], module: 'finalize', register: 'finalizeCommand', bootPath: false },
   { names: ['boot'], module: 'boot', register: 'bootCommand', bootPath: true },
   { names: ['mark-good', 'mark-bad'], module: 'mark', register: 'markCommands', bootPath: true },

@@ -81,7 +81,7 @@ function looksLikeYaml(head: Buffer): boolean {
  * Options for sources read from a path; `replace` and `limits` apply to tar and directory
  * sources, `platform` and `ref` to images (an image is always a whole new tree).
  */
-export type SourceOptions = LayerOptions & ImageOptions & Pick<MachineConfigOptions, 'imageStore' | 'owner'> & Pick<RegistrySourceOptions, 'authfile' | 'blobDir' | 'certsDir'>;
+export type SourceOptions = LayerOptions & ImageOptions & Pick<MachineConfigOptions, 'imageStore' | 'owner'> & Pick<RegistrySourceOptions, 'authfile' | 'blobDir' | 'certsDir' | 'onProgress' | 'onBlob'>;
 
 /** A source for a path, its kind detected from the content; `docker://…` is an image in a registry. */
 export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
@@ -143,7 +143,7 @@ function fromRegistry(p: string, o: SourceOptions): Source {
     const option = o.ref !== undefined ? 'ref' : o.imageStore !== undefined ? 'imageStore' : 'owner';
     throw new StagedrootError('USAGE', `--${option === 'imageStore' ? 'image-store' : option} does not apply to an image in a registry (${p}): its reference names the image`, { option, value: o[option] });
   }
-  return registrySource(ref, { ...(o.platform ? { platform: o.platform } : {}), ...(o.authfile !== undefined ? { authfile: o.authfile } : {}), ...(o.blobDir !== undefined ? { blobDir: o.blobDir } : {}), ...(o.certsDir !== undefined ? { certsDir: o.certsDir } : {}), ...(o.limits ? { limits: o.limits } : {}) });
+  return registrySource(ref, { ...(o.platform ? { platform: o.platform } : {}), ...(o.authfile !== undefined ? { authfile: o.authfile } : {}), ...(o.blobDir !== undefined ? { blobDir: o.blobDir } : {}), ...(o.certsDir !== undefined ? { certsDir: o.certsDir } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.onProgress ? { onProgress: o.onProgress } : {}), ...(o.onBlob ? { onBlob: o.onBlob } : {}) });
 }
 
 /**

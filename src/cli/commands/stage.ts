@@ -4,7 +4,8 @@ import { StagedrootError, type Issue } from '../../errors.js';
 import { pathSource } from '../../sources/detect.js';
 import { commandSource } from '../../sources/command.js';
 import { parsePlatform } from '../../sources/oci/platform.js';
-import { checkRegistryImage, type ImageCheck } from '../../sources/registry/check.js';
+import { checkRegistryImage } from '../../sources/registry/check.js';
+import { formatCheck } from '../format-pull.js';
 import { isRegistryReference, parseDockerReference } from '../../sources/registry/reference.js';
 import type { BuiltinOptions } from '../../validate/builtins.js';
 import { DEFAULT_SETUID_ALLOW_LIST } from '../../validate/unsafe-modes.js';
@@ -13,6 +14,7 @@ import { printJson } from '../io.js';
 import { formatDryRun } from '../format.js';
 import { EXIT } from '../../exit-codes.js';
 import { progressBar } from '../progress.js';
+import { pullProgress } from '../pull-progress.js';
 
 interface StageCliOptions extends CommonOptions {
   label?: string;
@@ -57,19 +59,6 @@ function builtinsFrom(o: StageCliOptions): BuiltinOptions {
     requiredPaths: o.checkRequired && (o.require.length ? o.require : true),
     freeSpace: o.checkSpace && (minFree !== undefined ? { reserveBytes: minFree } : true),
   };
-}
-
-/** What `stage docker://… --check` found, for people. */
-function formatCheck(c: ImageCheck, upToDate: boolean): string {
-  const needed = c.layers.filter((l) => !l.present);
-  const lines = [
-    `image ${c.pullspec} from ${c.registry}`,
-    `digest ${c.digest}${c.indexDigest ? ` (in the index ${c.indexDigest})` : ''}${c.version !== undefined ? `, version ${c.version}` : ''}`,
-    upToDate ? 'the booted deployment already runs this image: nothing to stage' : 'an update: the booted deployment runs another image',
-    `layers: ${c.layers.length - needed.length} of ${c.layers.length} present (${c.bytesPresent} bytes), ${needed.length} to fetch (${c.bytesNeeded} bytes)`,
-    ...needed.map((l) => `  to fetch ${l.digest} ${l.size - l.partial} bytes${l.partial ? ` (${l.partial} already fetched)` : ''}`),
-  ];
-  return lines.join('\n') + '\n';
 }
 
 /** The warnings of a stage or of its dry run, one line each on stderr. */
@@ -127,7 +116,10 @@ export function stageCommand(program: Command, env: CliEnv): void {
           return EXIT.OK;
         }
         const runTimeout = nonNegativeInt('run-timeout', o.runTimeout);
-        const source = o.run !== undefined ? commandSource(o.run, { binds: o.bind, ...(runTimeout === undefined ? {} : { timeoutMs: runTimeout * 1000 }) }) : pathSource(path!, { replace: o.replace, ref: o.ref, imageStore: o.imageStore, owner: o.owner, authfile: o.authfile, certsDir: o.certsDir, blobDir: o.blobDir, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }) });
+        // A pull's progress per layer (a docker://… source): a terminal's line, or --json lines on stderr.
+        const pull = pullProgress(env.io, Boolean(o.json) && !o.dryRun);
+        const pulled = path !== undefined && isRegistryReference(path) ? pull.options : {};
+        const source = o.run !== undefined ? commandSource(o.run, { binds: o.bind, ...(runTimeout === undefined ? {} : { timeoutMs: runTimeout * 1000 }) }) : pathSource(path!, { replace: o.replace, ref: o.ref, imageStore: o.imageStore, owner: o.owner, authfile: o.authfile, certsDir: o.certsDir, blobDir: o.blobDir, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }), ...pulled });
         const builtins = builtinsFrom(o);
         const timeout = nonNegativeInt('validator-timeout', o.validatorTimeout);
         const commands = o.validator.map((command) => ({ command, ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }) }));
@@ -161,6 +153,7 @@ export function stageCommand(program: Command, env: CliEnv): void {
           throw err;
         } finally {
           bar.done();
+          pull.done();
         }
       }),
     );

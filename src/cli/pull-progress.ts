@@ -1,0 +1,46 @@
+import type { RegistrySourceOptions } from '../sources/registry/source.js';
+import type { Io } from './io.js';
+
+function mb(n: number): string {
+  return `${(n / 1e6).toFixed(1)} MB`;
+}
+
+/**
+ * A pull's progress, per layer: on a terminal a line redrawn on stderr (at most every
+ * 100 ms) with the layer, its bytes in place of its size and what was already there;
+ * with --json one JSON object a line on stderr (stdout keeps the one result), every MiB
+ * of a layer and as each blob is in place; otherwise nothing (hooks and pipes get clean
+ * output).
+ */
+export function pullProgress(io: Io, json: boolean): { options: Pick<RegistrySourceOptions, 'onProgress' | 'onBlob'>; done: () => void } {
+  if (json) {
+    const line = (v: unknown) => io.err(JSON.stringify(v) + '\n');
+    return {
+      options: {
+        onProgress: (e) => line({ progress: 'fetch', ...e }),
+        onBlob: (e) => line({ progress: 'blob', digest: e.digest, what: e.what, size: e.size, fetched: e.fetched, cached: e.cached, resumed: e.resumed }),
+      },
+      done: () => {},
+    };
+  }
+  if (!io.errIsTty) return { options: {}, done: () => {} };
+  let last = 0;
+  let drawn = false;
+  return {
+    options: {
+      onProgress(e) {
+        const now = Date.now();
+        if (now - last < 100 && e.bytes !== e.size) return;
+        last = now;
+        const width = 30;
+        const bar = '#'.repeat(Math.round((e.size ? Math.min(1, e.bytes / e.size) : 1) * width)).padEnd(width, '.');
+        io.err(`\r[${bar}] fetch    ${e.what} ${mb(e.bytes)} of ${mb(e.size)}${e.cached ? ` (${mb(e.cached)} already here)` : ''}\x1b[K`);
+        drawn = true;
+      },
+    },
+    done() {
+      if (drawn) io.err('\r\x1b[K');
+      drawn = false;
+    },
+  };
+}

@@ -1,0 +1,82 @@
+import { StagedrootError } from '../errors.js';
+import { mustFind } from '../state/model.js';
+import type { BaseState, DeploymentRecord } from '../state/schema.js';
+import { checkRegistryImage, type ImageCheck } from '../sources/registry/check.js';
+import { parsePlatform } from '../sources/oci/platform.js';
+import { formatReference, isRegistryReference, parseDockerReference, parsePullspec, type ImageReference } from '../sources/registry/reference.js';
+import { registrySource, type RegistrySourceOptions } from '../sources/registry/source.js';
+import type { Source } from '../sources/source.js';
+import type { StageOptions, StageResult } from './stage.js';
+
+/** Options of `upgrade` and `switch`: a stage's, and how the image is pulled. */
+export interface UpdateOptions extends StageOptions {
+  pull?: RegistrySourceOptions;
+}
+
+export interface UpdateResult extends StageResult {
+  /** The reference pulled (normalised, as status's origin keeps it). */
+  pullspec: string;
+  /** An upgrade after a switch found the image the staged deployment already holds: nothing staged (`id` is the staged one). */
+  alreadyStaged?: boolean;
+}
+
+/** The deployment whose image `upgrade` pulls again, and the reference it tracks. */
+export interface Tracked {
+  deployment: DeploymentRecord;
+  /** The staged deployment (a switch not booted yet), not the booted one. */
+  staged: boolean;
+  ref: ImageReference;
+}
+
+/**
+ * What `upgrade` follows: the staged deployment's reference when one is staged from a
+ * registry (an upgrade after a `switch` keeps the switch, as bootc's), else the booted
+ * deployment's. A deployment not pulled from a registry tracks nothing.
+ */
+export function trackedImage(s: BaseState): Tracked {
+  const staged = s.staged === null ? undefined : mustFind(s, s.staged);
+  if (staged?.origin?.pullspec !== undefined) return { deployment: staged, staged: true, ref: parsePullspec(staged.origin.pullspec) };
+  const id = s.booted ?? s.current;
+  const d = mustFind(s, id);
+  if (d.origin?.pullspec === undefined) {
+    const what = d.origin ? `the local image ${d.origin.digest}` : 'no image';
+    throw new StagedrootError('USAGE', `The booted deployment ${d.id} (${d.label}) tracks no image in a registry (it runs ${what}): nothing to upgrade; \`stagedroot switch REF\` tracks one`, { value: d.id });
+  }
+  return { deployment: d, staged: false, ref: parsePullspec(d.origin.pullspec) };
+}
+
+/** `switch`'s argument: `docker://HOST/REPO:TAG` or a bare pullspec (`HOST/REPO@sha256:…`, as bootc switch takes it). */
+export function switchReference(input: string): ImageReference {
+  return isRegistryReference(input) ? parseDockerReference(input, { what: 'The image' }) : parsePullspec(input, { what: 'The image' });
+}
+
+/** The tracked deployment's platform, kept by the next pull unless another is asked for. */
+function pullOptions(t: Tracked | null, o: RegistrySourceOptions): RegistrySourceOptions {
+  const p = t?.deployment.origin?.platform;
+  return o.platform === undefined && p !== undefined ? { ...o, platform: parsePlatform(p) } : o;
+}
+
+/** The source an upgrade (the tracked deployment given) or a switch (none) stages, and its pullspec. */
+export function updateSource(ref: ImageReference, t: Tracked | null, o: RegistrySourceOptions = {}): { source: Source; pullspec: string } {
+  return { source: registrySource(ref, pullOptions(t, o)), pullspec: formatReference(ref) };
+}
+
+/** What `upgrade --check` and `switch --check` say: the pull's check, and whether there is anything to do. */
+export interface UpdateCheck extends ImageCheck {
+  /** The deployment the digest is compared with (the staged one for an upgrade after a switch, else the booted). */
+  against: string;
+  /** That deployment already runs (or has staged) this digest: nothing to do. */
+  upToDate: boolean;
+}
+
+export async function checkUpdate(s: BaseState, ref: ImageReference, t: Tracked | null, o: RegistrySourceOptions = {}): Promise<UpdateCheck> {
+  const c = await checkRegistryImage(ref, pullOptions(t, o));
+  const d = t?.deployment ?? mustFind(s, s.booted ?? s.current);
+  return { ...c, against: d.id, upToDate: d.origin?.digest === c.digest };
+}
+
+/** An upgrade whose image is the one already staged: that deployment, unchanged. */
+export function alreadyStaged(t: Tracked, tree: string): UpdateResult {
+  const d = t.deployment;
+  return { id: d.id, label: d.label, path: tree, delta: [], warnings: [], entries: d.entries, bytes: d.bytes, alreadyStaged: true, pullspec: formatReference(t.ref) };
+}
