@@ -28,10 +28,10 @@ const LAYERS = [
   ['boot/entries'], // the bootloader's entries and the record that lets a sync skip work
   ['store', 'layer-store'], // the state file, the transition writer (which syncs the entries), recovery (which runs the resume steps it is given), removal; the layer store (image layers unpacked once, trees linked from it)
   ['merge', 'persistent-dirs/apply.ts', 'persistent-dirs/config.ts', 'persistent-dirs/mount-points.ts', 'persistent-dirs/ops.ts', 'persistent-dirs/upgrade.ts'], // the /etc merge; the shared directories (/var: their list, the ops a stage records, applying them at finalize, the layout upgrade)
-  ['stage', 'persistent-dirs/divert.ts', 'persistent-dirs/run-content.ts', 'commit', 'boot/boot.ts', 'boot/boot-record.ts', 'boot/find-sysroot.ts', 'boot/health.ts', 'rollback', 'install'], // the operations, one per lifecycle step (src/stage, src/commit and src/rollback are the folders users were promised); installing on a host; what a stage writes under a shared directory (diverted, or kept from a command's run)
+  ['stage', 'persistent-dirs/divert.ts', 'persistent-dirs/run-content.ts', 'commit', 'boot/boot.ts', 'boot/boot-record.ts', 'boot/find-sysroot.ts', 'boot/health.ts', 'rollback', 'install/install.ts', 'install/mount-table.ts', 'install/package-db.ts', 'install/package-files.ts', 'install/unit-text.ts'], // the operations, one per lifecycle step (src/stage, src/commit and src/rollback are the folders users were promised); installing on a host and what adopting a root plans; what a stage writes under a shared directory (diverted, or kept from a command's run)
   ['operations'], // the operation table: each operation's hooks and plan, its resume step, and the one way every writer runs (lock, resume, plan, hooks, apply)
   ['sysroot.ts'], // the handle: the operations behind one API
-  ['assess-health.ts', 'agent', 'testing', 'cli', 'index.ts'], // works on a whole sysroot; entry points
+  ['assess-health.ts', 'install/adopt.ts', 'agent', 'testing', 'cli', 'index.ts'], // works on a whole sysroot (a boot's assessment; adopting a running root, through the operations' runner); entry points
 ];
 
 const here = path.dirname(fileURLToPath(import.meta.url));

@@ -5,16 +5,15 @@ import type { BootRecordPlace } from './boot/boot-record.js';
 import type { FinalizeOptions, FinalizeResult } from './commit/finalize.js';
 import type { PathChange } from './fs/manifests/diff-manifests.js';
 import { exists, readLink } from './fs/core/host-paths.js';
-import { acquireLock } from './fs/lock/writer-lock.js';
 import type { Drift } from './fs/manifests/verify-tree.js';
 import { runTreeTask, warmTreeWorker } from './fs/jobs/tree-jobs.js';
 import { storageKind, type StorageKind } from './fs/trees/storage.js';
 import { bootedFailure } from './rollback/rollback.js';
 import { effectiveState, mustFind } from './state/model.js';
 import type { RecoveryReport } from './store/recover.js';
-import { applyPlan, recoverAll, runOperation } from './operations/run-operation.js';
+import { applyPlan, recoverIfFree, runOperation } from './operations/run-operation.js';
 import { requirePhaseHooks, runPhaseHooks, type HookTimeout } from './operations/phase-hooks.js';
-import { OPERATIONS, type OperationName } from './operations/table.js';
+import { OPERATIONS, type CreatingOperation, type OperationName } from './operations/table.js';
 import type { BaseState, Phase } from './state/schema.js';
 import { statusView, type Status } from './state/status.js';
 import { loadState } from './store/state-file.js';
@@ -87,13 +86,8 @@ export class Sysroot {
   static async init(dir: string, o: InitOptions & SysrootOptions = {}): Promise<Sysroot> {
     const waitSeconds = checkWaitSeconds(o.waitSeconds ?? 0);
     const ctx = makeContext(dir, o);
-    ctx.dfs.mkdir(ctx.layout.root);
-    const lock = await acquireLock(ctx.layout.root, { waitSeconds, operation: 'init', faults: ctx.faults });
-    try {
-      await (await import('./stage/init.js')).initSysroot(ctx, o);
-    } finally {
-      lock.release();
-    }
+    const { initSysroot } = await import('./stage/init.js');
+    await runOperation(ctx, 'init', waitSeconds, () => initSysroot(ctx, o));
     return new Sysroot(ctx, waitSeconds, [], o.builtins);
   }
 
@@ -105,18 +99,7 @@ export class Sysroot {
     const waitSeconds = checkWaitSeconds(o.waitSeconds ?? 0);
     const ctx = makeContext(dir, o);
     loadState(ctx.layout); // NOT_A_SYSROOT / STATE_CORRUPT early, with the file named
-    let actions: string[] = [];
-    if (o.readOnly) return new Sysroot(ctx, waitSeconds, actions, o.builtins);
-    try {
-      const lock = await acquireLock(ctx.layout.root, { waitSeconds: 0, operation: 'open', faults: ctx.faults });
-      try {
-        actions = recoverAll(ctx).actions;
-      } finally {
-        lock.release();
-      }
-    } catch (err) {
-      if (!(err instanceof StagedrootError && err.code === 'BUSY')) throw err;
-    }
+    const actions = o.readOnly ? [] : ((await recoverIfFree(ctx)) ?? []);
     return new Sysroot(ctx, waitSeconds, actions, o.builtins);
   }
 
@@ -141,7 +124,7 @@ export class Sysroot {
     return this.view(this.state());
   }
 
-  private write<T>(operation: OperationName, fn: (s: BaseState) => Promise<T> | T): Promise<T> {
+  private write<T>(operation: Exclude<OperationName, CreatingOperation>, fn: (s: BaseState) => Promise<T> | T): Promise<T> {
     return runOperation(this.ctx, operation, this.waitSeconds, fn);
   }
 

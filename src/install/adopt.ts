@@ -3,10 +3,10 @@ import { makeContext, type ContextOptions } from '../context.js';
 import { StagedrootError } from '../errors.js';
 import type { CopyProgress } from '../fs/trees/copy-tree.js';
 import { exists, listDir, readText, statPath } from '../fs/core/host-paths.js';
-import { acquireLock } from '../fs/lock/writer-lock.js';
 import { RootFs } from '../fs/trees/root-fs.js';
 import { initSysroot } from '../stage/init.js';
 import type { BootLoader } from '../boot/entries/sync.js';
+import { runOperation } from '../operations/run-operation.js';
 import { loadState } from '../store/state-file.js';
 import { checkWaitSeconds } from '../util/options.js';
 import { below, mountPoints, swapFiles } from './mount-table.js';
@@ -153,11 +153,9 @@ export async function adoptRoot(o: AdoptOptions = {}): Promise<AdoptResult> {
     writeEnvironment();
     return result(first.id, true, PACKAGE_DBS.map((d) => d.var).filter((v) => exists(path.join(sysroot, 'shared', v))), first.entries ?? 0);
   }
-  ctx.dfs.mkdir(sysroot);
-  const lock = await acquireLock(sysroot, { waitSeconds: checkWaitSeconds(o.waitSeconds ?? 0), operation: 'adopt', faults: ctx.faults });
   let moved: string[] = [];
-  try {
-    await initSysroot(ctx, {
+  await runOperation(ctx, 'adopt', checkWaitSeconds(o.waitSeconds ?? 0), () =>
+    initSysroot(ctx, {
       fromDirectory: root,
       fromPolicy: {
         hardlinkPrefixes: listDir(root).filter((n) => !(ADOPT_COPIED as readonly string[]).includes(n)),
@@ -175,10 +173,8 @@ export async function adoptRoot(o: AdoptOptions = {}): Promise<AdoptResult> {
       prepareTree: (tree) => {
         moved = relocatePackageDbs(tree);
       },
-    });
-  } finally {
-    lock.release();
-  }
+    }),
+  );
   writeEnvironment();
   const s = loadState(ctx.layout).state;
   return result(s.current, false, moved, s.deployments[0]?.entries ?? 0);

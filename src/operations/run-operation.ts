@@ -1,11 +1,12 @@
 import type { Context } from '../context.js';
+import { StagedrootError } from '../errors.js';
 import { acquireLock } from '../fs/lock/writer-lock.js';
 import type { BaseState } from '../state/schema.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { recover, type RecoveryReport } from '../store/recover.js';
 import { emptyTrash } from '../store/remove-deployments.js';
 import { RESUME_STEPS } from './resume-steps.js';
-import { OPERATIONS, type OperationName, type PlannedOperation, type PlanInput, type PlanOutcome } from './table.js';
+import { OPERATIONS, type CreatingOperation, type OperationName, type PlannedOperation, type PlanInput, type PlanOutcome } from './table.js';
 
 /** Recovery with every operation's resume step: what a writer runs first, under the lock. */
 export function recoverAll(ctx: Context): RecoveryReport {
@@ -13,16 +14,43 @@ export function recoverAll(ctx: Context): RecoveryReport {
 }
 
 /**
+ * Recovery alone, as opening a sysroot runs it: when the lock is free at once. A busy
+ * sysroot is left to the writer that holds it, which recovers first; null then.
+ */
+export async function recoverIfFree(ctx: Context): Promise<RecoveryReport['actions'] | null> {
+  let lock;
+  try {
+    lock = await acquireLock(ctx.layout.root, { waitSeconds: 0, operation: 'open', faults: ctx.faults });
+  } catch (err) {
+    if (err instanceof StagedrootError && err.code === 'BUSY') return null;
+    throw err;
+  }
+  try {
+    return recoverAll(ctx).actions;
+  } finally {
+    lock.release();
+  }
+}
+
+/** What an operation starts from: the recovered state, or none for one that creates the sysroot. */
+type StateBefore<N extends OperationName> = N extends CreatingOperation ? null : BaseState;
+
+/**
  * An operation as every writer runs it: the sysroot's lock, recovery (every pending
  * resume), then `fn` (plan, hooks, apply) with the recovered state; deployments it
- * dropped to trash/ are deleted afterwards, off the event loop.
+ * dropped to trash/ are deleted afterwards, off the event loop. An operation that creates
+ * the sysroot (`creates` in the table) makes its directory first, for the lock, and runs
+ * `fn` with no state: there is nothing to recover or empty yet.
  */
-export async function runOperation<T>(ctx: Context, operation: OperationName, waitSeconds: number, fn: (s: BaseState) => Promise<T> | T): Promise<T> {
+export async function runOperation<N extends OperationName, T>(ctx: Context, operation: N, waitSeconds: number, fn: (s: StateBefore<N>) => Promise<T> | T): Promise<T> {
+  const creates = 'creates' in OPERATIONS[operation];
+  if (creates) ctx.dfs.mkdir(ctx.layout.root);
   const lock = await acquireLock(ctx.layout.root, { waitSeconds, operation, faults: ctx.faults });
   try {
+    if (creates) return await fn(null as StateBefore<N>);
     const { state } = recoverAll(ctx);
     try {
-      return await fn(state);
+      return await fn(state as StateBefore<N>);
     } finally {
       await emptyTrash(ctx).catch((err: unknown) => ctx.warn(`could not empty trash/ (${(err as Error).message}); the next writer retries`));
     }

@@ -27,11 +27,16 @@ export interface OperationSpec {
   plan?: (s: BaseState, input: never) => unknown;
   /** The boot hook writes the tries file from the state; the others keep it. */
   tries?: 'write';
+  /**
+   * It creates the sysroot: there is no state yet, so nothing to recover (a crash before its
+   * state file was written leaves leftovers that it clears itself, under the lock).
+   */
+  creates?: true;
 }
 
 export const OPERATIONS = {
-  init: { hooks: {} },
-  adopt: { hooks: {} },
+  init: { hooks: {}, creates: true },
+  adopt: { hooks: {}, creates: true },
   stage: { hooks: { pre: 'pre-stage', post: 'post-stage', onFailure: true } },
   finalize: { hooks: { pre: 'pre-finalize', post: 'post-finalize', onFailure: true } },
   boot: { hooks: { post: 'post-boot', onRollback: 'when-fell-back' }, plan: (s: BaseState, i: { at: string; record: BootRecord | null }) => bootTransition(s, i.at, i.record), tries: 'write' },
@@ -47,6 +52,8 @@ export const OPERATIONS = {
 } as const satisfies Record<string, OperationSpec>;
 
 export type OperationName = keyof typeof OPERATIONS;
+/** The operations that create a sysroot (they start from no state). */
+export type CreatingOperation = { [N in OperationName]: (typeof OPERATIONS)[N] extends { creates: true } ? N : never }[OperationName];
 
 /** The operations that are one transition: their plan's input and outcome. */
 type Planned = { [N in OperationName]: (typeof OPERATIONS)[N] extends { plan: (s: BaseState, i: infer I) => infer T } ? { input: unknown extends I ? Record<string, never> : I; outcome: T } : never };
