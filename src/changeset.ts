@@ -12,7 +12,17 @@ import type { ReadOnlyTree } from './fs/trees/read-only-tree.js';
 export type Content =
   | { kind: 'bytes'; data: Uint8Array }
   /** Streamed content (archives): opened when applied, never held whole in memory. */
-  | { kind: 'stream'; size?: number; open: () => AsyncIterable<Uint8Array> };
+  | {
+      kind: 'stream';
+      size?: number;
+      open: () => AsyncIterable<Uint8Array>;
+      /**
+       * A file of the layer store with exactly this content and the op's attributes: a
+       * stage may hardlink it where its copy policy links (usr/) instead of writing the
+       * stream; everything else (a copy elsewhere, a shared directory, a dry run) streams.
+       */
+      linkFrom?: string;
+    };
 
 export interface Owner {
   uid?: number;
@@ -95,6 +105,22 @@ export interface ChangeSet {
    * (nothing hardlinked with another deployment), its manifest walked whole.
    */
   runInTree?: { command: string; timeoutMs: number; binds?: readonly string[] };
+}
+
+/**
+ * A layer blob as an image has it: its bytes, and what names them. `digest` is of the
+ * bytes `open` yields (the manifest's layer digest: compressed, or not); `diffId` of the
+ * uncompressed tar. At least one is given; each given one is checked over the stream.
+ */
+export interface StorableLayer {
+  digest?: string;
+  diffId?: string;
+  /** The size the descriptor declares (the stream stops at the first byte more), or null. */
+  size?: number | null;
+  /** For messages: "image /srv/img: blob sha256:… (layer 2 of 3)". */
+  where: string;
+  /** The blob's bytes, from the start (called once per import that reads it). */
+  open(): AsyncIterable<Buffer>;
 }
 
 export function bytes(data: string | Uint8Array): Content {

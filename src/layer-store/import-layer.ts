@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 import { createHash, type Hash } from 'node:crypto';
+import type { StorableLayer } from '../changeset.js';
 import { StagedrootError } from '../errors.js';
 import { tempNameIn } from '../fs/core/temp-names.js';
 import { exists } from '../fs/core/host-paths.js';
@@ -15,22 +16,8 @@ import { readTarEntries } from '../sources/tar/reader.js';
 import { encodeXattrs, type IndexLine } from './index-lines.js';
 import { LAYER_RECORD_VERSION, objectKey, type LayerRecord, type LayerStore, type StoredLayer } from './store.js';
 
-/**
- * A layer blob to import, as a registry pull or an image layout has it: its bytes, and
- * what names them. `digest` is of the bytes `open` yields (the manifest's layer digest:
- * compressed, or not); `diffId` of the uncompressed tar (the config's rootfs.diff_ids).
- * At least one is given; each given one is checked over the whole stream.
- */
-export interface LayerBlob {
-  digest?: string;
-  diffId?: string;
-  /** The size the descriptor declares (the stream stops at the first byte more), or null. */
-  size?: number | null;
-  /** For messages: "image /srv/img: blob sha256:… (layer 2 of 3)". */
-  where: string;
-  /** The blob's bytes, from the start (called once per import that reads it). */
-  open(): AsyncIterable<Buffer>;
-}
+/** A layer blob to import, as a registry pull or an image layout has it (changeset.ts). */
+export type LayerBlob = StorableLayer;
 
 export interface ImportOptions {
   /** Caps against bombs; defaults in DEFAULT_LAYER_LIMITS. */
@@ -137,12 +124,13 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
           const rel = `o/${n++}`;
           const h = createHash('sha256');
           const size = await objects.writeFileFromStream(rel, hashing(p.open(), h), attrs);
-          const key = objectKey(h.digest('hex'), attrs);
+          const sha = h.digest('hex');
+          const key = objectKey(sha, attrs);
           if (pending.has(key) || store.hasObject(key)) objects.remove(rel);
           else pending.set(key, path.join(tmp, rel));
           files += 1;
           bytes += size;
-          put({ t: 'f', p: p.path, k: key, s: size, ...(p.xattrs?.some(([x]) => x === 'security.selinux') ? { l: 1 as const } : {}) });
+          put({ t: 'f', p: p.path, k: key, s: size, h: sha, m: attrs.mode, u: p.uid, g: p.gid, mt: p.mtime, x: encodeXattrs(p.xattrs), ...(p.xattrs?.some(([x]) => x === 'security.selinux') ? { l: 1 as const } : {}) });
           break;
         }
       }
@@ -154,7 +142,7 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
     // The rest of the tar (after its end-of-archive blocks) and of the blob is hashed too.
     const diffId = await unc.finish();
     if (blob.diffId !== undefined && diffId !== blob.diffId) {
-      throw new StagedrootError('SOURCE_CORRUPT', `${where} does not match its diff_id ${blob.diffId}: its uncompressed content hashes to ${diffId}`, { path: where });
+      throw new StagedrootError('SOURCE_CORRUPT', `${where} does not match its digest ${blob.diffId} (its diff_id, of the uncompressed tar): that content hashes to ${diffId}`, { path: where });
     }
     await raw?.finish();
     return { diffId, entries: checker.entries, files, bytes, pending };

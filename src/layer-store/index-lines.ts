@@ -11,7 +11,9 @@ import type { XattrList } from '../fs/core/xattr.js';
  *
  * - `d` a directory (mode, owner, extended attributes; its mtime comes with its `a` line)
  * - `f` a regular file: the object `k` (content, mode, owner, mtime, xattrs), `s` bytes,
- *   `l` when it carries an SELinux label of its own
+ *   `h` its content's sha256 (hex), the object's attributes again (`m`, `u`, `g`, `mt`,
+ *   `x`: what a copy or a write elsewhere gives the file), `l` when it carries an SELinux
+ *   label of its own
  * - `l` a symlink to `to`; `h` a hardlink to `to`, a file earlier in the layer
  * - `w` a whiteout of the lower layers' `p`; `o` the directory `p` is opaque
  * - `a` a directory's final mode and mtime (set after its children, deepest first)
@@ -21,7 +23,7 @@ import type { XattrList } from '../fs/core/xattr.js';
  */
 export type IndexLine =
   | { t: 'd'; p: string; m?: number; u?: number; g?: number; x?: [string, string][] }
-  | { t: 'f'; p: string; k: string; s: number; l?: 1 }
+  | { t: 'f'; p: string; k: string; s: number; h: string; m: number; u?: number; g?: number; mt?: number; x?: [string, string][]; l?: 1 }
   | { t: 'l'; p: string; to: string; u?: number; g?: number; x?: [string, string][] }
   | { t: 'h'; p: string; to: string }
   | { t: 'w'; p: string }

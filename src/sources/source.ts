@@ -1,5 +1,6 @@
-import type { ChangeSet } from '../changeset.js';
+import type { ChangeOp, ChangeSet, StorableLayer } from '../changeset.js';
 import type { Origin } from '../state/schema.js';
+import type { LayerLimits } from './layer/entry-checks.js';
 import type { SignedPayload } from '../trust/verify.js';
 import type { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import type { ConfigRecord } from '../state/config-record.js';
@@ -34,6 +35,21 @@ export interface PlanContext {
   config: ConfigRecord | null;
   /** The base deployment's image (an image deployment's origin): a config naming that image needs no new tree. */
   origin?: Origin;
+  /**
+   * The sysroot's layer store, when the planner keeps one (a stage; not a dry run): an
+   * image source hands it its layers, bottom first, instead of reading them itself. Each
+   * one the store lacks is imported (read once, every entry checked as for a hostile
+   * archive); one it has is not read at all. Returns the ops of the fresh apply of the
+   * stack (the tree cleared, then each layer), with each file's content in the store.
+   */
+  layerStore?: LayerStoreHandle;
+}
+
+/** See PlanContext.layerStore. */
+export interface LayerStoreHandle {
+  stack(layers: readonly StorableLayer[], o?: { limits?: Partial<LayerLimits> }): Promise<{ ops: Iterable<ChangeOp>; count: number }>;
+  /** Whether the store has the layer a blob holds (by diff_id, or compressed digest): a puller need not fetch it. */
+  has(ref: { digest?: string; diffId?: string }): boolean;
 }
 
 /** Anything that can be turned into a change set: a spec, an Ignition config, a layer, a directory. */

@@ -9,11 +9,24 @@ export interface ApplyProgress {
   bytes: number;
 }
 
+export interface ApplyOptions {
+  /**
+   * Where a write whose content is a layer store file (`linkFrom`) may hardlink it: the
+   * real tree path it lands at. Absent, or false there: the content is written (copied).
+   */
+  linkAt?: (rel: string) => boolean;
+}
+
 /** Applies one operation through the safe-fs layer. */
-export async function applyOp(root: RootFs, op: ChangeOp): Promise<number> {
+export async function applyOp(root: RootFs, op: ChangeOp, o: ApplyOptions = {}): Promise<number> {
   switch (op.op) {
     case 'write': {
       const attrs = { mode: op.mode, uid: op.uid, gid: op.gid, mtime: op.mtime, overwrite: op.overwrite, replace: op.replace, xattrs: op.xattrs };
+      if (op.content.kind === 'stream' && op.content.linkFrom !== undefined && o.linkAt !== undefined && !op.append && op.overwrite !== false) {
+        // The store's file has this content and these attributes (its object key covers them): linked, or copied from it.
+        root.linkFrom(op.path, op.content.linkFrom, { replace: op.replace, linkAt: o.linkAt, explicitLabel: op.xattrs?.some(([n]) => n === 'security.selinux') === true });
+        return op.content.size ?? 0;
+      }
       if (op.append) {
         const data = op.content.kind === 'bytes' ? op.content.data : await collect(op.content.open());
         root.appendFile(op.path, data, attrs);
@@ -58,7 +71,7 @@ async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
  * `mode` tells it what entries under shared directories mean when not the stage's
  * own change set's (a `onTop` change set's).
  */
-export async function applyChanges(root: RootFs, cs: ChangeSet, onProgress?: (p: ApplyProgress) => void, divert?: (op: ChangeOp, root: RootFs, mode?: SharedContent) => Promise<number | null>, mode?: SharedContent): Promise<{ ops: number; bytes: number; warnings: Issue[] }> {
+export async function applyChanges(root: RootFs, cs: ChangeSet, onProgress?: (p: ApplyProgress) => void, divert?: (op: ChangeOp, root: RootFs, mode?: SharedContent) => Promise<number | null>, mode?: SharedContent, o: ApplyOptions = {}): Promise<{ ops: number; bytes: number; warnings: Issue[] }> {
   let done = 0;
   let bytes = 0;
   let lastYield = performance.now();
@@ -72,7 +85,7 @@ export async function applyChanges(root: RootFs, cs: ChangeSet, onProgress?: (p:
     try {
       // An op under a shared directory is set aside for finalize (never written into the tree).
       const diverted = divert ? await divert(op, root, mode) : null;
-      bytes += diverted ?? (await applyOp(root, op));
+      bytes += diverted ?? (await applyOp(root, op, o));
     } catch (err) {
       if (err instanceof StagedrootError) {
         if (err.path === undefined) (err as { path?: string }).path = op.path;
@@ -87,7 +100,7 @@ export async function applyChanges(root: RootFs, cs: ChangeSet, onProgress?: (p:
   if (cs.onTop) {
     // Planned now, against the tree the ops built (a config over its OS image).
     const top = await cs.onTop(root.readOnly());
-    const next = await applyChanges(root, top, onProgress, divert, top.sharedContent ?? 'initial');
+    const next = await applyChanges(root, top, onProgress, divert, top.sharedContent ?? 'initial', o);
     done += next.ops;
     bytes += next.bytes;
     warnings.push(...next.warnings);

@@ -44,6 +44,8 @@ export interface BuildTreeOptions {
   onStep?: (step: 'copy' | 'apply' | 'manifest') => void;
   /** Cancels the tree work between two entries (ABORTED). */
   signal?: AbortSignal;
+  /** Where a write of a layer store file may hardlink it (see ApplyOptions.linkAt); absent: every file written. */
+  linkAt?: (rel: string) => boolean;
 }
 
 export interface BuiltTree {
@@ -180,7 +182,7 @@ export interface AppliedUpdate {
  * made. With `io` (a dry run's OverlayIo) every write lands in that layer, and nothing
  * is labelled (labelling runs a tool on the disk).
  */
-export async function applyUpdate(ctx: Context, tree: string, o: Pick<BuildTreeOptions, 'changes' | 'onApply' | 'divert' | 'settle' | 'afterApply'> & { io?: TreeIo }): Promise<AppliedUpdate> {
+export async function applyUpdate(ctx: Context, tree: string, o: Pick<BuildTreeOptions, 'changes' | 'onApply' | 'divert' | 'settle' | 'afterApply' | 'linkAt'> & { io?: TreeIo }): Promise<AppliedUpdate> {
   const events: TouchEvent[] = [];
   const warnings: Issue[] = [];
   let bytes = 0;
@@ -193,7 +195,7 @@ export async function applyUpdate(ctx: Context, tree: string, o: Pick<BuildTreeO
     ...(o.io ? { io: o.io } : {}),
   });
   if (o.changes) {
-    const applied = await applyChanges(root, o.changes, o.onApply, o.divert);
+    const applied = await applyChanges(root, o.changes, o.onApply, o.divert, undefined, o.io || !o.linkAt ? {} : { linkAt: o.linkAt });
     bytes += applied.bytes;
     warnings.push(...applied.warnings);
     // What the update wrote is labelled by the new tree's own SELinux policy, if it has one.

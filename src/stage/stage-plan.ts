@@ -5,7 +5,7 @@
  */
 import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import type { ChangeSet } from '../changeset.js';
-import type { Source } from '../sources/source.js';
+import type { LayerStoreHandle, Source } from '../sources/source.js';
 import type { ConfigRecord } from '../state/config-record.js';
 import type { Layout } from '../state/layout.js';
 import type { DeploymentRecord } from '../state/schema.js';
@@ -43,8 +43,8 @@ export interface PlannedChanges {
 }
 
 /** The second half: what the source would change in the base tree (it only reads it). */
-export async function planChanges(layout: Layout, base: DeploymentRecord, source: Source, checked: CheckedStage, o: { label?: string }): Promise<PlannedChanges> {
+export async function planChanges(layout: Layout, base: DeploymentRecord, source: Source, checked: CheckedStage, o: { label?: string }, layerStore?: LayerStoreHandle): Promise<PlannedChanges> {
   const prior = readConfigRecord(layout.deployment(base.id));
-  const changes = await source.plan(new ReadOnlyTree(layout.tree(base.id)), { config: prior, ...(base.origin ? { origin: base.origin } : {}) });
+  const changes = await source.plan(new ReadOnlyTree(layout.tree(base.id)), { config: prior, ...(base.origin ? { origin: base.origin } : {}), ...(layerStore ? { layerStore } : {}) });
   return { changes, prior, label: o.label ?? changes.label ?? checked.label };
 }

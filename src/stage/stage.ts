@@ -17,6 +17,7 @@ import { applyKernelArguments } from '../state/kernel-args.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
 import { buildTree, type BuiltTree } from './build-tree.js';
+import { stageLayers, type StageLayers } from './layer-stack.js';
 import { runInTree, scratchVarLayout } from './run-in-tree.js';
 import { makeBindMountPoints, removeBindMountPoints } from './run-binds.js';
 import { ensurePackageDbPlaces } from '../install/package-db.js';
@@ -144,6 +145,8 @@ interface Run {
   /** work/ID: the tree, its manifest and delta while the stage runs. */
   readonly work: string;
   label: string;
+  /** The sysroot's layer store as the planner sees it: an image's layers imported, its tree linked from them. */
+  readonly layers: StageLayers;
   /** The step running now: a failure is recorded in it. */
   phase: StagePhase;
   /** The tree exists (a rejected update then keeps it for diagnosis). */
@@ -177,7 +180,8 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOpt
   if (opts.hookTimeoutMs !== undefined) checkTimeoutMs(opts.hookTimeoutMs, 'hookTimeoutMs');
   const id = nextId([state.lastId, ...state.deployments.map((d) => d.id), ...listDir(layout.deployDir), ...listDir(layout.workDir)]);
   const base = mustFind(state, stageBase(state));
-  return {
+  const policy = { ...DEFAULT_COPY_POLICY, ...opts.copyPolicy };
+  const run: Run = {
     ctx,
     state,
     source,
@@ -185,7 +189,8 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOpt
     builtins,
     disruptionPolicy: loadDisruptionPolicy(new ReadOnlyTree(layout.tree(base.id)), opts.disruptionPolicy),
     commands: planCommandValidators(opts.commands ?? []),
-    policy: { ...DEFAULT_COPY_POLICY, ...opts.copyPolicy },
+    policy,
+    layers: stageLayers(ctx, () => run.policy),
     base,
     id,
     work: layout.work(id),
@@ -196,6 +201,7 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOpt
     runHooks,
     hooks: [],
   };
+  return run;
 }
 
 /** Enters a step: from here a failure is recorded in it, and progress says so. */
@@ -239,7 +245,7 @@ function alreadyRunning(run: Run): StageResult {
 /** plan: the source reads its input against the base tree and says what to change. */
 async function plan(run: Run): Promise<ChangeSet> {
   // Still the plan step check() entered (its pre-stage hooks and the source's identity): not announced twice.
-  const planned = await planChanges(run.ctx.layout, run.base, run.source, { checked: run.checked!, label: run.label, alreadyRunning: false }, run.opts);
+  const planned = await planChanges(run.ctx.layout, run.base, run.source, { checked: run.checked!, label: run.label, alreadyRunning: false }, run.opts, run.layers.handle);
   const { changes } = planned;
   run.prior = planned.prior;
   run.changes = changes;
@@ -280,9 +286,12 @@ async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
   ctx.dfs.mkdir(layout.workDir);
   const shared = sharedDirs(state);
   const divert = new SharedDivert({ shared, mode: changes.sharedContent ?? 'initial', contentRoot: `${run.work}/shared`, liveShared: (rel) => layout.shared(rel), faults: ctx.faults, warn: ctx.warn });
+  // An image's files are linked from the layer store (where the policy links).
+  const linkAt = run.layers.linkAt();
   const built = await buildTree(ctx, {
     work: run.work,
     from: { tree: layout.tree(base.id), manifest: layout.manifest(base.id), entries: base.entries, policy: run.policy, manifestSha256: base.manifestSha256 },
+    ...(linkAt === null ? {} : { linkAt }),
     changes,
     onStep: (step) => {
       enter(run, step);
@@ -407,7 +416,7 @@ async function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: 
   const manifestSha256 = built.manifestSha256 ?? (await runTreeTask(manifestTasks.hashFile, { file: layout.manifest(id) }));
   const rec = newRecord({ id, label, parent: run.base.id, at: ctx.now().toISOString(), entries: built.entries, bytes: built.bytes, manifestSha256, source: changes.description, kernelArguments: applyKernelArguments(run.base.kernelArguments ?? [], changes.kernelArguments) });
   rec.locked = run.opts.lock ?? false;
-  if (run.checked?.info.origin) rec.origin = run.checked.info.origin;
+  if (run.checked?.info.origin) rec.origin = { ...run.checked.info.origin, ...(run.layers.diffIds !== null ? { layers: run.layers.diffIds } : {}) };
   if (run.checked?.signature) rec.signature = run.checked.signature;
   rec.activation = activationOf({ base: run.base, next: rec, changed: () => changedByManifests(layout.manifest(run.base.id), layout.manifest(id), changedPaths(built)), baseTree: new ReadOnlyTree(layout.tree(run.base.id)), newTree: new ReadOnlyTree(layout.tree(id)), policy: run.disruptionPolicy });
   applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');

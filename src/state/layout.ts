@@ -23,6 +23,7 @@ import { randomSuffix } from '../util/random.js';
  *   trusted-keys/KEYID.pub       public keys a source's signature must match (none: unsigned sources are fine)
  *   hooks/PHASE/                 executables run at each phase, in name order
  *   hook-runs/PHASE.json         what the last run of each phase's hooks did (bounded output)
+ *   layers/                      the layer store: every image layer staged, unpacked once (src/layer-store/store.ts)
  *   .stagedroot-tmp-PID-HEX      an entry being replaced (fs/trees/write-via-temp.ts; in any directory stagedroot writes)
  */
 export class Layout {
@@ -96,6 +97,10 @@ export class Layout {
   }
   get sharedList(): string {
     return path.join(this.root, 'shared.list');
+  }
+  /** The layer store, shared by every deployment staged from an image. */
+  get layersDir(): string {
+    return path.join(this.root, 'layers');
   }
   get keptRoot(): string {
     return path.join(this.root, 'kept');

@@ -74,6 +74,8 @@ export const originSchema = z
     registry: z.string().optional(),
     /** The index the pullspec resolved to, when it named one (`digest` is then the platform's manifest in it). */
     indexDigest: z.string().optional(),
+    /** The diff_ids of its layers, bottom first, as the layer store keeps them (a deployment linked from the store). */
+    layers: z.array(z.string()).optional(),
   })
   .strict();
 export type Origin = z.infer<typeof originSchema>;

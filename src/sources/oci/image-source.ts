@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import type { ChangeOp, ChangeSet } from '../../changeset.js';
+import type { ChangeOp, ChangeSet, StorableLayer } from '../../changeset.js';
 import { StagedrootError } from '../../errors.js';
 import { exists, isDirectory } from '../../fs/core/host-paths.js';
 import { bytesPayload, filePayload } from '../../trust/payload.js';
@@ -62,12 +62,18 @@ export function imageSource(p: string, o: ImageSourceOptions = {}, members?: Mem
         ...(label ? { label } : {}),
       };
     },
-    async plan(): Promise<ChangeSet> {
+    async plan(_base, context): Promise<ChangeSet> {
       const img = await resolve();
+      const description = `${where} (${img.digest}${img.platform ? `, ${img.platform}` : ''}): ${img.layers.length} layer${img.layers.length === 1 ? '' : 's'}`;
+      if (context?.layerStore !== undefined) {
+        // The stage's layer store reads each layer it lacks once; the tree is built from it.
+        const stacked = await context.layerStore.stack(img.layers.map((layer) => storable(img.store, layer, `${where}: ${layer.what}`)), { limits });
+        return { description, ops: stacked.ops, count: stacked.count, ...(img.labels[VERSION_LABEL] ? { label: img.labels[VERSION_LABEL] } : {}) };
+      }
       const sets: ChangeSet[] = [];
       for (const layer of img.layers) sets.push(await planLayer(layerReader(img.store, layer, `${where}: ${layer.what}`, limits), { limits }));
       return {
-        description: `${where} (${img.digest}${img.platform ? `, ${img.platform}` : ''}): ${img.layers.length} layer${img.layers.length === 1 ? '' : 's'}`,
+        description,
         ops: chain(sets),
         count: 1 + sets.reduce((n, s) => n + (s.count ?? 0), 0),
         ...(img.labels[VERSION_LABEL] ? { label: img.labels[VERSION_LABEL] } : {}),
@@ -80,6 +86,27 @@ export function imageSource(p: string, o: ImageSourceOptions = {}, members?: Mem
 async function* chain(sets: ChangeSet[]): AsyncGenerator<ChangeOp> {
   yield { op: 'clear', path: '' };
   for (const s of sets) yield* s.ops as AsyncIterable<ChangeOp>;
+}
+
+/**
+ * A layer as the layer store imports it: by the digest of the blob as stored (OCI), or
+ * (a docker archive) by its diff_id, the digest of the uncompressed tar.
+ */
+function storable(store: BlobStore, layer: ImageLayer, where: string): StorableLayer {
+  return {
+    ...(layer.of === 'blob' ? { digest: layer.digest } : { diffId: layer.digest }),
+    size: layer.size,
+    where,
+    async *open() {
+      const f = store.open(layer.name);
+      try {
+        yield* f.chunks();
+        f.assertUnchanged();
+      } finally {
+        f.close();
+      }
+    },
+  };
 }
 
 function layerReader(store: BlobStore, layer: ImageLayer, where: string, limits: LayerLimits): LayerReader {

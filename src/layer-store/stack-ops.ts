@@ -1,0 +1,83 @@
+import type { ChangeOp } from '../changeset.js';
+import { StagedrootError } from '../errors.js';
+import { SourceFile } from '../fs/core/file-chunks.js';
+import { readLines } from '../fs/trees/layer-store-io.js';
+import { decodeXattrs, parseIndexLine, type IndexLine } from './index-lines.js';
+import type { LayerStore, StoredLayer } from './store.js';
+
+/** The stored layers of a stack, bottom first, by diff_id (STATE_CORRUPT when one is missing). */
+export function storedStack(store: LayerStore, diffIds: readonly string[]): StoredLayer[] {
+  return diffIds.map((d) => {
+    const l = store.byDiffId(d);
+    if (l === null) throw new StagedrootError('STATE_CORRUPT', `The layer ${d} is not in the layer store ${store.dir} (import it first)`, { path: store.layerDir(d) });
+    return l;
+  });
+}
+
+/**
+ * The change set ops of a fresh apply of a stack of stored layers, bottom first: the
+ * tree cleared, then per layer what layer/plan.ts yields for it (its opaque directories
+ * cleared and its whiteouts removed, then its entries in archive order with OCI
+ * `replace`, then each directory's final mode and mtime, deepest first), a file's content
+ * being its store object: streamed from it, or hardlinked (`linkFrom`) where the stage
+ * links. Read from each layer's index line by line: memory does not grow with the stack.
+ */
+export function* stackOps(store: LayerStore, layers: readonly StoredLayer[]): Generator<ChangeOp> {
+  yield { op: 'clear', path: '' };
+  for (const layer of layers) {
+    const lines = (): Generator<IndexLine> => parsed(layer.index);
+    for (const l of lines()) if (l.t === 'o') yield { op: 'clear', path: l.p };
+    for (const l of lines()) if (l.t === 'w') yield { op: 'remove', path: l.p, recursive: true, missingOk: true };
+    for (const l of lines()) {
+      switch (l.t) {
+        case 'd':
+          yield { op: 'mkdir', path: l.p, mode: (l.m ?? 0o755) | 0o700, uid: l.u, gid: l.g, replace: true, xattrs: decodeXattrs(l.x) };
+          break;
+        case 'f': {
+          const file = store.objectPath(l.k);
+          yield { op: 'write', path: l.p, content: { kind: 'stream', size: l.s, open: () => objectChunks(file), linkFrom: file }, mode: l.m, uid: l.u, gid: l.g, mtime: l.mt, replace: true, xattrs: decodeXattrs(l.x) };
+          break;
+        }
+        case 'l':
+          yield { op: 'symlink', path: l.p, target: l.to, uid: l.u, gid: l.g, replace: true, xattrs: decodeXattrs(l.x) };
+          break;
+        case 'h':
+          yield { op: 'hardlink', path: l.p, target: l.to, replace: true };
+          break;
+        case 'a':
+          yield { op: 'setattr', path: l.p, mode: l.m, mtime: l.mt };
+          break;
+        case 'w':
+        case 'o':
+          break;
+      }
+    }
+  }
+}
+
+/** How many ops stackOps yields (for progress): one per index line, and the clear. */
+export function countStackOps(layers: readonly StoredLayer[]): number {
+  return 1 + layers.reduce((n, l) => n + l.record.entries, 0);
+}
+
+/** Whether some layer of the stack has an entry at `p` (its own line; a higher whiteout not looked at). */
+export function stackHasPath(layers: readonly StoredLayer[], p: string): boolean {
+  const needle = `"p":${JSON.stringify(p)}`;
+  return layers.some((l) => {
+    for (const line of readLines(l.index)) if (line.includes(needle) && parseIndexLine(line, l.index).p === p) return true;
+    return false;
+  });
+}
+
+async function* objectChunks(file: string): AsyncGenerator<Buffer> {
+  const f = SourceFile.open(file);
+  try {
+    yield* f.chunks();
+  } finally {
+    f.close();
+  }
+}
+
+function* parsed(file: string): Generator<IndexLine> {
+  for (const line of readLines(file)) if (line !== '') yield parseIndexLine(line, file);
+}

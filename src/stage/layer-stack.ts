@@ -1,0 +1,56 @@
+import type { StorableLayer } from '../changeset.js';
+import type { Context } from '../context.js';
+import { isUnder } from '../fs/core/paths.js';
+import type { CopyPolicy } from '../fs/trees/copy-tree.js';
+import { importLayer } from '../layer-store/import-layer.js';
+import { countStackOps, stackHasPath, stackOps } from '../layer-store/stack-ops.js';
+import { LayerStore } from '../layer-store/store.js';
+import type { LayerLimits } from '../sources/layer/entry-checks.js';
+import type { LayerStoreHandle } from '../sources/source.js';
+
+/** What a stage's use of the layer store left: the stack it planned, and where its files may be linked. */
+export interface StageLayers {
+  handle: LayerStoreHandle;
+  /** The diff_ids of the image's layers, bottom first, once planned (null: no image). */
+  diffIds: string[] | null;
+  /** Where an applied op may hardlink its store file (null: nowhere, everything written). */
+  linkAt(): ((rel: string) => boolean) | null;
+}
+
+/** The file whose presence makes a tree label what a stage writes (fs/trees/selinux.ts's treePolicy). */
+const SELINUX_CONFIG = 'etc/selinux/config';
+
+/**
+ * The sysroot's layer store as a stage's planner sees it (PlanContext.layerStore): an
+ * image hands it its layers, each one the store lacks is imported (the others are not
+ * read), and the stack's ops come back. Files are then hardlinked to the store's objects
+ * under the stage's hardlink prefixes (usr/, as a stage links the booted tree's usr/),
+ * copied elsewhere; nowhere when the image carries an SELinux policy, since the stage
+ * then labels what it wrote in place, which must never touch a shared object.
+ */
+export function stageLayers(ctx: Context, policy: () => CopyPolicy): StageLayers {
+  const store = new LayerStore(ctx.layout.layersDir, ctx.faults);
+  let diffIds: string[] | null = null;
+  let labelled = false;
+  return {
+    get diffIds() {
+      return diffIds;
+    },
+    handle: {
+      async stack(blobs: readonly StorableLayer[], o: { limits?: Partial<LayerLimits> } = {}) {
+        store.prepare();
+        const layers = [];
+        for (const b of blobs) layers.push((await importLayer(store, b, { xattrPolicy: ctx.xattrPolicy, ...(o.limits ? { limits: o.limits } : {}) })).layer);
+        diffIds = layers.map((l) => l.record.diffId);
+        labelled = stackHasPath(layers, SELINUX_CONFIG);
+        return { ops: stackOps(store, layers), count: countStackOps(layers) };
+      },
+      has: (ref) => store.find(ref) !== null,
+    },
+    linkAt() {
+      const p = policy();
+      if (diffIds === null || labelled || p.hardlinkPrefixes.length === 0) return null;
+      return (rel) => p.hardlinkPrefixes.some((h) => isUnder(rel, h)) && !(p.copyPrefixes ?? []).some((c) => isUnder(rel, c));
+    },
+  };
+}

@@ -1,0 +1,82 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
+import { describeTree, freshApply, makeTar, writeLayout, type GenEntry } from '../layer-store/helpers.js';
+
+/**
+ * A stage of an OCI image goes through the sysroot's layer store (SYSROOT/layers): each
+ * layer is imported once, a layer the store has is never read again, and the tree is
+ * linked from the store (usr/ hardlinked to its objects, the rest copied), equal to the
+ * fresh apply of the image.
+ */
+let t: TempSysroot | undefined;
+afterEach(() => {
+  t?.cleanup();
+  t = undefined;
+});
+
+const base: GenEntry[] = [
+  { type: 'dir', path: 'usr', mode: 0o755 },
+  { type: 'dir', path: 'usr/lib', mode: 0o755 },
+  { type: 'file', path: 'usr/lib/a.so', content: 'library a\n', mode: 0o755, mtime: 1_600_000_000 },
+  { type: 'file', path: 'usr/lib/old', content: 'removed by a later layer\n' },
+  { type: 'dir', path: 'etc', mode: 0o755 },
+  { type: 'file', path: 'etc/os-release', content: 'ID=store\nVERSION_ID=1\n' },
+  { type: 'hardlink', path: 'usr/lib/a-link.so', target: 'usr/lib/a.so' },
+];
+const top: GenEntry[] = [
+  { type: 'dir', path: 'usr/bin', mode: 0o755 },
+  { type: 'file', path: 'usr/bin/tool', content: '#!/bin/sh\necho two\n', mode: 0o755 },
+  { type: 'file', path: 'usr/lib/.wh.old', content: '' },
+  { type: 'file', path: 'etc/os-release', content: 'ID=store\nVERSION_ID=2\n' },
+];
+
+/** Everything but the shared var/ (diverted, an empty mount point in the tree) and the sysroot mount point. */
+const ofImage = (lines: string[]): string[] => lines.filter((l) => /^(757372|657463)/.test(l)); // usr, etc (hex names)
+
+describe('stage of an OCI image through the layer store', () => {
+  it('imports each layer once, links usr/ from the store, and never reads a stored layer again', async () => {
+    t = await tempSysroot({ tree: { 'etc/hostname': 'node\n' } });
+    const v1 = path.join(t.scratch, 'v1');
+    const [a] = writeLayout(v1, [{ tar: makeTar(base), gzip: true }]);
+    const r1 = await t.sysroot.stage(v1);
+    const st1 = t.sysroot.status();
+    expect(st1.deployments.find((d) => d.id === r1.id)!.origin?.layers).toEqual([a!.diffId]);
+    // usr/ shares the store's inodes; etc/ is a copy of its own.
+    const objects = path.join(t.dir, 'layers', 'objects');
+    const inodes = new Set<number>();
+    for (const kk of fs.readdirSync(objects)) for (const o of fs.readdirSync(path.join(objects, kk))) inodes.add(fs.statSync(path.join(objects, kk, o)).ino);
+    expect(inodes.has(fs.statSync(path.join(r1.path, 'usr/lib/a.so')).ino)).toBe(true);
+    expect(fs.statSync(path.join(r1.path, 'usr/lib/a-link.so')).ino).toBe(fs.statSync(path.join(r1.path, 'usr/lib/a.so')).ino);
+    expect(inodes.has(fs.statSync(path.join(r1.path, 'etc/os-release')).ino)).toBe(false);
+
+    // v2 = v1's layer + a small one on top. Its copy of v1's layer is garbage of the same size:
+    // the stage must take that layer from the store (reading it would fail its digest).
+    const v2 = path.join(t.scratch, 'v2');
+    const [a2, b] = writeLayout(v2, [{ tar: makeTar(base), gzip: true }, { tar: makeTar(top), gzip: true }]);
+    expect(a2!.digest).toBe(a!.digest);
+    const reference = path.join(t.scratch, 'fresh');
+    await freshApply(v2, reference);
+    fs.writeFileSync(a2!.file, Buffer.alloc(a2!.size, 0x5a));
+    const r2 = await t.sysroot.stage(v2);
+    expect(t.sysroot.status().deployments.find((d) => d.id === r2.id)!.origin?.layers).toEqual([a!.diffId, b!.diffId]);
+    expect(ofImage(describeTree(r2.path))).toEqual(ofImage(describeTree(reference)));
+    expect(fs.existsSync(path.join(r2.path, 'usr/lib/old'))).toBe(false);
+    expect(fs.readFileSync(path.join(r2.path, 'etc/os-release'), 'utf8')).toBe('ID=store\nVERSION_ID=2\n');
+    // The unchanged file of the lower layer is the store's inode still: stored once, for every image.
+    expect(inodes.has(fs.statSync(path.join(r2.path, 'usr/lib/a.so')).ino)).toBe(true);
+  });
+
+  it('a layer that fails its checks imports nothing: the stage is rejected and the store keeps no part of it', async () => {
+    t = await tempSysroot({ tree: { 'etc/hostname': 'node\n' } });
+    const bad = path.join(t.scratch, 'bad');
+    writeLayout(bad, [{ tar: makeTar(base) }, { tar: makeTar([{ type: 'file', path: '../escape', content: 'x' }]) }]);
+    await expect(t.sysroot.stage(bad)).rejects.toMatchObject({ code: 'PATH_ESCAPE' });
+    const diff = path.join(t.dir, 'layers', 'diff', 'sha256');
+    // The first layer passed and stays (a later image may use it); the hostile one is nowhere.
+    expect(fs.readdirSync(diff)).toHaveLength(1);
+    expect(fs.readdirSync(path.join(t.dir, 'layers', 'tmp'))).toEqual([]);
+    expect(t.sysroot.status().staged).toBeNull();
+  });
+});
