@@ -81,7 +81,13 @@ function looksLikeYaml(head: Buffer): boolean {
  * Options for sources read from a path; `replace` and `limits` apply to tar and directory
  * sources, `platform` and `ref` to images (an image is always a whole new tree).
  */
-export type SourceOptions = LayerOptions & ImageOptions & Pick<MachineConfigOptions, 'imageStore' | 'owner'> & Pick<RegistrySourceOptions, 'authfile' | 'blobDir' | 'certsDir' | 'onProgress' | 'onBlob'>;
+export type SourceOptions = LayerOptions &
+  ImageOptions &
+  Pick<MachineConfigOptions, 'imageStore' | 'owner'> &
+  Pick<RegistrySourceOptions, 'authfile' | 'blobDir' | 'certsDir' | 'onProgress' | 'onBlob'> & {
+    /** A MachineConfig's spec.osImageURL is pulled from its registry when no imageStore is given (with authfile, certsDir, blobDir). */
+    pull?: boolean;
+  };
 
 /** A source for a path, its kind detected from the content; `docker://…` is an image in a registry. */
 export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
@@ -91,9 +97,11 @@ export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
   if (o.replace && kind !== 'tar' && kind !== 'directory' && kind !== 'image') {
     throw new StagedrootError('USAGE', `--replace applies to tar and directory sources; ${p} is a ${kind} source`, { option: 'replace', value: true });
   }
-  if (o.authfile !== undefined || o.certsDir !== undefined || o.blobDir !== undefined) {
+  if (o.pull && o.imageStore !== undefined) throw new StagedrootError('USAGE', '--pull and --image-store are two places for the image spec.osImageURL names: give one', { option: 'pull', value: true });
+  if (o.pull && kind !== 'machine-config') throw new StagedrootError('USAGE', `--pull applies to MachineConfig sources (their spec.osImageURL); ${p} is a ${kind} source`, { option: 'pull', value: true });
+  if ((o.authfile !== undefined || o.certsDir !== undefined || o.blobDir !== undefined) && !(kind === 'machine-config' && o.pull)) {
     const option = o.authfile !== undefined ? 'authfile' : o.certsDir !== undefined ? 'certsDir' : 'blobDir';
-    throw new StagedrootError('USAGE', `--authfile, --certs-dir and --blob-dir apply to images in a registry (docker://…); ${p} is a ${kind} source`, { option, value: o[option] });
+    throw new StagedrootError('USAGE', `--authfile, --certs-dir and --blob-dir apply to images in a registry (docker://…, or a MachineConfig's osImageURL with --pull); ${p} is a ${kind} source`, { option, value: o[option] });
   }
   if ((o.imageStore !== undefined || o.owner !== undefined) && kind !== 'machine-config') {
     throw new StagedrootError('USAGE', `--image-store and --owner apply to MachineConfig sources; ${p} is a ${kind} source`, { option: o.imageStore !== undefined ? 'imageStore' : 'owner', value: o.imageStore ?? o.owner });
@@ -107,7 +115,7 @@ export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
     case 'ignition':
       return signedDocument(ignitionDocumentSource(p, detected.document), p, detected.document);
     case 'machine-config':
-      return signedDocument(machineConfigDocumentSource(p, detected.document, { imageStore: o.imageStore, owner: o.owner, platform: o.platform }), p, detected.document);
+      return signedDocument(machineConfigDocumentSource(p, detected.document, { imageStore: o.imageStore, owner: o.owner, platform: o.platform, ...(o.pull ? { registry: registryOptions(o) } : {}) }), p, detected.document);
     case 'tar':
       return archiveSource(p, o);
     case 'image':
@@ -125,7 +133,7 @@ export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
 export function pathSource(p: string, o: SourceOptions = {}): Source {
   if (isRegistryReference(p) || (p.startsWith('docker:') && statPath(p) === null)) return fromRegistry(p, o);
   if (statPath(p) === null) throw new StagedrootError('USAGE', `The source ${p} does not exist`, { value: p });
-  if (o.replace || o.platform !== undefined || o.ref !== undefined || o.imageStore !== undefined || o.owner !== undefined || o.authfile !== undefined || o.certsDir !== undefined || o.blobDir !== undefined) sourceFromPath(p, o); // --replace with a spec, --ref with a directory: usage errors, at once
+  if (o.replace || o.platform !== undefined || o.ref !== undefined || o.imageStore !== undefined || o.owner !== undefined || o.authfile !== undefined || o.certsDir !== undefined || o.blobDir !== undefined || o.pull) sourceFromPath(p, o); // --replace with a spec, --ref with a directory: usage errors, at once
   let resolved: Source | undefined;
   const get = (): Source => (resolved ??= sourceFromPath(p, o));
   return {
@@ -139,11 +147,17 @@ export function pathSource(p: string, o: SourceOptions = {}): Source {
 /** `docker://HOST[:PORT]/REPO(:TAG|@DIGEST)`: pulled when inspected (src/sources/registry/). */
 function fromRegistry(p: string, o: SourceOptions): Source {
   const ref = parseDockerReference(p, { what: 'The source' });
+  if (o.pull) throw new StagedrootError('USAGE', `--pull applies to MachineConfig sources (their spec.osImageURL); ${p} is pulled anyway`, { option: 'pull', value: true });
   if (o.ref !== undefined || o.imageStore !== undefined || o.owner !== undefined) {
     const option = o.ref !== undefined ? 'ref' : o.imageStore !== undefined ? 'imageStore' : 'owner';
     throw new StagedrootError('USAGE', `--${option === 'imageStore' ? 'image-store' : option} does not apply to an image in a registry (${p}): its reference names the image`, { option, value: o[option] });
   }
-  return registrySource(ref, { ...(o.platform ? { platform: o.platform } : {}), ...(o.authfile !== undefined ? { authfile: o.authfile } : {}), ...(o.blobDir !== undefined ? { blobDir: o.blobDir } : {}), ...(o.certsDir !== undefined ? { certsDir: o.certsDir } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.onProgress ? { onProgress: o.onProgress } : {}), ...(o.onBlob ? { onBlob: o.onBlob } : {}) });
+  return registrySource(ref, { ...(o.platform ? { platform: o.platform } : {}), ...registryOptions(o) });
+}
+
+/** How a registry image is pulled, from the source options. */
+function registryOptions(o: SourceOptions): RegistrySourceOptions {
+  return { ...(o.authfile !== undefined ? { authfile: o.authfile } : {}), ...(o.blobDir !== undefined ? { blobDir: o.blobDir } : {}), ...(o.certsDir !== undefined ? { certsDir: o.certsDir } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.onProgress ? { onProgress: o.onProgress } : {}), ...(o.onBlob ? { onBlob: o.onBlob } : {}) };
 }
 
 /**

@@ -36,6 +36,7 @@ interface StageCliOptions extends CommonOptions {
   platform?: string;
   ref?: string;
   imageStore?: string;
+  pull?: boolean;
   owner?: string;
   authfile?: string;
   certsDir?: string;
@@ -90,7 +91,8 @@ export function stageCommand(program: Command, env: CliEnv): void {
     .option('--platform <os/arch>', 'for an image: the manifest for this platform (default: linux and this host\'s architecture)')
     .option('--ref <name>', 'for an image: the manifest its index names so (org.opencontainers.image.ref.name; a docker archive\'s tag)')
     .option('--image-store <path>', 'for a MachineConfig: the OCI layout directory or oci-archive holding the image its spec.osImageURL names (nothing is pulled)')
-    .option('--authfile <file>', 'for docker://…: the registry credentials (docker config.json format; default: the first of /run/stagedroot/auth.json, /etc/stagedroot/auth.json, /run/ostree/auth.json, /etc/ostree/auth.json, /var/lib/kubelet/config.json)')
+    .option('--pull', 'for a MachineConfig: pull the image its spec.osImageURL names from its registry (as the MCD does), with --authfile, --certs-dir, --blob-dir; instead of --image-store')
+    .option('--authfile <file>', 'for docker://… (and --pull): the registry credentials (docker config.json format; default: the first of /run/stagedroot/auth.json, /etc/stagedroot/auth.json, /run/ostree/auth.json, /etc/ostree/auth.json, /var/lib/kubelet/config.json)')
     .option('--certs-dir <dir>', 'for docker://…: the registries\' TLS files, HOST[:PORT]/*.crt, *.cert, *.key (default /etc/containers/certs.d)')
     .option('--blob-dir <dir>', 'for docker://…: the OCI layout the image is pulled into, its blobs kept for the next pull (default /var/cache/stagedroot/registry)')
     .option('--check', 'for docker://…: fetch only the manifests and config and print the digest, the version label, and the layers already present and still needed with their bytes; stage nothing')
@@ -118,8 +120,8 @@ export function stageCommand(program: Command, env: CliEnv): void {
         const runTimeout = nonNegativeInt('run-timeout', o.runTimeout);
         // A pull's progress per layer (a docker://… source): a terminal's line, or --json lines on stderr.
         const pull = pullProgress(env.io, Boolean(o.json) && !o.dryRun);
-        const pulled = path !== undefined && isRegistryReference(path) ? pull.options : {};
-        const source = o.run !== undefined ? commandSource(o.run, { binds: o.bind, ...(runTimeout === undefined ? {} : { timeoutMs: runTimeout * 1000 }) }) : pathSource(path!, { replace: o.replace, ref: o.ref, imageStore: o.imageStore, owner: o.owner, authfile: o.authfile, certsDir: o.certsDir, blobDir: o.blobDir, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }), ...pulled });
+        const pulled = path !== undefined && (isRegistryReference(path) || o.pull) ? pull.options : {};
+        const source = o.run !== undefined ? commandSource(o.run, { binds: o.bind, ...(runTimeout === undefined ? {} : { timeoutMs: runTimeout * 1000 }) }) : pathSource(path!, { replace: o.replace, ref: o.ref, imageStore: o.imageStore, pull: o.pull, owner: o.owner, authfile: o.authfile, certsDir: o.certsDir, blobDir: o.blobDir, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }), ...pulled });
         const builtins = builtinsFrom(o);
         const timeout = nonNegativeInt('validator-timeout', o.validatorTimeout);
         const commands = o.validator.map((command) => ({ command, ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }) }));

@@ -11,6 +11,8 @@ import { ownedPaths } from '../config-owned/owned-paths.js';
 import { releaseOps } from '../config-owned/release.js';
 import { parseMachineConfigText } from './document.js';
 import { osImageSource, parseImageReference } from './os-image.js';
+import { parsePullspec } from '../registry/reference.js';
+import { registrySource, type RegistrySourceOptions } from '../registry/source.js';
 
 export { checkMachineConfig, type CheckedMachineConfig } from './check.js';
 export { parseMachineConfigText, isMachineConfig } from './document.js';
@@ -22,6 +24,12 @@ export interface MachineConfigOptions extends PlanOptions {
    * the booted deployment runs is applied over the booted tree, with a warning.
    */
   imageStore?: string;
+  /**
+   * Pull spec.osImageURL (a bare pullspec) from its registry when no imageStore is given,
+   * as the MCD does, with these options (credentials, TLS files, blob directory). Without
+   * it (and without a store), nothing is pulled.
+   */
+  registry?: RegistrySourceOptions;
   /** The image's platform (default: this host's). */
   platform?: Platform;
   /**
@@ -50,7 +58,12 @@ export function machineConfigSource(doc: unknown, o: MachineConfigOptions = {}):
   const imageOf = (): Source | null => {
     if (image !== undefined) return image;
     const url = check().osImageURL;
-    return (image = url !== undefined && o.imageStore !== undefined ? osImageSource(o.imageStore, url, { platform: o.platform }) : null);
+    if (url === undefined) return (image = null);
+    if (o.imageStore !== undefined) return (image = osImageSource(o.imageStore, url, { platform: o.platform }));
+    if (o.registry === undefined) return (image = null);
+    // As MachineConfigs write it: a pullspec without docker://, a bad one the config's own error.
+    const ref = parsePullspec(url, { code: 'SPEC_INVALID', what: 'spec.osImageURL' });
+    return (image = registrySource(ref, { ...o.registry, ...(o.platform ? { platform: o.platform } : {}) }));
   };
   return {
     kind: 'machine-config',
@@ -141,7 +154,7 @@ function imageNotApplied(url: string, context: PlanContext | undefined): Issue {
   return {
     code: 'OS_IMAGE_NOT_APPLIED',
     path: 'spec.osImageURL',
-    message: `${url} was not applied: no image store was given (--image-store), and ${why}; the config is applied over the booted tree`,
+    message: `${url} was not applied: no image store was given (--image-store) and it was not pulled (--pull), and ${why}; the config is applied over the booted tree`,
     severity: 'warning',
   };
 }
