@@ -4,13 +4,14 @@ import { exists, readText } from '../fs/core/host-paths.js';
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
 import { manifestTasks } from '../fs/manifests/tasks.js';
 import { parseDelta, verifyDelta } from '../fs/manifests/delta.js';
-import { finalizeFailed, finalizeTransition, mustFind } from '../state/model.js';
+import { finalizeFailed, finalizeTransition, liveEtcOf, mustFind, type Transition } from '../state/model.js';
 import type { BaseState, MergeReport } from '../state/schema.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { applyEtcMerge, conflictIssue, keepLocalVersions, planEtcMerge, type PlannedMerge } from '../merge/merge.js';
 import type { TypeConflict } from '../merge/plan.js';
 import { keepSharedVersions, planShared, type SharedPlan } from '../persistent-dirs/apply.js';
 import { mergedDirs, sharedDirs } from '../persistent-dirs/config.js';
+import { carryLiveEdits } from './carry-live.js';
 import { finishFinalize } from './finish.js';
 
 export interface FinalizeOptions {
@@ -33,9 +34,40 @@ export type FinalizeResult =
  * overlay (O(changes in /etc)), not by rewriting the manifest.
  */
 export async function finalize(ctx: Context, s: BaseState, o: FinalizeOptions = {}): Promise<FinalizeResult> {
-  if (s.staged === null) return { finalized: false, reason: 'nothing-staged' };
+  // Nothing to make current: the edits made since a live apply still go into the deployment it made current.
+  if (s.staged === null) {
+    await carryLiveEdits(ctx, s, 'finalize');
+    return { finalized: false, reason: 'nothing-staged' };
+  }
   const staged = mustFind(s, s.staged);
-  if (staged.locked) return { finalized: false, reason: 'locked', id: staged.id };
+  if (staged.locked) {
+    await carryLiveEdits(ctx, s, 'finalize');
+    return { finalized: false, reason: 'locked', id: staged.id };
+  }
+  const prepared = await prepareFinalize(ctx, s, o);
+  commitFinalize(ctx, prepared, finalizeTransition);
+  return { finalized: true, id: staged.id, previous: s.current, merge: prepared.report };
+}
+
+/** A finalize planned and merged into the staged tree, its swap not yet made (see commitFinalize). */
+export interface PreparedFinalize {
+  /** The state before, and with the staged deployment's merged manifest digest. */
+  before: BaseState;
+  merged: BaseState;
+  id: string;
+  report: MergeReport;
+}
+
+/**
+ * The part of a finalize before its commit point: the staged tree is checked against what
+ * the update changed, the /etc merge and the update's entries under shared directories
+ * are planned (a type conflict is recorded as a failure under `phase`, nothing written),
+ * the local versions the update wins over are kept, and the merge is written into the
+ * staged tree. What is running is not touched. apply-live runs its own writes between
+ * this and the swap.
+ */
+export async function prepareFinalize(ctx: Context, s: BaseState, o: FinalizeOptions = {}): Promise<PreparedFinalize> {
+  const staged = mustFind(s, s.staged!);
   const fail = (problem: string, issues: TypeConflict[] = []): never => {
     const failure = {
       id: staged.id,
@@ -60,27 +92,40 @@ export async function finalize(ctx: Context, s: BaseState, o: FinalizeOptions = 
     fail(`${conflicts.length} merge conflict${conflicts.length === 1 ? '' : 's'} that cannot be resolved (a directory on one side, a non-directory on the other): ${conflicts.map((c) => `${c.path} (local ${c.local}, update ${c.update})`).join(', ')}; nothing was changed`, conflicts);
   }
 
-  // Kept copies (outside every tree), then the merge into the staged tree, then the swap.
+  // Kept copies (outside every tree), then the merge into the staged tree.
   if (merge) keepLocalVersions(ctx, merge);
   keepSharedVersions(ctx, staged.id, shared, sharedDirs(s));
   const sha = merge ? applyEtcMerge(ctx, merge, mergedDirs(s), staged.manifestSha256) : staged.manifestSha256;
   const report = mergeReport(ctx, staged.id, merge, shared);
   const merged: BaseState = { ...s, deployments: s.deployments.map((d) => (d.id === staged.id ? { ...d, manifestSha256: sha } : d)) };
-  const t = finalizeTransition(merged);
-  const next = applyTransition(ctx, s, { next: { ...t.next, lastMerge: report, finishPending: staged.id }, drop: t.drop }, 'finalize');
-  ctx.dfs.unlink(ctx.layout.mergeMarker(staged.id));
-  finishFinalize(ctx, next);
-  return { finalized: true, id: staged.id, previous: s.current, merge: report };
+  return { before: s, merged, id: staged.id, report };
 }
 
-/** The merge plan, when the staged deployment was built from the booted one (else its etc/ is not the running system's). */
+/**
+ * The commit point of a finalize: the staged deployment becomes current by `transition`
+ * (finalizeTransition, or apply-live's, which records how it got there) in one atomic
+ * swap, the merge's marker goes, and the last steps run (finishFinalize). Returns the new state.
+ */
+export function commitFinalize(ctx: Context, p: PreparedFinalize, transition: (s: BaseState) => Transition, op = 'finalize'): BaseState {
+  const t = transition(p.merged);
+  const next = applyTransition(ctx, p.before, { next: { ...t.next, lastMerge: p.report, finishPending: p.id }, drop: t.drop }, op);
+  ctx.dfs.unlink(ctx.layout.mergeMarker(p.id));
+  return finishFinalize(ctx, next);
+}
+
+/**
+ * The merge plan, when the staged deployment was built from the one whose etc/ the running
+ * root holds (the booted one, or the one a live apply made current in it); else its etc/
+ * is not the running system's.
+ */
 async function mergeBase(ctx: Context, s: BaseState, staged: string, parent: string | null): Promise<PlannedMerge | null> {
-  if (s.booted === null) return null;
-  if (parent !== s.booted) {
-    ctx.warn(`deployment ${staged} was built from ${parent ?? 'nothing'}, not from the booted ${s.booted}: local changes in ${mergedDirs(s).join(', ')} are not merged into it`);
+  const base = liveEtcOf(s);
+  if (base === null || s.booted === null) return null;
+  if (parent !== base) {
+    ctx.warn(`deployment ${staged} was built from ${parent ?? 'nothing'}, not from the running ${base}: local changes in ${mergedDirs(s).join(', ')} are not merged into it`);
     return null;
   }
-  return planEtcMerge(ctx.layout, s.booted, staged, mergedDirs(s));
+  return planEtcMerge(ctx.layout, base, staged, mergedDirs(s), { running: s.booted });
 }
 
 function mergeReport(ctx: Context, id: string, merge: PlannedMerge | null, shared: SharedPlan): MergeReport {

@@ -17,13 +17,18 @@ import { planMerge, rowsAlwaysPlanned, typeConflictPaths, type MergeAction, type
 
 /** The merge of every merged directory into one staged deployment. */
 export interface PlannedMerge {
+  /** The deployment whose manifest is the merge's base (what the running etc/ was deployed as). */
   booted: string;
+  /** The deployment whose tree is the running root (booted, unless a live apply made another current). */
+  running: string;
   staged: string;
   actions: MergeAction[];
   keep: string[];
   conflicts: { path: string; kept: boolean }[];
   typeConflicts: TypeConflict[];
   carried: number;
+  /** A carry of later edits (NO_UPDATE): recovery redoes it the same way. */
+  carry?: boolean;
 }
 
 /** What the update wrote and removed (its delta, recorded at stage). */
@@ -40,16 +45,25 @@ interface MergeSources {
   sources: (dir: string) => RowSources;
 }
 
-function mergeSources(layout: Layout, booted: string, staged: string, where: { manifest: string; delta: string }): MergeSources {
+/** Where a merge reads: `running` is the tree with the live etc/ (default: booted's); `update` what the update decides (default: its delta; none: every local change is carried). */
+export interface MergeInputs {
+  running?: string;
+  update?: UpdatePaths;
+}
+
+/** An update that decides no path: the merge carries every local change (apply-live's carry of later edits). */
+export const NO_UPDATE: UpdatePaths = { changed: new Map(), removed: new Set() };
+
+function mergeSources(layout: Layout, booted: string, staged: string, where: { manifest: string; delta: string }, i: MergeInputs = {}): MergeSources {
   return {
-    update: updatePaths(layout, staged, where.delta),
-    sources: (dir) => ({ dir, baseManifest: layout.manifest(booted), newManifest: where.manifest, liveTree: layout.tree(booted) }),
+    update: i.update ?? updatePaths(layout, staged, where.delta),
+    sources: (dir) => ({ dir, baseManifest: layout.manifest(booted), newManifest: where.manifest, liveTree: layout.tree(i.running ?? booted) }),
   };
 }
 
 /** The plans of each merged directory, from their rows, as one merge. */
-function combine(booted: string, staged: string, update: UpdatePaths, rows: { dir: string; rows: Row[] }[]): PlannedMerge {
-  const out: PlannedMerge = { booted, staged, actions: [], keep: [], conflicts: [], typeConflicts: [], carried: 0 };
+function combine(booted: string, running: string, staged: string, update: UpdatePaths, rows: { dir: string; rows: Row[] }[]): PlannedMerge {
+  const out: PlannedMerge = { booted, running, staged, actions: [], keep: [], conflicts: [], typeConflicts: [], carried: 0 };
   for (const r of rows) {
     const p = planMerge(r.rows, update, r.dir);
     out.actions.push(...p.actions);
@@ -70,12 +84,12 @@ const defaultWhere = (layout: Layout, staged: string): { manifest: string; delta
  * recovery, which runs synchronously when a sysroot is opened, walks on its own thread
  * (`{ thread: 'caller' }`): the same rows, the same plan.
  */
-export function planEtcMerge(layout: Layout, booted: string, staged: string, merged: readonly string[], o: { thread: 'caller' }): PlannedMerge;
-export function planEtcMerge(layout: Layout, booted: string, staged: string, merged: readonly string[], o?: { thread?: 'worker' }): Promise<PlannedMerge>;
-export function planEtcMerge(layout: Layout, booted: string, staged: string, merged: readonly string[], o: { thread?: 'caller' | 'worker' } = {}): PlannedMerge | Promise<PlannedMerge> {
-  const m = mergeSources(layout, booted, staged, defaultWhere(layout, staged));
+export function planEtcMerge(layout: Layout, booted: string, staged: string, merged: readonly string[], o: { thread: 'caller' } & MergeInputs): PlannedMerge;
+export function planEtcMerge(layout: Layout, booted: string, staged: string, merged: readonly string[], o?: { thread?: 'worker' } & MergeInputs): Promise<PlannedMerge>;
+export function planEtcMerge(layout: Layout, booted: string, staged: string, merged: readonly string[], o: { thread?: 'caller' | 'worker' } & MergeInputs = {}): PlannedMerge | Promise<PlannedMerge> {
+  const m = mergeSources(layout, booted, staged, defaultWhere(layout, staged), o);
   const walks = merged.map((dir) => ({ ...m.sources(dir), always: rowsAlwaysPlanned(dir) }));
-  const plan = (rows: Row[][]) => combine(booted, staged, m.update, merged.map((dir, i) => ({ dir, rows: rows[i]! })));
+  const plan = (rows: Row[][]): PlannedMerge => ({ ...combine(booted, o.running ?? booted, staged, m.update, merged.map((dir, i) => ({ dir, rows: rows[i]! }))), ...(o.update === NO_UPDATE ? { carry: true } : {}) });
   if (o.thread === 'caller') return plan(walks.map((w) => changedRows(w)));
   return (async () => {
     const rows: Row[][] = [];
@@ -107,7 +121,7 @@ export function conflictIssue(c: TypeConflict): Issue {
 }
 
 /** The marker of a merge in progress (deploy/ID/merging.json): recovery redoes it from this. */
-const markerSchema = z.object({ booted: z.string(), merged: z.array(z.string()), paths: z.array(z.string()) }).strict();
+const markerSchema = z.object({ booted: z.string(), running: z.string().optional(), carry: z.boolean().optional(), merged: z.array(z.string()), paths: z.array(z.string()) }).strict();
 export type MergeMarker = z.infer<typeof markerSchema>;
 
 export function readMarker(layout: Layout, id: string): MergeMarker | null {
@@ -123,7 +137,7 @@ export function readMarker(layout: Layout, id: string): MergeMarker | null {
 /** Copies the local versions the update wins over to kept/ID.partial/PATH (the live tree is not changed). */
 export function keepLocalVersions(ctx: Context, m: PlannedMerge): void {
   const { layout } = ctx;
-  for (const p of m.keep) copyOut(hostPath(layout.tree(m.booted), p), `${layout.kept(m.staged, true)}/${p}`, { faults: ctx.faults });
+  for (const p of m.keep) copyOut(hostPath(layout.tree(m.running), p), `${layout.kept(m.staged, true)}/${p}`, { faults: ctx.faults });
 }
 
 /** A merge written into the staged tree, its manifest not yet patched. */
@@ -141,9 +155,10 @@ interface WrittenMerge {
 function writeEtcMerge(ctx: Context, m: PlannedMerge, merged: readonly string[], earlier: readonly string[]): WrittenMerge {
   const { layout, dfs } = ctx;
   const paths = [...new Set([...earlier, ...m.actions.map((a) => a.path)])];
-  dfs.writeFileAtomic(layout.mergeMarker(m.staged), JSON.stringify({ booted: m.booted, merged, paths }) + '\n');
+  const marker: MergeMarker = { booted: m.booted, ...(m.running === m.booted ? {} : { running: m.running }), ...(m.carry ? { carry: true } : {}), merged: [...merged], paths };
+  dfs.writeFileAtomic(layout.mergeMarker(m.staged), JSON.stringify(marker) + '\n');
   const tree = layout.tree(m.staged);
-  const live = layout.tree(m.booted);
+  const live = layout.tree(m.running);
   const events: TouchEvent[] = [];
   const dropped = (rel: string, name: string, why: string): void => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`);
   const root = new RootFs(tree, { faults: ctx.faults, onTouch: (e) => events.push(e), xattrPolicy: ctx.xattrPolicy, onXattrDrop: dropped });
@@ -201,6 +216,6 @@ export function redoEtcMerge(ctx: Context, id: string, marker: MergeMarker, base
   // Writes the crash cut short left temp files beside the paths they were writing.
   const tree = new RootFs(layout.tree(id), { faults: ctx.faults });
   for (const dir of new Set(marker.paths.map((p) => (p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '')))) tree.removeTempLeftovers(dir);
-  const m = planEtcMerge(layout, marker.booted, id, marker.merged, { thread: 'caller' });
+  const m = planEtcMerge(layout, marker.booted, id, marker.merged, { thread: 'caller', ...(marker.running ? { running: marker.running } : {}), ...(marker.carry ? { update: NO_UPDATE } : {}) });
   return recordMerge(ctx, writeEtcMerge(ctx, m, marker.merged, marker.paths), baseSha256);
 }
