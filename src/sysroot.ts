@@ -1,7 +1,9 @@
 import { makeContext, type Context, type ContextOptions } from './context.js';
-import { StagedrootError } from './errors.js';
+import { isStagedrootError, StagedrootError } from './errors.js';
 import { bootInput, type BootResult } from './boot/boot.js';
 import type { BootRecordPlace } from './boot/boot-record.js';
+import type { ApplyLiveOptions, ApplyLiveResult } from './commit/apply-live.js';
+import { carryLiveEdits } from './commit/carry-live.js';
 import type { FinalizeOptions, FinalizeResult } from './commit/finalize.js';
 import type { PathChange } from './fs/manifests/diff-manifests.js';
 import { exists, readLink } from './fs/core/host-paths.js';
@@ -223,13 +225,33 @@ export class Sysroot {
   }
 
   /**
+   * Makes the staged deployment active without a reboot, when its activation decision is
+   * live (commit/apply-live.ts): a decision of reboot is LIVE_NOT_POSSIBLE (exit 3), nothing
+   * changed; a failed action or health check is undone (LIVE_ACTION_FAILED), on-failure hooks run.
+   */
+  applyLive(o: ApplyLiveOptions & HookTimeout = {}): Promise<ApplyLiveResult> {
+    return this.write('apply-live', async (s) => {
+      const { applyLive } = await import('./commit/apply-live.js');
+      const staged = s.staged === null ? undefined : mustFind(s, s.staged);
+      try {
+        return await applyLive(this.ctx, s, o);
+      } catch (err) {
+        if (isStagedrootError(err, 'LIVE_ACTION_FAILED') && OPERATIONS['apply-live'].hooks.onFailure) await this.hooks('on-failure', { id: staged?.id, label: staged?.label, reason: err.message }, o);
+        throw err;
+      }
+    });
+  }
+
+  /**
    * The boot hook, then post-boot hooks (and on-rollback ones when it fell back).
    * `o.runDir`/`o.rootDir`: where the initramfs's record is (default /run/stagedroot, for the root /).
    */
   boot(o: HookTimeout & BootRecordPlace = {}): Promise<BootResult> {
     return this.write('boot', async (s) => {
       const h = OPERATIONS.boot.hooks;
-      const { outcome, state } = applyPlan(this.ctx, s, 'boot', bootInput(this.ctx, { runDir: o.runDir, rootDir: o.rootDir }));
+      const { outcome, state: booted } = applyPlan(this.ctx, s, 'boot', bootInput(this.ctx, { runDir: o.runDir, rootDir: o.rootDir }));
+      // A crash after a live apply skipped the shutdown's carry of the /etc edits made since: done now, before the services start.
+      const state = await carryLiveEdits(this.ctx, booted, 'boot');
       const { event, finalizeFailure } = outcome;
       const id = event.kind === 'booted' ? event.id : event.to;
       const d = mustFind(state, id);

@@ -46,6 +46,7 @@ const FAILURE_REASON: Record<Failure['phase'], string> = {
   finalize: 'FinalizeFailed',
   boot: 'BootTriesExhausted',
   health: 'HealthCheckFailed',
+  'apply-live': 'LiveApplyFailed',
 };
 
 /**

@@ -28,6 +28,7 @@ export const VERBS: readonly VerbEntry[] = [
   { names: ['stage'], module: 'stage', register: 'stageCommand', bootPath: false },
   { names: ['upgrade', 'switch'], module: 'upgrade', register: 'upgradeCommands', bootPath: false },
   { names: ['finalize'], module: 'finalize', register: 'finalizeCommand', bootPath: false },
+  { names: ['apply-live'], module: 'apply-live', register: 'applyLiveCommand', bootPath: false },
   { names: ['boot'], module: 'boot', register: 'bootCommand', bootPath: true },
   { names: ['mark-good', 'mark-bad'], module: 'mark', register: 'markCommands', bootPath: true },
   { names: ['rollback'], module: 'rollback', register: 'rollbackCommand', bootPath: false },

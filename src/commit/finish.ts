@@ -43,11 +43,12 @@ export function recoverFinalize(ctx: Context, state: BaseState, actions: string[
   for (const d of s.deployments) {
     const marker = readMarker(layout, d.id);
     if (marker === null) continue;
-    if (d.id === s.staged) {
+    const carry = marker.carry === true && d.id === s.activeLive?.deployment;
+    if (d.id === s.staged || carry) {
       const sha = redoEtcMerge(ctx, d.id, marker, d.manifestSha256);
-      s = { ...s, deployments: s.deployments.map((x) => (x.id === d.id ? { ...x, manifestSha256: sha } : x)) };
+      s = { ...s, deployments: s.deployments.map((x) => (x.id === d.id ? { ...x, manifestSha256: sha } : x)), ...(carry ? { activeLive: null } : {}) };
       saveState(layout, dfs, { ...s, intent: null });
-      actions.push(`completed the interrupted merge into staged deployment ${d.id}`);
+      actions.push(carry ? `completed the interrupted carry of local edits into live-applied deployment ${d.id}` : `completed the interrupted merge into staged deployment ${d.id}`);
     }
     dfs.unlink(layout.mergeMarker(d.id));
   }

@@ -1,4 +1,5 @@
 import { recoverFinalize } from '../commit/finish.js';
+import { recoverLive } from '../commit/recover-live.js';
 import { upgradeSharedLayout } from '../persistent-dirs/upgrade.js';
 import type { ResumeStep } from '../store/recover.js';
 
@@ -9,5 +10,7 @@ import type { ResumeStep } from '../store/recover.js';
  */
 export const RESUME_STEPS: readonly ResumeStep[] = [
   { operation: 'shared-directory layout upgrade', resume: upgradeSharedLayout },
+  // Before finalize's: a merge redone into a staged deployment must read the running /etc as it was before the live apply.
+  { operation: 'apply-live', resume: recoverLive },
   { operation: 'finalize', resume: recoverFinalize },
 ];

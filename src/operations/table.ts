@@ -39,6 +39,8 @@ export const OPERATIONS = {
   adopt: { hooks: {}, creates: true },
   stage: { hooks: { pre: 'pre-stage', post: 'post-stage', onFailure: true } },
   finalize: { hooks: { pre: 'pre-finalize', post: 'post-finalize', onFailure: true } },
+  // Its plan is the finalize's merge plus the live change set (commit/apply-live.ts); its resume, commit/recover-live.ts.
+  'apply-live': { hooks: { onFailure: true } },
   boot: { hooks: { post: 'post-boot', onRollback: 'when-fell-back' }, plan: (s: BaseState, i: { at: string; record: BootRecord | null }) => bootTransition(s, i.at, i.record), tries: 'write' },
   'mark-good': { hooks: {}, plan: (s: BaseState, i: { checks: number | null }) => markGoodTransition(s, i.checks) },
   'mark-bad': { hooks: { onRollback: 'always' }, plan: (s: BaseState, i: { failure: Failure }) => markBadTransition(s, i.failure) },

@@ -22,6 +22,7 @@ import { randomSuffix } from '../util/random.js';
  *   boot-entries.json            what the last boot-entry sync that wrote nothing read, by identity (boot/entries/record.ts; with --boot-dir)
  *   trusted-keys/KEYID.pub       public keys a source's signature must match (none: unsigned sources are fine)
  *   hooks/PHASE/                 executables run at each phase, in name order
+ *   live-apply/                  a live apply in progress: journal.json and before/N (src/activation/live/journal.ts)
  *   hook-runs/PHASE.json         what the last run of each phase's hooks did (bounded output)
  *   layers/                      the layer store: every image layer staged, unpacked once (src/layer-store/store.ts)
  *   .stagedroot-tmp-PID-HEX      an entry being replaced (fs/trees/write-via-temp.ts; in any directory stagedroot writes)
@@ -115,6 +116,10 @@ export class Layout {
   }
   sharedOps(id: string): string {
     return path.join(this.deployDir, id, 'shared-ops.json');
+  }
+  /** The intent journal of a live apply in progress (and its before-images). */
+  get liveApply(): string {
+    return path.join(this.root, 'live-apply');
   }
   mergeMarker(id: string): string {
     return path.join(this.deployDir, id, 'merging.json');

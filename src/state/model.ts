@@ -1,5 +1,5 @@
 import { StagedrootError } from '../errors.js';
-import type { BaseState, DeploymentRecord, Failure, State } from './schema.js';
+import type { BaseState, DeploymentRecord, Failure, LiveApplied, State } from './schema.js';
 
 /**
  * The lifecycle as pure data: each transition takes a state and returns the next one
@@ -103,7 +103,16 @@ function unstageChildOf(s: BaseState, id: string): Transition {
 /** What a new stage builds on: the booted deployment, or current when the booted one was found bad. */
 export function stageBase(s: BaseState): string {
   const booted = find(s, s.booted);
-  return booted && booted.status !== 'failed' ? booted.id : s.current;
+  return booted && booted.status !== 'failed' ? liveEtcOf(s)! : s.current;
+}
+
+/**
+ * The deployment whose etc/ the running root holds: the booted one, or the one apply-live
+ * made current while the booted tree still runs (its files written there). What a stage
+ * builds on, and the base of the next /etc merge.
+ */
+export function liveEtcOf(s: BaseState): string | null {
+  return s.activeLive && s.activeLive.runningIn === s.booted ? s.activeLive.deployment : s.booted;
 }
 
 /** Records that `id` was handed out (a later stage never takes it again). */
@@ -130,7 +139,8 @@ export function finalizeTransition(s: BaseState): Transition {
   const staged = mustFind(s, s.staged);
   const oldCurrent = mustFind(s, s.current);
   const rollback = oldCurrent.good && oldCurrent.status === 'ready' && oldCurrent.id !== staged.id ? oldCurrent.id : s.rollback;
-  let next: BaseState = { ...s, current: staged.id, staged: null, rollback };
+  // A finalize carries the running /etc into the new deployment: a live apply's edits are in it then.
+  let next: BaseState = { ...s, current: staged.id, staged: null, rollback, activeLive: null };
   next = replace(next, { ...staged, triesLeft: staged.good ? null : s.bootTries });
   // A deployment finalized earlier but never booted is superseded: it was never good.
   const drop = !oldCurrent.good && oldCurrent.id !== s.booted && oldCurrent.id !== rollback && !oldCurrent.pinned ? [oldCurrent.id] : [];
@@ -312,4 +322,24 @@ export function setPinned(s: BaseState, id: string, pinned: boolean): Transition
 export function setLocked(s: BaseState, locked: boolean): Transition {
   if (s.staged === null) throw new StagedrootError('NOTHING_STAGED', 'Nothing is staged');
   return { next: replace(s, { ...mustFind(s, s.staged), locked }), drop: [] };
+}
+
+/**
+ * apply-live's commit: the staged deployment becomes current as at a finalize (the old
+ * current its rollback), and the booted tree, which now runs it, is named as where its
+ * /etc lives until the next finalize or boot carries the edits made there (activeLive).
+ */
+export function applyLiveTransition(s: BaseState, live: LiveApplied): Transition {
+  const t = finalizeTransition(s);
+  const id = s.staged!;
+  if (s.booted === null) throw new StagedrootError('INVALID_TRANSITION', 'Nothing was booted: a live apply needs a running deployment');
+  const next = replace(t.next, { ...mustFind(t.next, id), liveApplied: live });
+  return { next: { ...next, activeLive: { deployment: id, runningIn: s.booted } }, drop: t.drop };
+}
+
+/** The /etc edits made in the running tree after a live apply are carried into the deployment it made current (its manifest's new digest). */
+export function liveCarriedTransition(s: BaseState, manifestSha256: string | null): Transition {
+  if (!s.activeLive) return { next: s, drop: [] };
+  const d = mustFind(s, s.activeLive.deployment);
+  return { next: { ...replace(s, { ...d, manifestSha256 }), activeLive: null }, drop: [] };
 }

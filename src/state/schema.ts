@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { activationSchema } from './activation.js';
+import { activationSchema, policyActionSchema } from './activation.js';
 
 /** Zod schemas of everything stagedroot writes and reads back in a sysroot. */
 
@@ -25,11 +25,11 @@ export const STAGE_PHASES = ['plan', 'copy', 'apply', 'manifest', 'validate', 's
 export type StagePhase = (typeof STAGE_PHASES)[number];
 
 /**
- * Where a failure happened, in the public contract's five words: `apply` (the update could
+ * Where a failure happened, in the public contract's words: `apply` (the update could
  * not be built: every stage step but validate), `validate`, `finalize`, `boot` (tries used
- * up) or `health` (boot assessment). Agents switch on these; the finer stage step is `step`.
+ * up), `health` (boot assessment) or `apply-live` (a live apply undone). Agents switch on these; the finer stage step is `step`.
  */
-export const phaseSchema = z.enum(['apply', 'validate', 'finalize', 'boot', 'health']);
+export const phaseSchema = z.enum(['apply', 'validate', 'finalize', 'boot', 'health', 'apply-live']);
 
 /** The contract phase a stage step is reported under. */
 export function phaseOfStep(step: StagePhase): 'apply' | 'validate' {
@@ -54,6 +54,19 @@ export const failureSchema = z
   })
   .strict();
 export type Failure = z.infer<typeof failureSchema>;
+
+/** How a deployment became current without a reboot (apply-live). */
+export const liveAppliedSchema = z
+  .object({
+    at: z.string(),
+    /** The deployment that was running (and whose tree the files were written into). */
+    from: deploymentIdSchema,
+    actions: z.array(policyActionSchema),
+    /** Paths written or removed in the running root. */
+    paths: z.number().int().min(0),
+  })
+  .strict();
+export type LiveApplied = z.infer<typeof liveAppliedSchema>;
 
 /** What an image deployment was built from: `status --json` shows it per deployment. */
 export const originSchema = z
@@ -124,6 +137,8 @@ export const deploymentRecordSchema = z
     kernelArguments: z.array(z.string()).optional(),
     /** How it can become active against the deployment it was built from: live (the policy's actions) or at a reboot. */
     activation: activationSchema.optional(),
+    /** It became current without a reboot (apply-live): when, from which running deployment, with which actions. */
+    liveApplied: liveAppliedSchema.optional(),
   })
   .strict();
 export type DeploymentRecord = z.infer<typeof deploymentRecordSchema>;
@@ -211,6 +226,12 @@ export const baseStateSchema = z
      * completes them.
      */
     finishPending: deploymentIdSchema.nullable().optional(),
+    /**
+     * A deployment made current by apply-live while `runningIn`'s tree is still the running
+     * root: the /etc edits made there since are carried into it at the next finalize
+     * (shutdown) or, after a crash that skipped it, at the next boot; then this is cleared.
+     */
+    activeLive: z.object({ deployment: deploymentIdSchema, runningIn: deploymentIdSchema }).strict().nullable().optional(),
   })
   .strict();
 

@@ -1,6 +1,6 @@
 import type { Activation } from './activation.js';
 import type { Layout } from './layout.js';
-import type { BaseState, Failure, Origin, SignatureRecord } from './schema.js';
+import type { BaseState, Failure, LiveApplied, Origin, SignatureRecord } from './schema.js';
 
 /** The last merge as status shows it: kept paths absolute (host paths). */
 export interface MergeStatus {
@@ -39,6 +39,8 @@ export interface DeploymentStatus {
   signature?: SignatureRecord;
   /** The staged deployment's activation decision: live (the node disruption policy's actions) or reboot, with what forces it. */
   activation?: Activation;
+  /** It became current without a reboot (apply-live): when, from which running deployment, with which actions, how many paths. */
+  liveApplied?: LiveApplied;
   failure: Failure | null;
 }
 
@@ -48,8 +50,14 @@ export interface Status {
   current: string;
   staged: string | null;
   rollback: string | null;
-  /** True when the next boot changes what runs (current differs from booted). */
+  /** True when the next boot changes what runs (current differs from booted, and is not active live in it). */
   pendingReboot: boolean;
+  /**
+   * Current was made active without a reboot (apply-live) and runs in the booted
+   * deployment's root: `deployment` is current, `runningIn` the booted tree holding its
+   * files; null otherwise. The next boot runs `deployment` with the /etc edits made since.
+   */
+  activeLive: { deployment: string; runningIn: string } | null;
   /**
    * The booted deployment is not current because an entry other than the default was
    * picked at boot (the boot menu, `grub-reboot`, `bootctl set-oneshot`): a choice, not a
@@ -87,7 +95,8 @@ export function statusView(s: BaseState, layout: Layout, storage: Status['storag
     current: s.current,
     staged: s.staged,
     rollback: s.rollback,
-    pendingReboot: s.booted !== s.current,
+    pendingReboot: s.booted !== s.current && !(s.activeLive?.deployment === s.current && s.activeLive.runningIn === s.booted),
+    activeLive: s.activeLive ?? null,
     bootedByChoice: (s.bootedByChoice ?? false) && s.booted !== s.current,
     finalizationLocked: staged?.locked ?? false,
     lastFailure: s.lastFailure,
@@ -122,6 +131,7 @@ export function statusView(s: BaseState, layout: Layout, storage: Status['storag
         ...(d.origin === undefined ? {} : { origin: d.origin }),
         ...(d.signature === undefined ? {} : { signature: d.signature }),
         ...(d.activation === undefined || d.id !== s.staged ? {} : { activation: d.activation }),
+        ...(d.liveApplied === undefined ? {} : { liveApplied: d.liveApplied }),
         failure: d.failure,
       })),
   };

@@ -135,7 +135,7 @@ describe('status formats validated against the upstream schemas', () => {
 describe('an image deployment in BootcHost', () => {
   it('carries its image reference, digest, architecture and version', () => {
     const s = {
-      sysroot: '/s', booted: '0002', current: '0002', staged: null, rollback: null, pendingReboot: false, bootedByChoice: false, finalizationLocked: false, lastFailure: null, finalizeFailure: null, bootTries: 3, storage: 'portable', shared: {}, merged: ['etc'], lastMerge: null,
+      sysroot: '/s', booted: '0002', current: '0002', staged: null, rollback: null, pendingReboot: false, activeLive: null, bootedByChoice: false, finalizationLocked: false, lastFailure: null, finalizeFailure: null, bootTries: 3, storage: 'portable', shared: {}, merged: ['etc'], lastMerge: null,
       deployments: [{ id: '0002', label: '9.6', path: '/s/deploy/0002/tree', createdAt: '2026-01-01T00:00:00.000Z', parent: '0001', status: 'ready', failed: false, good: true, triesLeft: null, pinned: false, locked: false, booted: true, current: true, staged: false, rollback: false, entries: 1, healthChecks: 0, kernelArguments: [], origin: { kind: 'oci-image', digest: 'sha256:' + 'a'.repeat(64), mediaType: 'application/vnd.oci.image.manifest.v1+json', labels: { 'org.opencontainers.image.version': '9.6' }, ref: 'quay.io/os:9.6', platform: 'linux/arm64' }, failure: null }],
     } satisfies Status;
     const h = bootcHost(s);

@@ -37,10 +37,12 @@ beforeAll(() => {
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-// commit/finish.js is finalize's resume step, which every writer's recovery runs (the boot
-// hook and mark-good are writers): the tail of a finalize a crash cut short. The rest of
-// commit/ (finalize itself) is not loaded.
-const HEAVY = [/^node_modules\/(execa|tar|yaml)\//, /^dist\/(sources|stage|validate|install)\//, /^dist\/commit\/(?!finish\.js$)/];
+// commit/finish.js and recover-live.js are finalize's and apply-live's resume steps, which
+// every writer's recovery runs (the boot hook and mark-good are writers): the tail of a
+// finalize, or a live apply, a crash cut short; carry-live.js is what the boot hook does
+// after a live apply (the /etc edits made since). The rest of commit/ (finalize and
+// apply-live themselves) is not loaded.
+const HEAVY = [/^node_modules\/(execa|tar|yaml)\//, /^dist\/(sources|stage|validate|install)\//, /^dist\/commit\/(?!(finish|recover-live|carry-live)\.js$)/];
 
 describe('the boot path loads only what it runs', () => {
   for (const args of [['status'], ['boot'], ['mark-good'], ['--version']]) {

@@ -55,7 +55,7 @@ describe('recovery runs the resume steps it is given', () => {
     expect(r.actions).toEqual(['resumed first', 'resumed second']);
   });
 
-  it('the writers run the shared-layout upgrade before finalize resumes', () => {
-    expect(RESUME_STEPS.map((s) => s.operation)).toEqual(['shared-directory layout upgrade', 'finalize']);
+  it('the writers run the shared-layout upgrade, then undo or complete a live apply, before finalize resumes (its merge must read the running /etc as it was)', () => {
+    expect(RESUME_STEPS.map((s) => s.operation)).toEqual(['shared-directory layout upgrade', 'apply-live', 'finalize']);
   });
 });

@@ -80,6 +80,10 @@ export const liveJournalSchema = z
     daemonReload: z.boolean(),
     /** The decision's actions, in order (see runnableActions in actions.ts for what each runs). */
     actions: z.array(policyActionSchema),
+    /** The service manager's command (["systemctl"] on a host): recovery's undo runs the same. */
+    services: z.array(z.string().min(1)).min(1).optional(),
+    /** The boot it ran in (/proc/sys/kernel/random/boot_id): after a reboot no service runs the new files, undo restores files only. */
+    bootId: z.string().optional(),
     progress: progressSchema,
   })
   .strict()

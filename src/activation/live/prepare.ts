@@ -29,6 +29,9 @@ export interface PrepareOptions {
   changes: readonly LiveChange[];
   daemonReload: boolean;
   actions: readonly PolicyAction[];
+  /** The service manager's command, recorded for recovery's undo. */
+  services?: readonly string[];
+  bootId?: string;
 }
 
 const parentsOf = (p: string): string[] => p.split('/').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('/'));
@@ -107,6 +110,8 @@ export function prepareJournal(o: PrepareOptions): LiveJournal {
     entries,
     daemonReload: o.daemonReload,
     actions: [...o.actions],
+    ...(o.services ? { services: [...o.services] } : {}),
+    ...(o.bootId ? { bootId: o.bootId } : {}),
     progress: { filesWritten: false, daemonReloaded: false, actionsDone: 0 },
   };
   writeJournal(o.dfs, o.dir, j);

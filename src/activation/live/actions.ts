@@ -1,0 +1,95 @@
+import type { PolicyAction } from '../../state/activation.js';
+import { spawnSync } from 'node:child_process';
+import { readText } from '../../fs/core/host-paths.js';
+import type { LiveJournal } from './journal.js';
+import { runCommand, type CommandResult, type CommandSpec } from '../../util/run-command.js';
+
+/*
+ * What each policy action runs on the running system, as the MCO's
+ * performPostConfigChangeNodeDisruptionAction does it (pkg/daemon/update.go): Reload and
+ * Restart are `systemctl reload|restart UNIT`, DaemonReload `systemctl daemon-reload`,
+ * Special (registries.conf) a reload of crio.service. None has nothing to run; Drain is
+ * the agent's, before the apply (its loop drains when the decision says so); Reboot never
+ * reaches here (a decision with a Reboot is not live). systemctl waits for each job's
+ * result (no --no-block), so a unit that fails to reload fails its action.
+ */
+
+/** The systemctl arguments of an action, or null when it runs nothing here. */
+export function systemctlArgs(a: PolicyAction): string[] | null {
+  switch (a.type) {
+    case 'Reload':
+      return ['reload', a.reload.serviceName];
+    case 'Restart':
+      return ['restart', a.restart.serviceName];
+    case 'DaemonReload':
+      return ['daemon-reload'];
+    case 'Special':
+      return ['reload', 'crio.service'];
+    default:
+      return null;
+  }
+}
+
+/** How an action's command is shown (in progress lines and in lastFailure). */
+export function actionText(a: PolicyAction): string {
+  const args = systemctlArgs(a);
+  return args === null ? a.type : `${a.type} (systemctl ${args.join(' ')})`;
+}
+
+/** The service manager the actions talk to: `systemctl` on a host; a test passes its own. */
+export interface ServiceManager {
+  /** The command and leading arguments (default ["systemctl"]). */
+  command: readonly string[];
+  /** How long one action may take (default 120 s). */
+  timeoutMs?: number;
+}
+
+export const HOST_SYSTEMCTL: ServiceManager = { command: ['systemctl'] };
+
+/** Runs `systemctl ARGS` through the service manager; never rejects. */
+export function systemctl(m: ServiceManager, args: readonly string[]): Promise<CommandResult> {
+  const [file, ...lead] = m.command as [string, ...string[]];
+  const spec: CommandSpec = { file, args: [...lead, ...args], display: `systemctl ${args.join(' ')}` };
+  return runCommand(spec, { timeoutMs: m.timeoutMs ?? 120_000 });
+}
+
+/**
+ * What undo runs for the actions already taken (up to `done`, the one that failed
+ * included): each service restarted or reloaded again, so that it runs the old
+ * configuration the files are back to. Duplicates run once, in first-seen order.
+ */
+export function undoArgs(actions: readonly PolicyAction[], done: number): string[][] {
+  const seen = new Set<string>();
+  const out: string[][] = [];
+  for (const a of actions.slice(0, done)) {
+    const args = systemctlArgs(a);
+    if (args === null || args[0] === 'daemon-reload') continue;
+    const key = args.join(' ');
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(args);
+  }
+  return out;
+}
+
+/** This boot's id (null where the kernel does not say: not Linux). */
+export function currentBootId(): string | null {
+  return readText('/proc/sys/kernel/random/boot_id')?.trim() ?? null;
+}
+
+/**
+ * `systemctl ARGS`, synchronously: for recovery, which runs when a sysroot is opened
+ * (synchronous by contract) and only after a crash cut a live apply short. Returns what failed, or null.
+ */
+export function systemctlSync(m: ServiceManager, args: readonly string[]): string | null {
+  const [file, ...lead] = m.command as [string, ...string[]];
+  const r = spawnSync(file, [...lead, ...args], { encoding: 'utf8', timeout: m.timeoutMs ?? 120_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (r.error) return `systemctl ${args.join(' ')}: ${(r.error as NodeJS.ErrnoException).code ?? r.error.message}`;
+  return r.status === 0 ? null : `systemctl ${args.join(' ')}: exit ${r.status ?? r.signal}`;
+}
+
+/** What an undo runs after the files are back: one daemon-reload when units were written, then the services already actioned (the failing one included). */
+export function undoSteps(j: LiveJournal): string[][] {
+  const done = j.progress.filesWritten ? Math.min(j.actions.length, j.progress.actionsDone + 1) : 0;
+  return [...(j.daemonReload ? [['daemon-reload']] : []), ...undoArgs(j.actions, done)];
+}

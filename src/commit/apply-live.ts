@@ -1,0 +1,186 @@
+import { HOST_SYSTEMCTL, actionText, currentBootId, systemctl, systemctlArgs, undoSteps, type ServiceManager } from '../activation/live/actions.js';
+import { markProgress, type LiveJournal } from '../activation/live/journal.js';
+import { prepareJournal, type LiveChange } from '../activation/live/prepare.js';
+import { restoreEntries, writeEntries } from '../activation/live/write-entries.js';
+import type { Context } from '../context.js';
+import { StagedrootError } from '../errors.js';
+import { hostPath } from '../fs/core/names.js';
+import { isUnder } from '../fs/core/paths.js';
+import { readEntry } from '../fs/manifests/manifest.js';
+import { sameEntry } from '../fs/manifests/same-entry.js';
+import { lstatOrNull } from '../fs/trees/copy-entry.js';
+import { updatePaths } from '../merge/merge.js';
+import { mergedDirs } from '../persistent-dirs/config.js';
+import type { PolicyAction } from '../state/activation.js';
+import { applyLiveTransition, discardTransition, liveEtcOf, mustFind } from '../state/model.js';
+import type { BaseState, Failure, MergeReport } from '../state/schema.js';
+import { applyTransition } from '../store/apply-transition.js';
+import type { CommandResult } from '../util/run-command.js';
+import { commitFinalize, prepareFinalize } from './finalize.js';
+
+export interface ApplyLiveOptions {
+  /** Who runs the actions (default: the host's systemctl). */
+  services?: ServiceManager;
+  /** On failure, discard the staged deployment instead of leaving it staged for a reboot. */
+  discardOnFailure?: boolean;
+  /** Run after the actions; a failure (ok false) undoes the apply like a failed action. */
+  health?: () => Promise<{ ok: boolean; what: string; output: string }>;
+  /** Progress: each step as it starts. */
+  onStep?: (step: string) => void;
+}
+
+export interface ApplyLiveResult {
+  id: string;
+  /** The deployment that was running and still runs (its tree has the new files). */
+  running: string;
+  /** Paths written or removed in the running root. */
+  paths: string[];
+  actions: PolicyAction[];
+  merge: MergeReport;
+}
+
+/** A path is written live when it is under a merged directory (etc/) or usr/local/ (the decision already allowed it). */
+const liveScope = (dirs: readonly string[], p: string): boolean => dirs.some((d) => isUnder(p, d)) || isUnder(p, 'usr/local');
+
+/**
+ * What the live apply writes into the running root: every path the update decided (its
+ * delta) whose entry in the merged staged tree differs from the running one. The staged
+ * tree holds the running system's local edits already (the merge ran first), so only the
+ * update's own changes are left.
+ */
+function liveChanges(ctx: Context, staged: string, running: string, dirs: readonly string[]): LiveChange[] {
+  const u = updatePaths(ctx.layout, staged);
+  const entryAt = (tree: string, p: string) => {
+    const h = hostPath(tree, p);
+    const st = lstatOrNull(h);
+    return st === null ? null : readEntry(p, h, st);
+  };
+  const out: LiveChange[] = [];
+  for (const p of [...u.changed.keys(), ...u.removed]) {
+    if (!liveScope(dirs, p)) continue;
+    const want = entryAt(ctx.layout.tree(staged), p);
+    if (sameEntry(want, entryAt(ctx.layout.tree(running), p))) continue;
+    out.push({ path: p, change: want === null ? 'remove' : 'write' });
+  }
+  return out;
+}
+
+class ActionFailed extends Error {
+  constructor(
+    readonly what: string,
+    readonly result: Pick<CommandResult, 'exitCode' | 'output'>,
+  ) {
+    super(`${what} failed${result.exitCode === null ? '' : ` (exit ${result.exitCode})`}${result.output.trim() ? `: ${result.output.trim().slice(0, 500)}` : ''}`);
+  }
+}
+
+async function run(m: ServiceManager, args: string[]): Promise<void> {
+  const r = await systemctl(m, args);
+  if (r.notRunnable) throw new StagedrootError('TOOL_MISSING', `Cannot run systemctl ${args.join(' ')}: ${r.notRunnable}`, { value: m.command[0] });
+  if (!r.ok) throw new ActionFailed(`systemctl ${args.join(' ')}`, r);
+}
+
+/**
+ * Undoes a live apply from its journal: every path back as it was, one daemon-reload when
+ * the files included units, and each service already actioned (the failing one included)
+ * restarted or reloaded again so that it runs the old configuration. Failures of the
+ * service steps are reported, not thrown: the files are back either way.
+ */
+export async function undoLive(ctx: Context, j: LiveJournal, m: ServiceManager): Promise<string[]> {
+  restoreEntries(j.root, ctx.layout.liveApply, j.entries, ctx.faults);
+  const problems: string[] = [];
+  for (const args of undoSteps(j)) {
+    const r = await systemctl(m, args);
+    if (!r.ok) problems.push(`systemctl ${args.join(' ')}: ${r.notRunnable ?? `exit ${r.exitCode}`}`);
+  }
+  ctx.dfs.removeTree(ctx.layout.liveApply);
+  return problems;
+}
+
+/**
+ * apply-live: the staged deployment becomes active without a reboot. The staged tree
+ * first gets the finalize merge (the running /etc's local edits; the update wins on its
+ * own paths, the local versions kept and reported), then the intent journal is written
+ * (the before-image of every path), then the update's entries are written into the
+ * running root, one daemon-reload when units changed, and the actions in order, each
+ * waiting for its job's result. Then the finalize's swap with how it got there: the
+ * deployment is current, the old current its rollback, nothing staged; the next boot runs
+ * it. A failed action or health check undoes everything (undoLive) and leaves the
+ * deployment staged (or discards it), the failure in lastFailure.
+ */
+export async function applyLive(ctx: Context, s: BaseState, o: ApplyLiveOptions = {}): Promise<ApplyLiveResult> {
+  const services = o.services ?? HOST_SYSTEMCTL;
+  const step = o.onStep ?? (() => {});
+  if (s.staged === null) throw new StagedrootError('NOTHING_STAGED', 'Nothing is staged: stage an update first');
+  const staged = mustFind(s, s.staged);
+  if (staged.locked) throw new StagedrootError('INVALID_TRANSITION', `Deployment ${staged.id} is held by a finalization lock: unlock it first`, { value: staged.id });
+  const a = staged.activation;
+  if (a === undefined) throw new StagedrootError('INVALID_TRANSITION', `Deployment ${staged.id} has no activation decision (it was staged by an older stagedroot): stage it again`, { value: staged.id });
+  if (a.mode !== 'live') {
+    const why = a.reasons.map((r) => `${r.path ?? r.unit ?? r.field ?? ''}: ${r.why}`).join('; ');
+    throw new StagedrootError('LIVE_NOT_POSSIBLE', `Deployment ${staged.id} (${staged.label}) needs a reboot: ${why}${a.reasonsOmitted ? ` (and ${a.reasonsOmitted} more)` : ''}; nothing was changed`, { value: staged.id, path: a.reasons[0]?.path });
+  }
+  const running = s.booted;
+  if (running === null || liveEtcOf(s) !== s.current) throw new StagedrootError('INVALID_TRANSITION', `A reboot is pending (current ${s.current}, booted ${running ?? 'none'}): apply-live works on the running deployment only`, { value: staged.id });
+  if (staged.parent !== s.current) throw new StagedrootError('INVALID_TRANSITION', `Deployment ${staged.id} was built from ${staged.parent ?? 'nothing'}, not from what runs (${s.current}): stage again`, { value: staged.id });
+
+  step('merge');
+  const prepared = await prepareFinalize(ctx, s);
+  const dirs = mergedDirs(s);
+  const changes = liveChanges(ctx, staged.id, running, dirs);
+  step('journal');
+  let j = prepareJournal({
+    dfs: ctx.dfs,
+    dir: ctx.layout.liveApply,
+    deployment: staged.id,
+    source: ctx.layout.tree(staged.id),
+    root: ctx.layout.tree(running),
+    changes,
+    daemonReload: changes.some((c) => c.path.startsWith('etc/systemd/')),
+    actions: a.actions,
+    services: services.command,
+    bootId: currentBootId() ?? undefined,
+  });
+  try {
+    step('files');
+    writeEntries(j.root, j.source, j.entries, ctx.faults);
+    j = markProgress(ctx.dfs, ctx.layout.liveApply, j, { filesWritten: true });
+    if (j.daemonReload) {
+      step('daemon-reload');
+      await run(services, ['daemon-reload']);
+      j = markProgress(ctx.dfs, ctx.layout.liveApply, j, { daemonReloaded: true });
+    }
+    for (const [i, action] of j.actions.entries()) {
+      step(actionText(action));
+      const args = systemctlArgs(action);
+      if (args !== null) await run(services, args);
+      j = markProgress(ctx.dfs, ctx.layout.liveApply, j, { actionsDone: i + 1 });
+    }
+    if (o.health) {
+      step('health');
+      const h = await o.health();
+      if (!h.ok) throw new ActionFailed(`the health check ${h.what}`, { exitCode: null, output: h.output });
+    }
+  } catch (err) {
+    if (!(err instanceof ActionFailed)) throw err; // an I/O error: the journal stays for recovery to undo
+    step('undo');
+    const problems = await undoLive(ctx, j, services);
+    recordFailure(ctx, prepared.merged, staged.id, err, problems, o.discardOnFailure ?? false);
+    throw new StagedrootError('LIVE_ACTION_FAILED', `apply-live of ${staged.id} (${staged.label}) was undone: ${err.message}${problems.length ? `; undo could not: ${problems.join(', ')}` : ''}; ${o.discardOnFailure ? 'the deployment was discarded' : 'it stays staged for a reboot'}`, { value: staged.id, cause: err });
+  }
+  step('commit');
+  const live = { at: ctx.now().toISOString(), from: running, actions: [...a.actions], paths: j.entries.length };
+  commitFinalize(ctx, prepared, (st) => applyLiveTransition(st, live), 'apply-live');
+  ctx.dfs.removeTree(ctx.layout.liveApply);
+  return { id: staged.id, running, paths: j.entries.map((e) => e.path), actions: [...a.actions], merge: prepared.report };
+}
+
+/** The undone apply in lastFailure; the deployment stays staged (its merged manifest recorded) or is discarded. */
+function recordFailure(ctx: Context, merged: BaseState, id: string, err: ActionFailed, problems: string[], discard: boolean): void {
+  const d = mustFind(merged, id);
+  const failure: Failure = { id, label: d.label, phase: 'apply-live', reason: `${err.message}; undone${problems.length ? ` (except: ${problems.join(', ')})` : ''}`, at: ctx.now().toISOString(), code: 'LIVE_ACTION_FAILED', output: err.result.output };
+  ctx.dfs.unlink(ctx.layout.mergeMarker(id));
+  const withFailure = { ...merged, lastFailure: failure };
+  const t = discard ? discardTransition(withFailure) : { next: withFailure, drop: [] };
+  applyTransition(ctx, merged, t, 'apply-live-failed');
+}

@@ -1,0 +1,146 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isStagedrootError } from '../../src/errors.js';
+import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
+
+const FAKE = path.join(path.dirname(fileURLToPath(import.meta.url)), '../helpers/fake-systemctl.sh');
+let t: TempSysroot | undefined;
+afterEach(() => {
+  t?.cleanup();
+  t = undefined;
+});
+
+const TREE = { 'etc/containers/policy.json': '{}\n', 'etc/hosts': '127.0.0.1 localhost\n', 'etc/motd': 'hi\n', 'usr/lib/os-release': 'ID=test\n' };
+const POLICY = '{"default":[{"type":"reject"}]}\n';
+
+/** A sysroot whose first deployment is booted, and the fake systemctl's log. */
+async function booted(): Promise<{ t: TempSysroot; log: string; services: { command: string[] } }> {
+  const s = await tempSysroot({ tree: TREE });
+  await s.sysroot.boot({ runDir: '/nonexistent' });
+  const log = path.join(s.scratch, 'systemctl.log');
+  return { t: s, log, services: { command: ['sh', FAKE, log] } };
+}
+const calls = (log: string): string[] => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : []);
+const read = (tree: string, p: string): string => fs.readFileSync(path.join(tree, p), 'utf8');
+
+describe('apply-live', () => {
+  it('writes the update into the running root, reloads CRI-O, and makes the deployment current with no reboot pending', async () => {
+    const b = await booted();
+    t = b.t;
+    const old = t.sysroot.status().booted!;
+    const oldTree = t.sysroot.status().deployments.find((d) => d.id === old)!.path;
+    const r = await t.sysroot.stage({ files: [{ path: '/etc/containers/policy.json', contents: POLICY, mode: '0640' }] });
+    expect(r.activation?.mode).toBe('live');
+    const live = await t.sysroot.applyLive({ services: b.services });
+    expect(live).toMatchObject({ id: r.id, running: old, paths: ['etc/containers/policy.json'] });
+    expect(read(oldTree, 'etc/containers/policy.json')).toBe(POLICY);
+    expect(fs.statSync(path.join(oldTree, 'etc/containers/policy.json')).mode & 0o7777).toBe(0o640);
+    expect(calls(b.log)).toEqual(['reload crio.service']);
+    const st = t.sysroot.status();
+    expect(st).toMatchObject({ current: r.id, booted: old, staged: null, pendingReboot: false, activeLive: { deployment: r.id, runningIn: old } });
+    expect(st.deployments.find((d) => d.id === r.id)?.liveApplied).toMatchObject({ from: old, actions: [{ type: 'Reload', reload: { serviceName: 'crio.service' } }], paths: 1 });
+    expect(fs.existsSync(path.join(t.dir, 'live-apply'))).toBe(false);
+  });
+
+  it('the next boot runs it with the /etc edits made after the apply: after a clean shutdown and after a crash that skipped it', async () => {
+    for (const cleanShutdown of [true, false]) {
+      const b = await booted();
+      t = b.t;
+      const old = t.sysroot.status().booted!;
+      const oldTree = t.sysroot.status().deployments.find((d) => d.id === old)!.path;
+      const r = await t.sysroot.stage({ files: [{ path: '/etc/containers/policy.json', contents: POLICY }] });
+      await t.sysroot.applyLive({ services: b.services });
+      // The admin edits the running /etc after the live apply.
+      fs.writeFileSync(path.join(oldTree, 'etc/hosts'), '10.0.0.1 edited\n');
+      fs.rmSync(path.join(oldTree, 'etc/motd'));
+      if (cleanShutdown) expect(await t.sysroot.finalize()).toMatchObject({ finalized: false, reason: 'nothing-staged' });
+      await t.sysroot.boot({ runDir: '/nonexistent' });
+      const st = t.sysroot.status();
+      expect(st, `clean shutdown: ${cleanShutdown}`).toMatchObject({ booted: r.id, current: r.id, activeLive: null, pendingReboot: false });
+      expect(read(r.path, 'etc/containers/policy.json')).toBe(POLICY);
+      expect(read(r.path, 'etc/hosts'), `clean shutdown: ${cleanShutdown}`).toBe('10.0.0.1 edited\n');
+      expect(fs.existsSync(path.join(r.path, 'etc/motd'))).toBe(false);
+      expect((await t.sysroot.verify(r.id)).drift, 'its manifest records the carried edits').toEqual([]);
+      t.cleanup();
+      t = undefined;
+    }
+  });
+
+  it('refuses a deployment whose decision is a reboot (exit 3, naming the path), changing nothing', async () => {
+    const b = await booted();
+    t = b.t;
+    const r = await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'changed\n' }] });
+    const before = t.sysroot.status();
+    const err = await t.sysroot.applyLive({ services: b.services }).catch((e: unknown) => e);
+    expect(isStagedrootError(err, 'LIVE_NOT_POSSIBLE')).toBe(true);
+    expect((err as Error).message).toContain('/etc/motd');
+    expect((err as { isRejection: boolean }).isRejection).toBe(true);
+    expect(t.sysroot.status()).toEqual(before);
+    expect(read(before.deployments.find((d) => d.booted)!.path, 'etc/motd')).toBe('hi\n');
+    expect(calls(b.log)).toEqual([]);
+    expect(t.sysroot.status().staged).toBe(r.id);
+  });
+
+  it('a failed action is undone: files back, the service reloaded again, the deployment left staged, lastFailure names the action', async () => {
+    for (const discardOnFailure of [false, true]) {
+      const b = await booted();
+      t = b.t;
+      const oldTree = t.sysroot.status().deployments.find((d) => d.booted)!.path;
+      fs.writeFileSync(`${b.log}.fail`, 'reload crio.service\n');
+      const r = await t.sysroot.stage({ files: [{ path: '/etc/containers/policy.json', contents: POLICY }, { path: '/etc/containers/registries.d/new.yaml', contents: 'docker: {}\n' }] });
+      expect(r.activation?.mode).toBe('live');
+      const err = await t.sysroot.applyLive({ services: b.services, discardOnFailure }).catch((e: unknown) => e);
+      expect(isStagedrootError(err, 'LIVE_ACTION_FAILED')).toBe(true);
+      expect((err as Error).message).toContain('systemctl reload crio.service');
+      expect(read(oldTree, 'etc/containers/policy.json')).toBe('{}\n');
+      expect(fs.existsSync(path.join(oldTree, 'etc/containers/registries.d')), 'a directory the apply created is gone').toBe(false);
+      expect(calls(b.log)).toEqual(['reload crio.service', 'reload crio.service']);
+      const st = t.sysroot.status();
+      expect(st.staged).toBe(discardOnFailure ? null : r.id);
+      expect(st.current).toBe(st.booted);
+      expect(st.lastFailure).toMatchObject({ id: r.id, phase: 'apply-live', code: 'LIVE_ACTION_FAILED', output: expect.stringContaining('control process exited') });
+      expect(fs.existsSync(path.join(t.dir, 'live-apply'))).toBe(false);
+      if (!discardOnFailure) {
+        // The reboot path is still there: the staged deployment finalizes and boots.
+        fs.rmSync(`${b.log}.fail`);
+        await t.sysroot.finalize();
+        await t.sysroot.boot({ runDir: '/nonexistent' });
+        expect(read(r.path, 'etc/containers/policy.json')).toBe(POLICY);
+      }
+      t.cleanup();
+      t = undefined;
+    }
+  });
+
+  it('a local edit of a path the update also changes: the update wins live, the local version is kept and reported', async () => {
+    const b = await booted();
+    t = b.t;
+    const oldTree = t.sysroot.status().deployments.find((d) => d.booted)!.path;
+    fs.writeFileSync(path.join(oldTree, 'etc/containers/policy.json'), '{"local":true}\n');
+    const r = await t.sysroot.stage({ files: [{ path: '/etc/containers/policy.json', contents: POLICY }] });
+    const live = await t.sysroot.applyLive({ services: b.services });
+    expect(read(oldTree, 'etc/containers/policy.json')).toBe(POLICY);
+    expect(live.merge.conflicts).toEqual([{ path: 'etc/containers/policy.json', kept: `kept/${r.id}/etc/containers/policy.json` }]);
+    expect(fs.readFileSync(path.join(t.dir, 'kept', r.id, 'etc/containers/policy.json'), 'utf8')).toBe('{"local":true}\n');
+  });
+
+  it('nothing staged, or a stage after a live apply builds on the live-applied deployment and applies live again', async () => {
+    const b = await booted();
+    t = b.t;
+    await expect(t.sysroot.applyLive({ services: b.services })).rejects.toMatchObject({ code: 'NOTHING_STAGED' });
+    const first = await t.sysroot.stage({ files: [{ path: '/etc/containers/policy.json', contents: POLICY }] });
+    await t.sysroot.applyLive({ services: b.services });
+    const second = await t.sysroot.stage({ files: [{ path: '/etc/containers/registries.d/a.yaml', contents: 'docker: {}\n' }] });
+    expect(t.sysroot.status().deployments.find((d) => d.id === second.id)?.parent).toBe(first.id);
+    await t.sysroot.applyLive({ services: b.services });
+    const oldTree = t.sysroot.status().deployments.find((d) => d.booted)!.path;
+    expect(read(oldTree, 'etc/containers/policy.json')).toBe(POLICY);
+    expect(read(oldTree, 'etc/containers/registries.d/a.yaml')).toBe('docker: {}\n');
+    await t.sysroot.finalize();
+    await t.sysroot.boot({ runDir: '/nonexistent' });
+    expect(t.sysroot.status()).toMatchObject({ booted: second.id, current: second.id });
+    expect(read(second.path, 'etc/containers/policy.json')).toBe(POLICY);
+  });
+});
