@@ -20,8 +20,9 @@ export type Content =
        * A file of the layer store with exactly this content and the op's attributes: a
        * stage may hardlink it where its copy policy links (usr/) instead of writing the
        * stream; everything else (a copy elsewhere, a shared directory, a dry run) streams.
+       * `sha256` is of its content (the manifest then need not read a linked file).
        */
-      linkFrom?: string;
+      linkFrom?: { file: string; sha256: string };
     };
 
 export interface Owner {

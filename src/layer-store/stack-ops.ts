@@ -35,7 +35,7 @@ export function* stackOps(store: LayerStore, layers: readonly StoredLayer[]): Ge
           break;
         case 'f': {
           const file = store.objectPath(l.k);
-          yield { op: 'write', path: l.p, content: { kind: 'stream', size: l.s, open: () => objectChunks(file), linkFrom: file }, mode: l.m, uid: l.u, gid: l.g, mtime: l.mt, replace: true, xattrs: decodeXattrs(l.x) };
+          yield { op: 'write', path: l.p, content: { kind: 'stream', size: l.s, open: () => objectChunks(file), linkFrom: { file, sha256: l.h } }, mode: l.m, uid: l.u, gid: l.g, mtime: l.mt, replace: true, xattrs: decodeXattrs(l.x) };
           break;
         }
         case 'l':

@@ -24,7 +24,7 @@ export async function applyOp(root: RootFs, op: ChangeOp, o: ApplyOptions = {}):
       const attrs = { mode: op.mode, uid: op.uid, gid: op.gid, mtime: op.mtime, overwrite: op.overwrite, replace: op.replace, xattrs: op.xattrs };
       if (op.content.kind === 'stream' && op.content.linkFrom !== undefined && o.linkAt !== undefined && !op.append && op.overwrite !== false) {
         // The store's file has this content and these attributes (its object key covers them): linked, or copied from it.
-        root.linkFrom(op.path, op.content.linkFrom, { replace: op.replace, linkAt: o.linkAt, explicitLabel: op.xattrs?.some(([n]) => n === 'security.selinux') === true });
+        root.linkFrom(op.path, op.content.linkFrom.file, { replace: op.replace, linkAt: o.linkAt, sha256: op.content.linkFrom.sha256, explicitLabel: op.xattrs?.some(([n]) => n === 'security.selinux') === true });
         return op.content.size ?? 0;
       }
       if (op.append) {

@@ -6,6 +6,7 @@ import { writeJson } from '../fs/trees/durable.js';
 import { ManifestWriter } from '../fs/manifests/manifest.js';
 import { displayPath } from '../fs/core/names.js';
 import { RootFs, type TouchEvent } from '../fs/trees/root-fs.js';
+import { listDir } from '../fs/core/host-paths.js';
 import { runTreeTask, treeWorkersAvailable } from '../fs/jobs/tree-jobs.js';
 import { treeTasks } from '../fs/trees/tasks.js';
 import { manifestTasks } from '../fs/manifests/tasks.js';
@@ -24,7 +25,7 @@ export interface BuildTreeOptions {
   /** The private work dir: the tree goes to `work/tree`, its manifest and delta beside it. */
   work: string;
   /** The tree to start from (omitted: an empty tree), with its manifest when it has one. */
-  from?: { tree: string; manifest?: string; entries?: number | null; policy: CopyPolicy; exclude?: CopyExclude; manifestSha256?: string | null };
+  from?: { tree: string; manifest?: string; entries?: number | null; policy: CopyPolicy; exclude?: CopyExclude; manifestSha256?: string | null; replaced?: boolean };
   changes?: ChangeSet;
   onCopy?: (p: CopyProgress) => void;
   onApply?: (p: ApplyProgress) => void;
@@ -115,8 +116,15 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   // snapshot is: the new manifest is written in one pass after the change set, from the
   // base manifest's lines there and a walk of the rest (snapshotManifest).
   const trusted = o.from && o.from.manifest !== undefined ? { ...o.from, manifest: o.from.manifest } : null;
-  const snapshotOf = trusted !== null && snapshotsFrom(ctx.layout.root, ctx.storage, trusted.tree) ? trusted : null;
-  if (snapshotOf !== null) {
+  const snapshotOf = trusted !== null && !trusted.replaced && snapshotsFrom(ctx.layout.root, ctx.storage, trusted.tree) ? trusted : null;
+  // The change set replaces the whole tree (it starts by clearing it: an image from the
+  // layer store): nothing is copied, and the manifest step is told that every top-level
+  // entry of the base went, as the clear of a copy would have said.
+  const replaced = trusted !== null && trusted.replaced === true ? listDir(trusted.tree).map((name): TouchEvent => ({ kind: 'remove', path: name })) : null;
+  if (replaced !== null) {
+    await runTreeTask(treeTasks.makeTree, { kind: storage, path: tree }, { faults: ctx.faults });
+    o.onStep?.('copy');
+  } else if (snapshotOf !== null) {
     // O(1) in the tree: a snapshot; its manifest is written after the change set, below.
     o.onStep?.('copy');
     await runTreeTask(treeTasks.snapshotTree, { src: snapshotOf.tree, dst: tree }, { faults: ctx.faults });
@@ -146,7 +154,8 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   o.onStep?.('apply');
   const applied = await applyUpdate(ctx, tree, o);
   bytes += applied.bytes;
-  const { events, warnings } = applied;
+  const { warnings } = applied;
+  const events = replaced === null ? applied.events : [...replaced, ...applied.events];
   o.onStep?.('manifest');
   let patched: PatchResult;
   let overlay: string | undefined;

@@ -286,11 +286,11 @@ async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
   ctx.dfs.mkdir(layout.workDir);
   const shared = sharedDirs(state);
   const divert = new SharedDivert({ shared, mode: changes.sharedContent ?? 'initial', contentRoot: `${run.work}/shared`, liveShared: (rel) => layout.shared(rel), faults: ctx.faults, warn: ctx.warn });
-  // An image's files are linked from the layer store (where the policy links).
+  // An image from the layer store replaces the tree (not copied: it would be cleared), its files linked where the policy links.
   const linkAt = run.layers.linkAt();
   const built = await buildTree(ctx, {
     work: run.work,
-    from: { tree: layout.tree(base.id), manifest: layout.manifest(base.id), entries: base.entries, policy: run.policy, manifestSha256: base.manifestSha256 },
+    from: { tree: layout.tree(base.id), manifest: layout.manifest(base.id), entries: base.entries, policy: run.policy, manifestSha256: base.manifestSha256, replaced: run.layers.diffIds !== null },
     ...(linkAt === null ? {} : { linkAt }),
     changes,
     onStep: (step) => {

@@ -1,5 +1,6 @@
 import * as fs from 'node:fs';
-import { ManifestReader, ManifestWriter, readEntry } from './manifest.js';
+import { ManifestReader, ManifestWriter, entryFromStat, readEntry } from './manifest.js';
+import { readXattrs, xattrDigest } from '../core/xattr.js';
 import type { ManifestEntry } from './manifest-line.js';
 import { hostPath } from '../core/names.js';
 import { comparePaths, isUnder, isUnderAny } from '../core/paths.js';
@@ -12,6 +13,12 @@ export interface TouchEvent {
   kind: 'touch' | 'remove';
   /** Real tree-relative path (after resolving symlinks inside the root). */
   path: string;
+  /**
+   * A file linked from a trusted store (a layer store object): its content's sha256, and
+   * the object. When the path is still that object's inode, its manifest line takes this
+   * hash instead of reading the file (as a copy trusts the base tree's linked files).
+   */
+  known?: { sha256: string; object: string };
 }
 
 /**
@@ -51,20 +58,38 @@ export interface TreeChanges {
 export function changesOf(tree: string, events: readonly TouchEvent[], read: (rel: string) => ManifestEntry | null = (rel) => readOnDisk(tree, rel)): TreeChanges {
   const removed = new Set<string>();
   const dirty = new Set<string>();
+  const known = new Map<string, { sha256: string; object: string }>();
   for (const ev of events) {
     if (ev.path === '') continue;
     dirty.add(ev.path);
     if (ev.kind === 'remove') removed.add(ev.path);
+    // The last event of a path says what is there: a later one without a hash makes it unknown.
+    if (ev.known !== undefined) known.set(ev.path, ev.known);
+    else if (known.size > 0) known.delete(ev.path);
   }
   const fresh: ManifestEntry[] = [];
   for (const rel of dirty) {
-    const e = read(rel);
+    const k = known.get(rel);
+    const e = k === undefined ? read(rel) : readKnown(tree, rel, k) ?? read(rel);
     if (e !== null) fresh.push(e); // else touched, then removed
   }
   fresh.sort((a, b) => comparePaths(a.p, b.p));
 
   const underRemoved = (p: string): boolean => isUnderAny(p, removed);
   return { dirty, removed, fresh, underRemoved };
+}
+
+/** The entry at `rel` with the store's hash, when it is still the store object's inode (else null: read it). */
+function readKnown(tree: string, rel: string, k: { sha256: string; object: string }): ManifestEntry | null {
+  const host = hostPath(tree, rel);
+  try {
+    const st = fs.lstatSync(host);
+    const obj = fs.lstatSync(k.object);
+    if (!st.isFile() || st.ino !== obj.ino || st.dev !== obj.dev) return null;
+    return entryFromStat(rel, st, { h: k.sha256, x: xattrDigest(readXattrs(host)) });
+  } catch {
+    return null;
+  }
 }
 
 /** The manifest entry of what is on disk at a tree path now, or null. */

@@ -286,7 +286,7 @@ export class RootFs {
    * file's SELinux label is the source's own (see explicitLabels). Returns whether it
    * was linked.
    */
-  linkFrom(p: string, srcHost: string, o: CreateOptions & { explicitLabel?: boolean; linkAt?: (rel: string) => boolean } = {}): boolean {
+  linkFrom(p: string, srcHost: string, o: CreateOptions & { explicitLabel?: boolean; linkAt?: (rel: string) => boolean; sha256?: string } = {}): boolean {
     const { dest, target } = this.prepareCreate(p, o);
     if (o.linkAt !== undefined && !o.linkAt(target.rel)) {
       this.copyIn(p, srcHost, { replace: true });
@@ -308,7 +308,8 @@ export class RootFs {
       return false;
     }
     if (o.explicitLabel) this.explicitLabels.add(splitSourcePath(p, 'path', { allowBackslash: true }).join('/'));
-    this.onTouch({ kind: 'touch', path: target.rel });
+    // The store knows the content: the manifest need not read it (patch-manifest.ts's TouchEvent.known).
+    this.onTouch({ kind: 'touch', path: target.rel, ...(o.sha256 === undefined ? {} : { known: { sha256: o.sha256, object: srcHost } }) });
     return true;
   }
 
