@@ -10,7 +10,7 @@ import { readEntry } from '../fs/manifests/manifest.js';
 import { sameEntry } from '../fs/manifests/same-entry.js';
 import { lstatOrNull } from '../fs/trees/copy-entry.js';
 import { updatePaths } from '../merge/merge.js';
-import { mergedDirs } from '../persistent-dirs/config.js';
+import { sharedDirs } from '../persistent-dirs/config.js';
 import type { PolicyAction } from '../state/activation.js';
 import { applyLiveTransition, discardTransition, liveEtcOf, mustFind } from '../state/model.js';
 import type { BaseState, Failure, MergeReport } from '../state/schema.js';
@@ -39,8 +39,12 @@ export interface ApplyLiveResult {
   merge: MergeReport;
 }
 
-/** A path is written live when it is under a merged directory (etc/) or usr/local/ (the decision already allowed it). */
-const liveScope = (dirs: readonly string[], p: string): boolean => dirs.some((d) => isUnder(p, d)) || isUnder(p, 'usr/local');
+/**
+ * A path of the delta is written live unless it is under a shared directory (never in a
+ * tree) or under usr/ outside usr/local (the decision made that a reboot): the decision
+ * allowed every other one, an SSH key in root/ or home/ as much as a file under etc/.
+ */
+const liveScope = (shared: readonly string[], p: string): boolean => !shared.some((d) => isUnder(p, d)) && (!isUnder(p, 'usr') || isUnder(p, 'usr/local'));
 
 /**
  * What the live apply writes into the running root: every path the update decided (its
@@ -48,7 +52,7 @@ const liveScope = (dirs: readonly string[], p: string): boolean => dirs.some((d)
  * tree holds the running system's local edits already (the merge ran first), so only the
  * update's own changes are left.
  */
-function liveChanges(ctx: Context, staged: string, running: string, dirs: readonly string[]): LiveChange[] {
+function liveChanges(ctx: Context, staged: string, running: string, shared: readonly string[]): LiveChange[] {
   const u = updatePaths(ctx.layout, staged);
   const entryAt = (tree: string, p: string) => {
     const h = hostPath(tree, p);
@@ -57,7 +61,7 @@ function liveChanges(ctx: Context, staged: string, running: string, dirs: readon
   };
   const out: LiveChange[] = [];
   for (const p of [...u.changed.keys(), ...u.removed]) {
-    if (!liveScope(dirs, p)) continue;
+    if (!liveScope(shared, p)) continue;
     const want = entryAt(ctx.layout.tree(staged), p);
     if (sameEntry(want, entryAt(ctx.layout.tree(running), p))) continue;
     out.push({ path: p, change: want === null ? 'remove' : 'write' });
@@ -126,8 +130,7 @@ export async function applyLive(ctx: Context, s: BaseState, o: ApplyLiveOptions 
 
   step('merge');
   const prepared = await prepareFinalize(ctx, s);
-  const dirs = mergedDirs(s);
-  const changes = liveChanges(ctx, staged.id, running, dirs);
+  const changes = liveChanges(ctx, staged.id, running, sharedDirs(s));
   step('journal');
   let j = prepareJournal({
     dfs: ctx.dfs,

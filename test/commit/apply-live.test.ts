@@ -126,6 +126,23 @@ describe('apply-live', () => {
     expect(fs.readFileSync(path.join(t.dir, 'kept', r.id, 'etc/containers/policy.json'), 'utf8')).toBe('{"local":true}\n');
   });
 
+  it('an SSH key outside etc/ (the sshkey policy, None) is written into the running root too', async () => {
+    t = await tempSysroot({ tree: { ...TREE, 'root/.ssh/authorized_keys': 'ssh-ed25519 AAAAold\n' } });
+    await t.sysroot.boot({ runDir: '/nonexistent' });
+    const log = path.join(t.scratch, 'systemctl.log');
+    const oldTree = t.sysroot.status().deployments.find((d) => d.booted)!.path;
+    const r = await t.sysroot.stage({ files: [{ path: '/root/.ssh/authorized_keys', contents: 'ssh-ed25519 AAAAnew\n', mode: '0600' }] });
+    expect(r.activation).toMatchObject({ mode: 'live', actions: [{ type: 'None' }] });
+    const live = await t.sysroot.applyLive({ services: { command: ['sh', FAKE, log] } });
+    expect(live.paths).toEqual(['root/.ssh/authorized_keys']);
+    expect(read(oldTree, 'root/.ssh/authorized_keys')).toBe('ssh-ed25519 AAAAnew\n');
+    expect(fs.statSync(path.join(oldTree, 'root/.ssh/authorized_keys')).mode & 0o7777).toBe(0o600);
+    expect(calls(log)).toEqual([]);
+    await t.sysroot.boot({ runDir: '/nonexistent' });
+    expect(t.sysroot.status().booted).toBe(r.id);
+    expect(read(r.path, 'root/.ssh/authorized_keys')).toBe('ssh-ed25519 AAAAnew\n');
+  });
+
   it('nothing staged, or a stage after a live apply builds on the live-applied deployment and applies live again', async () => {
     const b = await booted();
     t = b.t;
