@@ -12,22 +12,26 @@ function mb(n: number): string {
  * of a layer and as each blob is in place; otherwise nothing (hooks and pipes get clean
  * output).
  */
-export function pullProgress(io: Io, json: boolean): { options: Pick<RegistrySourceOptions, 'onProgress' | 'onBlob'>; done: () => void } {
+export function pullProgress(io: Io, json: boolean): { options: Pick<RegistrySourceOptions, 'onProgress' | 'onBlob' | 'onMirrorFailed'>; done: () => void } {
   if (json) {
     const line = (v: unknown) => io.err(JSON.stringify(v) + '\n');
     return {
       options: {
         onProgress: (e) => line({ progress: 'fetch', ...e }),
         onBlob: (e) => line({ progress: 'blob', digest: e.digest, what: e.what, size: e.size, fetched: e.fetched, cached: e.cached, resumed: e.resumed }),
+        onMirrorFailed: (e) => line({ progress: 'mirror-failed', mirror: e.mirror, code: e.error.code, message: e.error.message }),
       },
       done: () => {},
     };
   }
-  if (!io.errIsTty) return { options: {}, done: () => {} };
   let last = 0;
   let drawn = false;
+  // A mirror that fails is said in any case: the pull goes on from the next endpoint.
+  const onMirrorFailed: RegistrySourceOptions['onMirrorFailed'] = (e) => io.err(`${drawn ? '\r\x1b[K' : ''}stagedroot: warning: the mirror ${e.mirror} failed (${e.error.message}); trying the next\n`);
+  if (!io.errIsTty) return { options: { onMirrorFailed }, done: () => {} };
   return {
     options: {
+      onMirrorFailed,
       onProgress(e) {
         const now = Date.now();
         if (now - last < 100 && e.bytes !== e.size) return;

@@ -85,6 +85,8 @@ export const originSchema = z
     pullspec: z.string().optional(),
     /** The registry that served it (https://HOST[:PORT]). */
     registry: z.string().optional(),
+    /** The registries.conf mirror that served it, as HOST/REPO (`registry` is then the mirror's origin). */
+    mirror: z.string().optional(),
     /** The index the pullspec resolved to, when it named one (`digest` is then the platform's manifest in it). */
     indexDigest: z.string().optional(),
     /** The diff_ids of its layers, bottom first, as the layer store keeps them (a deployment linked from the store). */

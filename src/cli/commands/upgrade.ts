@@ -18,6 +18,7 @@ interface UpdateCliOptions extends CommonOptions {
   certsDir?: string;
   blobDir?: string;
   platform?: string;
+  registriesConf?: string;
 }
 
 /** The options both verbs take (how the image is pulled; the stage's own). */
@@ -29,7 +30,8 @@ function updateOptions(cmd: Command): Command {
     .option('--platform <os/arch>', 'the manifest for this platform from an index (default: the tracked deployment\'s, else linux and this host\'s architecture)')
     .option('--authfile <file>', 'the registry credentials (docker config.json format; default: the first of /run/stagedroot/auth.json, /etc/stagedroot/auth.json, /run/ostree/auth.json, /etc/ostree/auth.json, /var/lib/kubelet/config.json)')
     .option('--certs-dir <dir>', 'the registries\' TLS files, HOST[:PORT]/*.crt, *.cert, *.key (default /etc/containers/certs.d)')
-    .option('--blob-dir <dir>', 'the OCI layout the image is pulled into, its blobs kept for the next pull (default /var/cache/stagedroot/registry)');
+    .option('--blob-dir <dir>', 'the OCI layout the image is pulled into, its blobs kept for the next pull (default /var/cache/stagedroot/registry)')
+    .option('--registries-conf <file>', 'the registries configuration, read alone (default /etc/containers/registries.conf and registries.conf.d/*.conf): mirrors, blocked and insecure registries');
 }
 
 function pullOptions(o: UpdateCliOptions): RegistrySourceOptions {
@@ -38,6 +40,7 @@ function pullOptions(o: UpdateCliOptions): RegistrySourceOptions {
     ...(o.certsDir !== undefined ? { certsDir: o.certsDir } : {}),
     ...(o.blobDir !== undefined ? { blobDir: o.blobDir } : {}),
     ...(o.platform !== undefined ? { platform: parsePlatform(o.platform) } : {}),
+    ...(o.registriesConf !== undefined ? { registriesConf: o.registriesConf } : {}),
   };
 }
 

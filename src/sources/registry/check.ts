@@ -14,6 +14,8 @@ export interface ImageCheck {
   digest: string;
   indexDigest?: string;
   registry: string;
+  /** The mirror (registries.conf) that served the manifest, as HOST/REPO, when one did. */
+  mirror?: string;
   /** The config's org.opencontainers.image.version label, when it has one. */
   version?: string;
   /** Each layer, whether it is already whole in the blob directory, and the bytes of one cut short. */
@@ -52,6 +54,7 @@ export async function checkRegistryImage(ref: ImageReference, o: RegistrySourceO
     digest: rp.resolved.manifest.digest,
     ...(rp.resolved.index ? { indexDigest: rp.resolved.index.digest } : {}),
     registry: rp.client.origin,
+    ...(rp.mirror ? { mirror: rp.mirror } : {}),
     ...(version !== undefined ? { version } : {}),
     layers,
     bytesPresent,

@@ -38,6 +38,11 @@ export interface RegistryClientOptions extends TlsOptions {
   platform?: Platform;
   /** The host to connect to instead of the reference's registry (a mirror, the tests' proxy). */
   endpoint?: string;
+  /**
+   * registries.conf's `insecure`: TLS certificates are not verified, and a registry that
+   * answers https with plain http is spoken to in plain http.
+   */
+  insecure?: boolean;
 }
 
 export interface Manifest {
@@ -95,10 +100,10 @@ interface Token {
  * never a credential.
  */
 export class RegistryClient {
-  readonly origin: string;
+  private base: string;
   readonly image: string;
   private tls: Promise<TlsMaterial> | undefined;
-  private readonly o: Required<Pick<RegistryClientOptions, 'retries' | 'backoffMs' | 'maxRetryAfterMs' | 'stallMs' | 'maxRedirects'>>;
+  private o: Required<Pick<RegistryClientOptions, 'retries' | 'backoffMs' | 'maxRetryAfterMs' | 'stallMs' | 'maxRedirects'>>;
   private readonly creds: Credentials | null;
   /** How the registry asked to be authenticated (from its last 401), or null before any. */
   private challenge: { scheme: string; params: Record<string, string> } | null = null;
@@ -109,10 +114,20 @@ export class RegistryClient {
     private readonly opts: RegistryClientOptions = {},
   ) {
     const host = opts.endpoint ?? registryEndpoint(ref.registry);
-    this.origin = `${opts.plainHttp ? 'http' : 'https'}://${host}`;
+    this.base = `${opts.plainHttp ? 'http' : 'https'}://${host}`;
     this.image = formatReference(ref);
     this.creds = credentialsFor(opts.auth ?? null, ref);
     this.o = { retries: opts.retries ?? 4, backoffMs: opts.backoffMs ?? 500, maxRetryAfterMs: opts.maxRetryAfterMs ?? 60_000, stallMs: opts.stallMs ?? 30_000, maxRedirects: opts.maxRedirects ?? 10 };
+  }
+
+  /** The origin requests go to ("https://127.0.0.1:5000"; http:// once an insecure registry answered so). */
+  get origin(): string {
+    return this.base;
+  }
+
+  /** Attempts per request from now on (a mirror resolves with none, then fetches its layers with the usual ones). */
+  setRetries(n: number | undefined): void {
+    this.o = { ...this.o, retries: n ?? 4 };
   }
 
   /** Which credentials are used, for messages: the file (never its content), or none. */
@@ -158,7 +173,7 @@ export class RegistryClient {
             const a = await this.authorization();
             if (a !== null) headers.authorization = a;
           }
-          res = await send({ url, method: r.method, headers, stallMs: this.o.stallMs, ...(url.protocol === 'https:' ? { tls: await this.tlsMaterial() } : {}) });
+          res = await send({ url, method: r.method, headers, stallMs: this.o.stallMs, ...(url.protocol === 'https:' ? { tls: await this.tlsMaterial(), insecure: this.opts.insecure === true } : {}) });
           const loc = res.headers.location;
           if (res.statusCode !== undefined && [301, 302, 303, 307, 308].includes(res.statusCode) && loc !== undefined) {
             drain(res);
@@ -170,6 +185,12 @@ export class RegistryClient {
         }
       } catch (err) {
         if (err instanceof StagedrootError) throw err;
+        if (this.opts.insecure && url.origin === this.base && this.base.startsWith('https:') && (isTlsError(err) || (err as { code?: string }).code === 'EPROTO')) {
+          // An insecure registry that speaks plain http (what containers/image falls back to).
+          this.base = `http:${this.base.slice('https:'.length)}`;
+          attempt--;
+          continue;
+        }
         if (isTlsError(err)) this.fail(`the TLS certificate of ${url.host} cannot be verified: ${(err as { code?: string }).code ?? (err as Error).message} (its CA goes in ${this.opts.certsDir ?? '/etc/containers/certs.d'}/${this.opts.endpoint ?? this.ref.registry}/*.crt)`, r.what, err);
         const why = err instanceof StallError ? `${url.host} sent ${err.message}` : `${url.host}: ${(err as { code?: string }).code ?? (err as Error).message}`;
         await again(why, undefined, err);
@@ -226,7 +247,7 @@ export class RegistryClient {
     let body: Buffer | null = null;
     for (let attempt = 0; ; attempt++) {
       try {
-        const res = await send({ url: realm, headers: this.creds ? { authorization: basic(this.creds) } : {}, stallMs: this.o.stallMs, ...(realm.protocol === 'https:' ? { tls: await this.tlsMaterial() } : {}) });
+        const res = await send({ url: realm, headers: this.creds ? { authorization: basic(this.creds) } : {}, stallMs: this.o.stallMs, ...(realm.protocol === 'https:' ? { tls: await this.tlsMaterial(), insecure: this.opts.insecure === true } : {}) });
         const status = res.statusCode ?? 0;
         if (status === 401 || status === 403) {
           drain(res);

@@ -8,6 +8,8 @@ export interface HttpRequest {
   headers?: Record<string, string>;
   /** For https: the CAs and the client certificate. */
   tls?: TlsMaterial;
+  /** For https: the certificate is not verified (registries.conf's `insecure`). */
+  insecure?: boolean;
   /** No bytes for this long (before or after the headers): the request fails with a StallError. */
   stallMs: number;
 }
@@ -40,6 +42,7 @@ export function send(r: HttpRequest): Promise<http.IncomingMessage> {
       headers: { 'user-agent': 'stagedroot', ...r.headers },
       agent: false,
       ...(secure && r.tls ? { ca: r.tls.ca, ...(r.tls.cert ? { cert: r.tls.cert, key: r.tls.key } : {}) } : {}),
+      ...(secure && r.insecure ? { rejectUnauthorized: false } : {}),
     };
     const req = (secure ? https : http).request(r.url, o, (res) => {
       res.setTimeout(r.stallMs, () => res.destroy(new StallError(r.stallMs)));

@@ -8,6 +8,7 @@ import { REF_ANNOTATION } from '../oci/media-types.js';
 import { MAX_JSON_BYTES } from '../oci/read-blob.js';
 import { RegistryClient, type BlobFetch, type BlobProgress, type RegistryClientOptions, type ResolvedManifest } from './client.js';
 import { formatReference, type ImageReference } from './reference.js';
+import { endpointsFor, loadRegistriesConf, type Endpoint, type RegistriesConf } from './registries-conf.js';
 
 export interface PullOptions extends RegistryClientOptions {
   /** Layers fetched at once (default 3). */
@@ -18,6 +19,13 @@ export interface PullOptions extends RegistryClientOptions {
   onProgress?: (e: { digest: string; what: string } & BlobProgress) => void;
   /** Told when each blob is in place. */
   onBlob?: (e: { digest: string; what: string; size: number } & BlobFetch) => void;
+  /**
+   * registries.conf: a file to read alone (`--registries-conf`), one already read, or
+   * null for none; default /etc/containers/registries.conf and its drop-ins.
+   */
+  registriesConf?: string | RegistriesConf | null;
+  /** Told when a mirror could not serve the image and the next endpoint is tried. */
+  onMirrorFailed?: (e: { mirror: string; error: StagedrootError }) => void;
 }
 
 export interface PulledImage {
@@ -32,6 +40,8 @@ export interface PulledImage {
   pullspec: string;
   /** The origin that served it ("https://127.0.0.1:5000"). */
   registry: string;
+  /** The mirror (registries.conf) that served it, as HOST/REPO, when one did. */
+  mirror?: string;
   platform?: string;
   /** Which credentials file was used (never its content). */
   credentials: string;
@@ -41,7 +51,12 @@ export interface PulledImage {
 
 /** An image resolved and its documents in place: the manifest (and index) and the config, not yet the layers. */
 export interface ResolvedPull {
+  /** The image asked for (its name, not the mirror's). */
+  ref: ImageReference;
+  /** The client of the endpoint that served the manifest: the layers come from it too. */
   client: RegistryClient;
+  /** That endpoint, when it is a mirror: HOST/REPO. */
+  mirror?: string;
   resolved: ResolvedManifest;
   dir: string;
   /** The config blob, verified (a small document). */
@@ -56,7 +71,31 @@ export interface ResolvedPull {
  * image is (its digest, labels, platform) is known before any layer is fetched.
  */
 export async function resolvePull(ref: ImageReference, dir: string, o: PullOptions = {}): Promise<ResolvedPull> {
-  const client = new RegistryClient(ref, o);
+  const c = o.registriesConf;
+  const conf = c === null ? null : typeof c === 'object' ? c : await loadRegistriesConf(c === undefined ? {} : { file: c });
+  const endpoints = endpointsFor(conf, ref);
+  const failed: string[] = [];
+  for (const [i, ep] of endpoints.entries()) {
+    const last = i === endpoints.length - 1;
+    try {
+      return await resolveAt(ref, ep, dir, o);
+    } catch (err) {
+      if (!(err instanceof StagedrootError)) throw err;
+      if (last) {
+        if (failed.length === 0) throw err;
+        throw new StagedrootError(err.code, `${err.message} (${failed.join('; ')})`, { ...(err.path !== undefined ? { path: err.path } : {}), cause: err });
+      }
+      // A mirror that fails falls through to the next, then to the source (as containers/image).
+      failed.push(`the mirror ${formatReference(ep.ref)} failed first: ${err.message}`);
+      o.onMirrorFailed?.({ mirror: formatReference(ep.ref), error: err });
+    }
+  }
+  throw new Error('unreachable: endpointsFor always ends with the source');
+}
+
+/** resolvePull at one endpoint. A mirror gets no retries of its own: the next endpoint is its retry. */
+async function resolveAt(ref: ImageReference, ep: Endpoint, dir: string, o: PullOptions): Promise<ResolvedPull> {
+  const client = new RegistryClient(ep.ref, { ...o, ...(ep.insecure ? { insecure: true } : {}), ...(ep.mirror ? { retries: 0 } : {}) });
   const r = await client.resolve();
   // The documents as they came (their digests checked), written as blobs.
   for (const m of [...(r.index ? [r.index] : []), r.manifest]) {
@@ -79,7 +118,8 @@ export async function resolvePull(ref: ImageReference, dir: string, o: PullOptio
   if (config === null || digestOf(config, r.config.digest.slice(0, r.config.digest.indexOf(':'))) !== r.config.digest) {
     throw new StagedrootError('SOURCE_CORRUPT', `${client.image}: the config ${r.config.digest} in ${dir} changed after it was verified`, { path: r.config.digest });
   }
-  return { client, resolved: r, dir, config, fetched: f.fetched, cached: f.cached };
+  client.setRetries(o.retries); // the layers: retried wherever they come from
+  return { ref, client, ...(ep.mirror ? { mirror: `${ep.ref.registry}/${ep.ref.repository}` } : {}), resolved: r, dir, config, fetched: f.fetched, cached: f.cached };
 }
 
 /**
@@ -87,8 +127,7 @@ export async function resolvePull(ref: ImageReference, dir: string, o: PullOptio
  * naming the manifest, so that `dir` is an OCI image layout holding the image.
  */
 export async function fetchLayers(rp: ResolvedPull, o: PullOptions = {}): Promise<PulledImage> {
-  const { client, resolved: r, dir } = rp;
-  const ref = client.ref;
+  const { client, resolved: r, dir, ref } = rp;
   let { fetched, cached } = rp;
   // Free space for what is still to come, checked before the first byte of a layer is fetched.
   let needed = 0;
@@ -134,6 +173,7 @@ export async function fetchLayers(rp: ResolvedPull, o: PullOptions = {}): Promis
     resolvedDigest,
     pullspec: formatReference({ ...ref, tag: undefined, digest: resolvedDigest }),
     registry: client.origin,
+    ...(rp.mirror ? { mirror: rp.mirror } : {}),
     ...(r.platform ? { platform: r.platform } : {}),
     credentials: client.credentialsUsed,
     fetched,

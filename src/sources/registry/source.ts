@@ -69,6 +69,7 @@ export function registrySource(ref: ImageReference, o: RegistrySourceOptions = {
         ...(platform ? { platform } : {}),
         pullspec: name,
         registry: rp.client.origin,
+        ...(rp.mirror ? { mirror: rp.mirror } : {}),
         ...(index ? { indexDigest: index.digest } : {}),
       };
       return {
@@ -94,7 +95,7 @@ export function registrySource(ref: ImageReference, o: RegistrySourceOptions = {
         throw err;
       }
       // Which credentials file was used (never what it holds) is said with what was pulled.
-      return { ...set, description: `image ${name} (${pulled.digest}) pulled from ${pulled.registry} with ${pulled.credentials}: ${set.description}` };
+      return { ...set, description: `image ${name} (${pulled.digest}) pulled from ${pulled.registry}${pulled.mirror ? ` (the mirror ${pulled.mirror})` : ''} with ${pulled.credentials}: ${set.description}` };
     },
   };
 }
