@@ -50,7 +50,12 @@ function summarize(paths: readonly string[], forced: ActivationReason[]): Omit<C
   const files: string[] = [];
   const units = new Set<string>();
   let sshKey = false;
+  // A directory that is a parent of another changed path is decided by what changes below
+  // it (the MCO's policies name files; a new file's new parent directory comes with it).
+  const parents = new Set<string>();
+  for (const p of paths) for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) parents.add(p.slice(0, i));
   for (const p of paths) {
+    if (parents.has(p)) continue;
     const unit = UNIT_FILE.exec(p);
     if (unit) units.add(unit[1]!);
     else if (SSH_KEY.test(p)) sshKey = true;

@@ -24,6 +24,7 @@
 import { appendFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { Sysroot } from '../../dist/index.js';
 import { countingHook, killAfter } from '../../dist/testing/index.js';
 
@@ -63,6 +64,8 @@ const ops = {
     }
   },
   finalize: (s) => s.finalize(),
+  // The actions run through the systemctl stand-in, logging beside the sysroot (recovery's undo runs it again).
+  'apply-live': (s) => s.applyLive({ services: { command: ['sh', fileURLToPath(new URL('./fake-systemctl.sh', import.meta.url)), `${s.path}.systemctl.log`] } }),
   boot: (s) => s.boot(),
   rollback: (s) => s.rollback(),
   markBad: (s) => s.markBad('health check failed (crash test)'),

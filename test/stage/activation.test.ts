@@ -26,6 +26,15 @@ describe('the activation decision of a stage', () => {
     expect(t.sysroot.status().deployments.some((d) => d.activation !== undefined)).toBe(false);
   });
 
+  it('a new file in a new directory is decided by the file: its parent directory comes with it', async () => {
+    t = await tempSysroot({ tree: { 'etc/hosts': '127.0.0.1 localhost\n' } });
+    const r = await t.sysroot.stage({ files: [{ path: '/etc/containers/policy.json', contents: '{}\n' }] });
+    expect(r.activation).toEqual({ mode: 'live', drain: false, actions: [{ type: 'Reload', reload: { serviceName: 'crio.service' } }], reasons: [] });
+    // A directory alone is a path of its own: no policy covers /etc/newdir.
+    const d = await t.sysroot.stage({ directories: [{ path: '/etc/newdir' }] });
+    expect(d.activation).toMatchObject({ mode: 'reboot', reasons: [{ path: '/etc/newdir' }] });
+  });
+
   it('a path no policy covers is a reboot naming it; a path written again unchanged does not count', async () => {
     t = await tempSysroot({ tree: { 'etc/containers/policy.json': '{}\n', 'etc/motd': 'hi\n' } });
     const r = await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'hello\n' }, { path: '/etc/containers/policy.json', contents: '{}\n' }] });
