@@ -1,6 +1,7 @@
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
-import { exists, fileSha256, listDir } from '../fs/core/host-paths.js';
+import { hashFile } from '../fs/core/hash.js';
+import { exists, listDir } from '../fs/core/host-paths.js';
 import { patchManifest } from '../fs/manifests/patch-manifest.js';
 import { overlayFile } from '../fs/manifests/manifest-overlay.js';
 import { RootFs } from '../fs/trees/root-fs.js';
@@ -50,7 +51,7 @@ export function upgradeSharedLayout(ctx: Context, s: BaseState, actions: string[
   patchManifest(tree, manifest, next, [{ kind: 'remove', path: 'var' }], ctx.faults, true);
   dfs.rename(next, manifest);
   if (exists(overlayFile(manifest))) dfs.unlink(overlayFile(manifest));
-  const sha = fileSha256(manifest);
+  const sha = hashFile(manifest);
   dfs.writeFileAtomic(layout.sharedList, sharedListText(['var']));
   const upgraded: BaseState = {
     ...s,

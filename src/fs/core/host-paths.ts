@@ -2,7 +2,6 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { StagedrootError, errnoOf } from '../../errors.js';
 import { ioError } from './io-error.js';
-import { hashFile } from './hash.js';
 
 /*
  * Reads of host paths outside any tree (the sysroot's own files, a boot directory, a
@@ -60,11 +59,6 @@ export function isDirectory(p: string): boolean {
 export function freeSpace(p: string): { free: number; total: number } {
   const s = fs.statfsSync(p);
   return { free: s.bavail * s.bsize, total: s.blocks * s.bsize };
-}
-
-/** sha256 of a whole file (streamed). */
-export function fileSha256(file: string): string {
-  return hashFile(file);
 }
 
 /** Reads a file of at most `max` bytes (a guard against huge inputs), or null when absent. */
