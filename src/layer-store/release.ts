@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { tempNameIn } from '../fs/core/temp-names.js';
-import { readLink } from '../fs/core/host-paths.js';
-import { namesIn, readLines } from '../fs/trees/layer-store-io.js';
+import { listDir, readLink } from '../fs/core/host-paths.js';
+import { readLines } from '../fs/trees/layer-store-io.js';
 import { parseIndexLine } from './index-lines.js';
 import type { LayerStore } from './store.js';
 
@@ -46,8 +46,8 @@ export function releaseLayers(store: LayerStore, keep: readonly string[]): Relea
     }
   }
   // Sweep.
-  for (const kk of namesIn(store.objectsDir)) {
-    for (const rest of namesIn(path.join(store.objectsDir, kk))) {
+  for (const kk of listDir(store.objectsDir)) {
+    for (const rest of listDir(path.join(store.objectsDir, kk))) {
       if (marked.has(kk + rest)) continue;
       store.dfs.unlink(path.join(store.objectsDir, kk, rest));
       res.objects += 1;

@@ -5,9 +5,8 @@ import { StagedrootError } from '../errors.js';
 import { noFaults, type FaultHook } from '../fs/core/faults.js';
 import { isTempName } from '../fs/core/temp-names.js';
 import type { XattrList } from '../fs/core/xattr.js';
-import { exists, readLink } from '../fs/core/host-paths.js';
+import { exists, listDir, readLink } from '../fs/core/host-paths.js';
 import { DurableFs, readJsonState, writeJson } from '../fs/trees/durable.js';
-import { namesIn } from '../fs/trees/layer-store-io.js';
 import { checkDigest } from '../sources/oci/digest.js';
 
 /**
@@ -114,7 +113,7 @@ export class LayerStore {
   prepare(): string[] {
     this.dfs.mkdir(this.dir, 0o700);
     for (const d of ['objects', 'diff', 'blob', 'tmp']) this.dfs.mkdir(path.join(this.dir, d), 0o700);
-    const left = namesIn(this.tmpDir).filter(isTempName);
+    const left = listDir(this.tmpDir).filter(isTempName);
     for (const n of left) this.dfs.removeTree(path.join(this.tmpDir, n));
     return left;
   }
@@ -154,8 +153,8 @@ export class LayerStore {
   layers(): StoredLayer[] {
     const out: StoredLayer[] = [];
     const diff = path.join(this.dir, 'diff');
-    for (const alg of namesIn(diff).sort()) {
-      for (const hex of namesIn(path.join(diff, alg)).sort()) {
+    for (const alg of listDir(diff)) {
+      for (const hex of listDir(path.join(diff, alg))) {
         const l = this.byDiffId(`${alg}:${hex}`);
         if (l !== null) out.push(l);
       }

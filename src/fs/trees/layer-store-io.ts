@@ -117,13 +117,3 @@ export function linkCount(p: string): number | null {
     throw ioError(err, p, p, 'sysroot');
   }
 }
-
-/** The names in a directory (unsorted), [] when it is missing. */
-export function namesIn(dir: string): string[] {
-  try {
-    return fs.readdirSync(dir);
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return [];
-    throw ioError(err, dir, dir, 'sysroot');
-  }
-}
