@@ -136,7 +136,7 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
       }
     }
     // Each directory's final mode and mtime, deepest first (as layer/plan.ts applies them).
-    const dirs = [...checker.dirs].sort((a, b) => depth(b[0]) - depth(a[0]));
+    const dirs = checker.dirsDeepestFirst();
     for (const [p, a] of dirs) put({ t: 'a', p, m: a.mode ?? 0o755, ...(a.mtime === undefined ? {} : { mt: a.mtime }) });
     index.close();
     // The rest of the tar (after its end-of-archive blocks) and of the blob is hashed too.
@@ -187,12 +187,6 @@ async function commit(store: LayerStore, tmp: string, u: Unpacked): Promise<Stor
   // 3. The layer, complete and durable, under its name: the one step that makes it trusted.
   store.dfs.rename(tmp, dir);
   return store.byDiffId(u.diffId)!;
-}
-
-function depth(p: string): number {
-  let n = 1;
-  for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) n += 1;
-  return n;
 }
 
 async function* hashing(chunks: AsyncIterable<Uint8Array>, h: Hash): AsyncGenerator<Uint8Array> {

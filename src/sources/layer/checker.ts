@@ -36,6 +36,11 @@ export class LayerChecker {
 
   constructor(private readonly limits: LayerLimits, private readonly where: string) {}
 
+  /** Its directories with their final attributes, deepest first: the order they are finished in (children before their parent). */
+  dirsDeepestFirst(): [string, DirAttrs][] {
+    return [...this.dirs].sort((a, b) => depth(b[0]) - depth(a[0]));
+  }
+
   check(e: LayerEntry): PlannedEntry {
     this.entries += 1;
     if (this.entries > this.limits.maxEntries) {
@@ -145,4 +150,10 @@ function checkXattrs(x: LayerEntry['xattrs'], raw: string): XattrList | undefine
     if (value.length > 65536) throw new StagedrootError('UNSAFE_ENTRY', `The entry ${show(raw)} has a ${value.length}-byte extended attribute ${name} (limit 65536)`, { path: raw, value: name });
   }
   return x;
+}
+
+function depth(p: string): number {
+  let n = 1;
+  for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) n += 1;
+  return n;
 }

@@ -110,12 +110,6 @@ async function* applyOps(reader: LayerReader, limits: LayerLimits, replace: bool
         break;
     }
   }
-  const dirs = [...checker.dirs].sort((a, b) => depth(b[0]) - depth(a[0]));
+  const dirs = checker.dirsDeepestFirst();
   for (const [path, a] of dirs) yield { op: 'setattr', path, mode: a.mode ?? 0o755, mtime: a.mtime };
-}
-
-function depth(p: string): number {
-  let n = 1;
-  for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) n += 1;
-  return n;
 }
