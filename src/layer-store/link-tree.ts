@@ -1,13 +1,12 @@
 import * as path from 'node:path';
-import { StagedrootError } from '../errors.js';
 import { noFaults, type FaultHook } from '../fs/core/faults.js';
 import { isUnder } from '../fs/core/paths.js';
 import type { XattrPolicy } from '../fs/core/xattr.js';
 import { runTreeTask, type TreeJobOptions } from '../fs/jobs/tree-jobs.js';
 import { defineTreeTask } from '../fs/jobs/tree-tasks.js';
-import { readLines } from '../fs/trees/layer-store-io.js';
 import { RootFs } from '../fs/trees/root-fs.js';
-import { decodeXattrs, parseIndexLine, type IndexLine } from './index-lines.js';
+import { decodeXattrs } from './index-lines.js';
+import { layerLines, storedStack } from './stack-ops.js';
 import { LayerStore } from './store.js';
 
 export interface LinkLayersArgs {
@@ -59,21 +58,13 @@ export interface LinkResult {
  */
 export function linkLayersNow(a: LinkLayersArgs, faults: FaultHook = noFaults, onProgress?: (p: LinkProgress) => void, checkAbort?: () => void): LinkResult {
   const store = new LayerStore(a.store, faults);
-  const layers = a.diffIds.map((d) => {
-    const l = store.byDiffId(d);
-    if (l === null) throw new StagedrootError('STATE_CORRUPT', `The layer ${d} is not in the layer store ${a.store} (import it first)`, { path: store.layerDir(d) });
-    return l;
-  });
+  const layers = storedStack(store, a.diffIds);
   const root = new RootFs(a.tree, { faults, durability: a.durability ?? 'deferred', xattrPolicy: a.xattrPolicy });
   const linkAt = (rel: string): boolean => a.hardlinkPrefixes.some((p) => isUnder(rel, p)) && !(a.copyPrefixes ?? []).some((p) => isUnder(rel, p));
   const res: LinkResult = { entries: 0, linked: 0, copied: 0, explicitLabels: [] };
   root.clearDirectory('');
   layers.forEach((layer, i) => {
-    const lines = (): Generator<IndexLine> => parsed(layer.index);
-    // The lower layers' entries this layer hides: opaque directories first, then whiteouts.
-    for (const l of lines()) if (l.t === 'o') root.clearDirectory(l.p);
-    for (const l of lines()) if (l.t === 'w') root.remove(l.p, { recursive: true, missingOk: true });
-    for (const l of lines()) {
+    for (const l of layerLines(layer)) {
       switch (l.t) {
         case 'd':
           // u+rwx while children are made; the real mode comes with the `a` line.
@@ -92,8 +83,12 @@ export function linkLayersNow(a: LinkLayersArgs, faults: FaultHook = noFaults, o
         case 'a':
           root.setAttrs(l.p, { mode: l.m, mtime: l.mt });
           break;
-        case 'w':
+        // The lower layers' entries this layer hides (layerLines gives them first).
         case 'o':
+          root.clearDirectory(l.p);
+          continue;
+        case 'w':
+          root.remove(l.p, { recursive: true, missingOk: true });
           continue;
       }
       res.entries += 1;
@@ -106,10 +101,6 @@ export function linkLayersNow(a: LinkLayersArgs, faults: FaultHook = noFaults, o
   res.explicitLabels = [...root.explicitLabels];
   onProgress?.({ layer: layers.length, layers: layers.length, entries: res.entries });
   return res;
-}
-
-function* parsed(file: string): Generator<IndexLine> {
-  for (const line of readLines(file)) if (line !== '') yield parseIndexLine(line, file);
 }
 
 /** The tree tasks of the layer store (run with runTreeTask: on a worker thread where there is one). */

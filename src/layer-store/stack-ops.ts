@@ -25,10 +25,7 @@ export function storedStack(store: LayerStore, diffIds: readonly string[]): Stor
 export function* stackOps(store: LayerStore, layers: readonly StoredLayer[]): Generator<ChangeOp> {
   yield { op: 'clear', path: '' };
   for (const layer of layers) {
-    const lines = (): Generator<IndexLine> => parsed(layer.index);
-    for (const l of lines()) if (l.t === 'o') yield { op: 'clear', path: l.p };
-    for (const l of lines()) if (l.t === 'w') yield { op: 'remove', path: l.p, recursive: true, missingOk: true };
-    for (const l of lines()) {
+    for (const l of layerLines(layer)) {
       switch (l.t) {
         case 'd':
           yield { op: 'mkdir', path: l.p, mode: (l.m ?? 0o755) | 0o700, uid: l.u, gid: l.g, replace: true, xattrs: decodeXattrs(l.x) };
@@ -47,12 +44,33 @@ export function* stackOps(store: LayerStore, layers: readonly StoredLayer[]): Ge
         case 'a':
           yield { op: 'setattr', path: l.p, mode: l.m, mtime: l.mt };
           break;
-        case 'w':
         case 'o':
+          yield { op: 'clear', path: l.p };
+          break;
+        case 'w':
+          yield { op: 'remove', path: l.p, recursive: true, missingOk: true };
           break;
       }
     }
   }
+}
+
+/**
+ * A stored layer's index lines in the order a fresh apply takes them: its opaque
+ * directories, then its whiteouts (both hide what the layers below made), then its
+ * entries in archive order. The index is read twice, the first time keeping only those
+ * few lines: memory grows with the whiteouts, never with the layer.
+ */
+export function* layerLines(layer: StoredLayer): Generator<IndexLine> {
+  const opaque: IndexLine[] = [];
+  const whiteouts: IndexLine[] = [];
+  for (const l of parsed(layer.index)) {
+    if (l.t === 'o') opaque.push(l);
+    else if (l.t === 'w') whiteouts.push(l);
+  }
+  yield* opaque;
+  yield* whiteouts;
+  for (const l of parsed(layer.index)) if (l.t !== 'o' && l.t !== 'w') yield l;
 }
 
 /** How many ops stackOps yields (for progress): one per index line, and the clear. */
