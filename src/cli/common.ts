@@ -77,3 +77,6 @@ export function action<A extends unknown[]>(env: CliEnv, fn: (...args: A) => Pro
 }
 
 export { Option };
+
+/** commander's collector for a repeatable option: each use appends its value. */
+export const collect = (v: string, all: string[]): string[] => [...all, v];

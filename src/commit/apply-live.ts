@@ -2,6 +2,7 @@ import { HOST_SYSTEMCTL, actionText, currentBootId, systemctl, systemctlArgs, un
 import { markProgress, type LiveJournal } from '../activation/live/journal.js';
 import { prepareJournal, type LiveChange } from '../activation/live/prepare.js';
 import { restoreEntries, writeEntries } from '../activation/live/write-entries.js';
+import { runHealthChecks, type HealthOptions } from '../boot/health.js';
 import type { Context } from '../context.js';
 import { StagedrootError } from '../errors.js';
 import { hostPath } from '../fs/core/names.js';
@@ -23,8 +24,8 @@ export interface ApplyLiveOptions {
   services?: ServiceManager;
   /** On failure, discard the staged deployment instead of leaving it staged for a reboot. */
   discardOnFailure?: boolean;
-  /** Run after the actions; a failure (ok false) undoes the apply like a failed action. */
-  health?: () => Promise<{ ok: boolean; what: string; output: string }>;
+  /** Health checks run after the actions (the same as `stagedroot health`): a required one failing undoes the apply like a failed action. */
+  health?: HealthOptions;
   /** Progress: each step as it starts. */
   onStep?: (step: string) => void;
 }
@@ -161,8 +162,9 @@ export async function applyLive(ctx: Context, s: BaseState, o: ApplyLiveOptions 
     }
     if (o.health) {
       step('health');
-      const h = await o.health();
-      if (!h.ok) throw new ActionFailed(`the health check ${h.what}`, { exitCode: null, output: h.output });
+      const h = await runHealthChecks(o.health);
+      const f = h.failedRequired[0];
+      if (f !== undefined) throw new ActionFailed(`the required health check ${f.name} (${f.outcome})`, { exitCode: f.exitCode, output: f.output });
     }
   } catch (err) {
     if (!(err instanceof ActionFailed)) throw err; // an I/O error: the journal stays for recovery to undo

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isStagedrootError } from '../../src/errors.js';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
+import { cli } from '../helpers/cli.js';
 
 const FAKE = path.join(path.dirname(fileURLToPath(import.meta.url)), '../helpers/fake-systemctl.sh');
 let t: TempSysroot | undefined;
@@ -159,5 +160,39 @@ describe('apply-live', () => {
     await t.sysroot.boot({ runDir: '/nonexistent' });
     expect(t.sysroot.status()).toMatchObject({ booted: second.id, current: second.id });
     expect(read(second.path, 'etc/containers/policy.json')).toBe(POLICY);
+  });
+
+  it('a required health check failing after the actions undoes the apply like a failed action', async () => {
+    const b = await booted();
+    t = b.t;
+    const oldTree = t.sysroot.status().deployments.find((d) => d.booted)!.path;
+    const r = await t.sysroot.stage({ files: [{ path: '/etc/containers/policy.json', contents: POLICY }] });
+    const check = path.join(t.scratch, 'check.sh');
+    fs.writeFileSync(check, `#!/bin/sh\ngrep -q reject ${oldTree}/etc/containers/policy.json && { echo "policy rejects everything" >&2; exit 1; }\nexit 0\n`, { mode: 0o755 });
+    const err = await t.sysroot.applyLive({ services: b.services, health: { required: [check] } }).catch((e: unknown) => e);
+    expect(isStagedrootError(err, 'LIVE_ACTION_FAILED')).toBe(true);
+    expect((err as Error).message).toContain('health check');
+    expect(read(oldTree, 'etc/containers/policy.json')).toBe('{}\n');
+    expect(calls(b.log)).toEqual(['reload crio.service', 'reload crio.service']);
+    expect(t.sysroot.status()).toMatchObject({ staged: r.id, lastFailure: { phase: 'apply-live', output: expect.stringContaining('policy rejects everything') } });
+  });
+});
+
+describe('stagedroot apply-live', () => {
+  it('applies live with --json, and refuses a reboot decision with exit 3 naming the path', async () => {
+    const b = await booted();
+    t = b.t;
+    const systemctl = `sh ${FAKE} ${b.log}`;
+    await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'changed\n' }] });
+    const refused = await cli(['apply-live', '--sysroot', t.dir, '--systemctl', systemctl]);
+    expect(refused.code).toBe(3);
+    expect(refused.err).toContain('LIVE_NOT_POSSIBLE');
+    expect(refused.err).toContain('/etc/motd');
+    const r = await t.sysroot.stage({ files: [{ path: '/etc/containers/policy.json', contents: POLICY }] });
+    const ok = await cli(['apply-live', '--sysroot', t.dir, '--systemctl', systemctl, '--json']);
+    expect(ok.code, ok.err).toBe(0);
+    expect(JSON.parse(ok.out)).toMatchObject({ id: r.id, paths: ['etc/containers/policy.json'], actions: [{ type: 'Reload' }] });
+    const st = await cli(['status', '--sysroot', t.dir, '--json']);
+    expect(JSON.parse(st.out)).toMatchObject({ current: r.id, activeLive: { deployment: r.id }, pendingReboot: false });
   });
 });

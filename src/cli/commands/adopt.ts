@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { adoptRoot } from '../../install/adopt.js';
 import type { BootLoader } from '../../boot/entries/sync.js';
 import type { CopyProgress } from '../../fs/trees/copy-tree.js';
-import { action, common, nonNegativeInt, waitSeconds, type CliEnv, type CommonOptions } from '../common.js';
+import { action, collect, common, nonNegativeInt, waitSeconds, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson, type Io } from '../io.js';
 
 interface AdoptCliOptions extends CommonOptions {
@@ -40,11 +40,11 @@ export function adoptCommand(program: Command, env: CliEnv): void {
     .description('adopt the running root in place: a sysroot on its filesystem (default /stagedroot) whose first deployment is this root, hardlinked (etc/ copied); the machine boots as before until the kernel argument stagedroot=PATH is set')
     .option('--root <dir>', 'the root to adopt', '/')
     .option('--label <label>', 'a label for the first deployment', 'adopted')
-    .option('--shared <dir>', 'a shared directory (never rolled back); repeatable; default: var, home, root, srv', (v: string, all: string[]) => [...all, v], [] as string[])
+    .option('--shared <dir>', 'a shared directory (never rolled back); repeatable; default: var, home, root, srv', collect, [] as string[])
     .option('--boot-tries <n>', 'boot tries a new deployment gets before automatic rollback (default 3)')
     .option('--boot-dir <dir>', 'write boot entries here for the deployments that ship a kernel (as init --boot-dir): /boot/grub (grub), the ESP (systemd-boot), /boot (bls)')
     .option('--boot-loader <kind>', 'the form of the entries (as init --boot-loader): grub (Debian\'s GRUB, without blscfg), systemd-boot, bls (default)')
-    .option('--kernel-argument <arg>', 'with --boot-dir: a kernel argument of the first deployment (repeatable; default: this boot\'s /proc/cmdline plus stagedroot=SYSROOT)', (v: string, all: string[]) => [...all, v], [] as string[])
+    .option('--kernel-argument <arg>', 'with --boot-dir: a kernel argument of the first deployment (repeatable; default: this boot\'s /proc/cmdline plus stagedroot=SYSROOT)', collect, [] as string[])
     .addHelpText('after', '\nThen: `stagedroot install` (units, initramfs step), rebuild the initramfs, and add stagedroot=/stagedroot to the kernel command line (docs/install.md).')
     .action(
       action(env, async (o: AdoptCliOptions) => {

@@ -3,7 +3,7 @@ import { assessHealth } from '../../assess-health.js';
 import { fleetLockOf, releaseSlot } from '../../agent/fleet-reboot.js';
 import { FleetLockError } from '../../fleetlock/client.js';
 import type { CheckResult } from '../../boot/health.js';
-import { action, common, nonNegativeInt, openSysroot, sysrootDir, type CliEnv, type CommonOptions } from '../common.js';
+import { action, collect, common, nonNegativeInt, openSysroot, sysrootDir, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson } from '../io.js';
 
 /** Where checks live when no option names any (a missing directory there means "no checks"). */
@@ -17,7 +17,6 @@ interface HealthCliOptions extends CommonOptions {
   timeout?: string;
 }
 
-const collect = (v: string, all: string[]): string[] => [...all, v];
 
 export function healthCommand(program: Command, env: CliEnv): void {
   common(program.command('health'))

@@ -3,7 +3,7 @@ import { statPath } from '../../fs/core/host-paths.js';
 import { Sysroot } from '../../sysroot.js';
 import type { BootLoader } from '../../boot/entries/sync.js';
 import { sourceFromPath } from '../../sources/detect.js';
-import { action, common, xattrOption, nonNegativeInt, sysrootDir, waitSeconds, type CliEnv, type CommonOptions } from '../common.js';
+import { action, collect, common, xattrOption, nonNegativeInt, sysrootDir, waitSeconds, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson } from '../io.js';
 
 export function initCommand(program: Command, env: CliEnv): void {
@@ -16,8 +16,8 @@ export function initCommand(program: Command, env: CliEnv): void {
     .option('--merged <dir>', 'a directory whose local changes finalize carries into the new deployment; repeatable; default: etc', collect, [])
     .option('--boot-dir <dir>', 'write boot entries here, each naming its deployment: /boot (bls), the ESP (systemd-boot) or GRUB\'s directory /boot/grub (grub)')
     .option('--boot-loader <kind>', 'the form of the entries: bls (GRUB with blscfg; default), systemd-boot, grub (GRUB without blscfg: Debian, Ubuntu)')
-    .option('--kernel-argument <arg>', 'a kernel argument of the first deployment (repeatable; later deployments inherit them)', (v: string, all: string[]) => [...all, v], [] as string[])
-    .option('--trusted-key <file>', 'a minisign/signify public key; with one, every stage needs a valid signature (repeatable)', (v: string, all: string[]) => [...all, v], [] as string[])
+    .option('--kernel-argument <arg>', 'a kernel argument of the first deployment (repeatable; later deployments inherit them)', collect, [] as string[])
+    .option('--trusted-key <file>', 'a minisign/signify public key; with one, every stage needs a valid signature (repeatable)', collect, [] as string[])
     .action(
       action(env, async (o: CommonOptions & { from?: string; label?: string; bootTries?: string; shared: string[]; merged: string[]; trustedKey: string[]; bootDir?: string; bootLoader?: string; kernelArgument: string[] }) => {
         const isDir = o.from !== undefined && statSafe(o.from);
@@ -45,10 +45,6 @@ export function initCommand(program: Command, env: CliEnv): void {
         }
       }),
     );
-}
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
 }
 
 function statSafe(p: string): boolean {

@@ -9,7 +9,7 @@ import { formatCheck } from '../format-pull.js';
 import { isRegistryReference, parseDockerReference } from '../../sources/registry/reference.js';
 import type { BuiltinOptions } from '../../validate/builtins.js';
 import { DEFAULT_SETUID_ALLOW_LIST } from '../../validate/unsafe-modes.js';
-import { action, common, xattrOption, nonNegativeInt, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
+import { action, collect, common, xattrOption, nonNegativeInt, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson } from '../io.js';
 import { formatDryRun } from '../format.js';
 import { EXIT } from '../../exit-codes.js';
@@ -49,7 +49,6 @@ interface StageCliOptions extends CommonOptions {
   runTimeout?: string;
 }
 
-const collect = (v: string, all: string[]): string[] => [...all, v];
 
 /** The built-in validator flags as library options. */
 function builtinsFrom(o: StageCliOptions): BuiltinOptions {
