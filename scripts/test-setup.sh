@@ -88,6 +88,8 @@ cmd git git
 cmd docker-registry docker-registry
 cmd htpasswd apache2-utils
 cmd openssl openssl
+# Signature policies (signedBy): stagedroot verifies simple signing with gpg; skopeo --sign-by makes them
+cmd gpg gpg
 # The system's CA bundle, which the registry client reads first (test/sources/registry).
 file /etc/ssl/certs/ca-certificates.crt ca-certificates
 # Debian's archive keys, with which debootstrap checks the mirror's Release file (the

@@ -84,7 +84,7 @@ function looksLikeYaml(head: Buffer): boolean {
 export type SourceOptions = LayerOptions &
   ImageOptions &
   Pick<MachineConfigOptions, 'imageStore' | 'owner'> &
-  Pick<RegistrySourceOptions, 'authfile' | 'blobDir' | 'certsDir' | 'onProgress' | 'onBlob' | 'onMirrorFailed' | 'registriesConf'> & {
+  Pick<RegistrySourceOptions, 'authfile' | 'blobDir' | 'certsDir' | 'onProgress' | 'onBlob' | 'onMirrorFailed' | 'registriesConf' | 'policy' | 'registriesD'> & {
     /** A MachineConfig's spec.osImageURL is pulled from its registry when no imageStore is given (with authfile, certsDir, blobDir). */
     pull?: boolean;
   };
@@ -99,9 +99,9 @@ export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
   }
   if (o.pull && o.imageStore !== undefined) throw new StagedrootError('USAGE', '--pull and --image-store are two places for the image spec.osImageURL names: give one', { option: 'pull', value: true });
   if (o.pull && kind !== 'machine-config') throw new StagedrootError('USAGE', `--pull applies to MachineConfig sources (their spec.osImageURL); ${p} is a ${kind} source`, { option: 'pull', value: true });
-  if ((o.authfile !== undefined || o.certsDir !== undefined || o.blobDir !== undefined || o.registriesConf !== undefined) && !(kind === 'machine-config' && o.pull)) {
-    const option = o.authfile !== undefined ? 'authfile' : o.certsDir !== undefined ? 'certsDir' : o.blobDir !== undefined ? 'blobDir' : 'registriesConf';
-    throw new StagedrootError('USAGE', `--authfile, --certs-dir, --blob-dir and --registries-conf apply to images in a registry (docker://…, or a MachineConfig's osImageURL with --pull); ${p} is a ${kind} source`, { option, value: o[option] });
+  if ((o.authfile !== undefined || o.certsDir !== undefined || o.blobDir !== undefined || o.registriesConf !== undefined || o.policy !== undefined || o.registriesD !== undefined) && !(kind === 'machine-config' && o.pull)) {
+    const option = o.authfile !== undefined ? 'authfile' : o.certsDir !== undefined ? 'certsDir' : o.blobDir !== undefined ? 'blobDir' : o.registriesConf !== undefined ? 'registriesConf' : o.policy !== undefined ? 'policy' : 'registriesD';
+    throw new StagedrootError('USAGE', `--authfile, --certs-dir, --blob-dir, --registries-conf, --policy and --registries-d apply to images in a registry (docker://…, or a MachineConfig's osImageURL with --pull); ${p} is a ${kind} source`, { option, value: o[option] });
   }
   if ((o.imageStore !== undefined || o.owner !== undefined) && kind !== 'machine-config') {
     throw new StagedrootError('USAGE', `--image-store and --owner apply to MachineConfig sources; ${p} is a ${kind} source`, { option: o.imageStore !== undefined ? 'imageStore' : 'owner', value: o.imageStore ?? o.owner });
@@ -133,7 +133,7 @@ export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
 export function pathSource(p: string, o: SourceOptions = {}): Source {
   if (isRegistryReference(p) || (p.startsWith('docker:') && statPath(p) === null)) return fromRegistry(p, o);
   if (statPath(p) === null) throw new StagedrootError('USAGE', `The source ${p} does not exist`, { value: p });
-  if (o.replace || o.platform !== undefined || o.ref !== undefined || o.imageStore !== undefined || o.owner !== undefined || o.authfile !== undefined || o.certsDir !== undefined || o.blobDir !== undefined || o.registriesConf !== undefined || o.pull) sourceFromPath(p, o); // --replace with a spec, --ref with a directory: usage errors, at once
+  if (o.replace || o.platform !== undefined || o.ref !== undefined || o.imageStore !== undefined || o.owner !== undefined || o.authfile !== undefined || o.certsDir !== undefined || o.blobDir !== undefined || o.registriesConf !== undefined || o.policy !== undefined || o.registriesD !== undefined || o.pull) sourceFromPath(p, o); // --replace with a spec, --ref with a directory: usage errors, at once
   let resolved: Source | undefined;
   const get = (): Source => (resolved ??= sourceFromPath(p, o));
   return {
@@ -157,7 +157,7 @@ function fromRegistry(p: string, o: SourceOptions): Source {
 
 /** How a registry image is pulled, from the source options. */
 function registryOptions(o: SourceOptions): RegistrySourceOptions {
-  return { ...(o.authfile !== undefined ? { authfile: o.authfile } : {}), ...(o.blobDir !== undefined ? { blobDir: o.blobDir } : {}), ...(o.certsDir !== undefined ? { certsDir: o.certsDir } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.onProgress ? { onProgress: o.onProgress } : {}), ...(o.onBlob ? { onBlob: o.onBlob } : {}), ...(o.onMirrorFailed ? { onMirrorFailed: o.onMirrorFailed } : {}), ...(o.registriesConf !== undefined ? { registriesConf: o.registriesConf } : {}) };
+  return { ...(o.authfile !== undefined ? { authfile: o.authfile } : {}), ...(o.blobDir !== undefined ? { blobDir: o.blobDir } : {}), ...(o.certsDir !== undefined ? { certsDir: o.certsDir } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.onProgress ? { onProgress: o.onProgress } : {}), ...(o.onBlob ? { onBlob: o.onBlob } : {}), ...(o.onMirrorFailed ? { onMirrorFailed: o.onMirrorFailed } : {}), ...(o.registriesConf !== undefined ? { registriesConf: o.registriesConf } : {}), ...(o.policy !== undefined ? { policy: o.policy } : {}), ...(o.registriesD !== undefined ? { registriesD: o.registriesD } : {}) };
 }
 
 /**

@@ -42,6 +42,8 @@ interface StageCliOptions extends CommonOptions {
   certsDir?: string;
   blobDir?: string;
   registriesConf?: string;
+  policy?: string;
+  registriesD?: string;
   check?: boolean;
   dryRun?: boolean;
   run?: string;
@@ -96,6 +98,8 @@ export function stageCommand(program: Command, env: CliEnv): void {
     .option('--certs-dir <dir>', 'for docker://…: the registries\' TLS files, HOST[:PORT]/*.crt, *.cert, *.key (default /etc/containers/certs.d)')
     .option('--blob-dir <dir>', 'for docker://…: the OCI layout the image is pulled into, its blobs kept for the next pull (default /var/cache/stagedroot/registry)')
     .option('--registries-conf <file>', 'for docker://… (and --pull): the registries configuration, read alone (default /etc/containers/registries.conf and registries.conf.d/*.conf): mirrors, blocked and insecure registries')
+    .option('--policy <file>', 'for docker://… (and --pull): the signature policy, containers-policy.json (default /etc/containers/policy.json; none there: every image accepted)')
+    .option('--registries-d <dir>', 'for docker://… (and --pull): where each registry\'s signatures are, registries.d YAML files (default /etc/containers/registries.d)')
     .option('--check', 'for docker://…: fetch only the manifests and config and print the digest, the version label, and the layers already present and still needed with their bytes; stage nothing')
     .option('--owner <name>', 'for a MachineConfig: configs of one owner replace each other\'s kernel arguments and paths (default: machine-config)')
     .option('--dry-run', 'print what the stage would add, modify and remove (the `diff` format) and its issues; write nothing; exit 3 when it would be rejected')
@@ -112,7 +116,7 @@ export function stageCommand(program: Command, env: CliEnv): void {
           if (path === undefined || !isRegistryReference(path)) throw new StagedrootError('USAGE', '--check applies to an image in a registry (docker://…)', { option: 'check', value: path ?? o.run });
           const ref = parseDockerReference(path, { what: 'The source' });
           const st = (await openSysroot(env, o, { readOnly: true })).status();
-          const c = await checkRegistryImage(ref, { authfile: o.authfile, certsDir: o.certsDir, blobDir: o.blobDir, ...(o.registriesConf !== undefined ? { registriesConf: o.registriesConf } : {}), ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }) });
+          const c = await checkRegistryImage(ref, { authfile: o.authfile, certsDir: o.certsDir, blobDir: o.blobDir, ...(o.registriesConf !== undefined ? { registriesConf: o.registriesConf } : {}), ...(o.policy !== undefined ? { policy: o.policy } : {}), ...(o.registriesD !== undefined ? { registriesD: o.registriesD } : {}), ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }) });
           const upToDate = st.deployments.find((d) => d.id === st.booted)?.origin?.digest === c.digest;
           if (o.json) printJson(env.io, { ok: true, ...c, upToDate });
           else env.io.out(formatCheck(c, upToDate));
@@ -122,7 +126,7 @@ export function stageCommand(program: Command, env: CliEnv): void {
         // A pull's progress per layer (a docker://… source): a terminal's line, or --json lines on stderr.
         const pull = pullProgress(env.io, Boolean(o.json) && !o.dryRun);
         const pulled = path !== undefined && (isRegistryReference(path) || o.pull) ? pull.options : {};
-        const source = o.run !== undefined ? commandSource(o.run, { binds: o.bind, ...(runTimeout === undefined ? {} : { timeoutMs: runTimeout * 1000 }) }) : pathSource(path!, { replace: o.replace, ref: o.ref, imageStore: o.imageStore, pull: o.pull, owner: o.owner, authfile: o.authfile, certsDir: o.certsDir, blobDir: o.blobDir, registriesConf: o.registriesConf, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }), ...pulled });
+        const source = o.run !== undefined ? commandSource(o.run, { binds: o.bind, ...(runTimeout === undefined ? {} : { timeoutMs: runTimeout * 1000 }) }) : pathSource(path!, { replace: o.replace, ref: o.ref, imageStore: o.imageStore, pull: o.pull, owner: o.owner, authfile: o.authfile, certsDir: o.certsDir, blobDir: o.blobDir, registriesConf: o.registriesConf, policy: o.policy, registriesD: o.registriesD, ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }), ...pulled });
         const builtins = builtinsFrom(o);
         const timeout = nonNegativeInt('validator-timeout', o.validatorTimeout);
         const commands = o.validator.map((command) => ({ command, ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }) }));

@@ -19,6 +19,8 @@ interface UpdateCliOptions extends CommonOptions {
   blobDir?: string;
   platform?: string;
   registriesConf?: string;
+  policy?: string;
+  registriesD?: string;
 }
 
 /** The options both verbs take (how the image is pulled; the stage's own). */
@@ -31,7 +33,9 @@ function updateOptions(cmd: Command): Command {
     .option('--authfile <file>', 'the registry credentials (docker config.json format; default: the first of /run/stagedroot/auth.json, /etc/stagedroot/auth.json, /run/ostree/auth.json, /etc/ostree/auth.json, /var/lib/kubelet/config.json)')
     .option('--certs-dir <dir>', 'the registries\' TLS files, HOST[:PORT]/*.crt, *.cert, *.key (default /etc/containers/certs.d)')
     .option('--blob-dir <dir>', 'the OCI layout the image is pulled into, its blobs kept for the next pull (default /var/cache/stagedroot/registry)')
-    .option('--registries-conf <file>', 'the registries configuration, read alone (default /etc/containers/registries.conf and registries.conf.d/*.conf): mirrors, blocked and insecure registries');
+    .option('--registries-conf <file>', 'the registries configuration, read alone (default /etc/containers/registries.conf and registries.conf.d/*.conf): mirrors, blocked and insecure registries')
+    .option('--policy <file>', 'the signature policy, containers-policy.json (default /etc/containers/policy.json; none there: every image accepted)')
+    .option('--registries-d <dir>', 'where each registry\'s signatures are, registries.d YAML files (default /etc/containers/registries.d)');
 }
 
 function pullOptions(o: UpdateCliOptions): RegistrySourceOptions {
@@ -41,6 +45,8 @@ function pullOptions(o: UpdateCliOptions): RegistrySourceOptions {
     ...(o.blobDir !== undefined ? { blobDir: o.blobDir } : {}),
     ...(o.platform !== undefined ? { platform: parsePlatform(o.platform) } : {}),
     ...(o.registriesConf !== undefined ? { registriesConf: o.registriesConf } : {}),
+    ...(o.policy !== undefined ? { policy: o.policy } : {}),
+    ...(o.registriesD !== undefined ? { registriesD: o.registriesD } : {}),
   };
 }
 

@@ -8,6 +8,8 @@ import { REF_ANNOTATION } from '../oci/media-types.js';
 import { MAX_JSON_BYTES } from '../oci/read-blob.js';
 import { RegistryClient, type BlobFetch, type BlobProgress, type RegistryClientOptions, type ResolvedManifest } from './client.js';
 import { formatReference, type ImageReference } from './reference.js';
+import { loadPolicy, type Policy } from './policy.js';
+import { enforcePolicy, type PolicyVerdict } from './simple-signing.js';
 import { endpointsFor, loadRegistriesConf, type Endpoint, type RegistriesConf } from './registries-conf.js';
 
 export interface PullOptions extends RegistryClientOptions {
@@ -24,6 +26,10 @@ export interface PullOptions extends RegistryClientOptions {
    * null for none; default /etc/containers/registries.conf and its drop-ins.
    */
   registriesConf?: string | RegistriesConf | null;
+  /** containers-policy.json: a file (`--policy`), one already read, or null for none; default /etc/containers/policy.json when it exists. */
+  policy?: string | Policy | null;
+  /** Where registries.d's YAML files say each registry's signatures are (default /etc/containers/registries.d). */
+  registriesD?: string;
   /** Told when a mirror could not serve the image and the next endpoint is tried. */
   onMirrorFailed?: (e: { mirror: string; error: StagedrootError }) => void;
 }
@@ -57,6 +63,8 @@ export interface ResolvedPull {
   client: RegistryClient;
   /** That endpoint, when it is a mirror: HOST/REPO. */
   mirror?: string;
+  /** What the signature policy said (none when there is no policy file). */
+  verdict?: PolicyVerdict;
   resolved: ResolvedManifest;
   dir: string;
   /** The config blob, verified (a small document). */
@@ -77,8 +85,9 @@ export async function resolvePull(ref: ImageReference, dir: string, o: PullOptio
   const failed: string[] = [];
   for (const [i, ep] of endpoints.entries()) {
     const last = i === endpoints.length - 1;
+    let rp: ResolvedPull;
     try {
-      return await resolveAt(ref, ep, dir, o);
+      rp = await resolveAt(ref, ep, dir, o);
     } catch (err) {
       if (!(err instanceof StagedrootError)) throw err;
       if (last) {
@@ -88,7 +97,13 @@ export async function resolvePull(ref: ImageReference, dir: string, o: PullOptio
       // A mirror that fails falls through to the next, then to the source (as containers/image).
       failed.push(`the mirror ${formatReference(ep.ref)} failed first: ${err.message}`);
       o.onMirrorFailed?.({ mirror: formatReference(ep.ref), error: err });
+      continue;
     }
+    // The policy judges what the reference resolved to (the index, when it named one), before any layer is fetched.
+    const p = o.policy;
+    const policy = p === null ? null : typeof p === 'object' ? p : await loadPolicy(p);
+    if (policy !== null) rp.verdict = await enforcePolicy(policy, ref, (rp.resolved.index ?? rp.resolved.manifest).digest, o.registriesD !== undefined ? { registriesD: o.registriesD } : {});
+    return rp;
   }
   throw new Error('unreachable: endpointsFor always ends with the source');
 }

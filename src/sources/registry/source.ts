@@ -95,7 +95,9 @@ export function registrySource(ref: ImageReference, o: RegistrySourceOptions = {
         throw err;
       }
       // Which credentials file was used (never what it holds) is said with what was pulled.
-      return { ...set, description: `image ${name} (${pulled.digest}) pulled from ${pulled.registry}${pulled.mirror ? ` (the mirror ${pulled.mirror})` : ''} with ${pulled.credentials}: ${set.description}` };
+      const v = (await resolve()).verdict;
+      const signed = v && v.signedBy.length > 0 ? `, signed by ${v.signedBy.join(', ')} (${v.scope})` : '';
+      return { ...set, description: `image ${name} (${pulled.digest}) pulled from ${pulled.registry}${pulled.mirror ? ` (the mirror ${pulled.mirror})` : ''} with ${pulled.credentials}${signed}: ${set.description}` };
     },
   };
 }

@@ -214,7 +214,7 @@ describe('stagedroot stage docker://… (CLI)', () => {
     fs.writeFileSync(spec, JSON.stringify({ version: 1, files: [{ path: '/etc/x', contents: 'x' }] }));
     const r = await cli(['stage', spec, '--sysroot', t.dir, '--authfile', auth]);
     expect(r.code).toBe(2);
-    expect(r.err).toMatch(/--authfile, --certs-dir, --blob-dir and --registries-conf apply to images in a registry \(docker:\/\/…, or a MachineConfig's osImageURL with --pull\); .*spec\.json is a spec source/);
+    expect(r.err).toMatch(/--authfile, --certs-dir, --blob-dir, --registries-conf, --policy and --registries-d apply to images in a registry \(docker:\/\/…, or a MachineConfig's osImageURL with --pull\); .*spec\.json is a spec source/);
   });
 
   it('an unreachable registry: exit 1, REGISTRY_FAILED naming the image', async () => {

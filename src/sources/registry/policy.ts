@@ -1,0 +1,153 @@
+import { StagedrootError } from '../../errors.js';
+import { readSmallFile } from '../../fs/trees/fetch-file.js';
+import { formatReference, parsePullspec, type ImageReference } from './reference.js';
+
+/** containers-policy.json(5): what images may be pulled, and whose signatures they need. */
+export const POLICY_FILE = '/etc/containers/policy.json';
+
+const MAX_POLICY = 4 * 1024 * 1024;
+
+/** How a signature's claimed identity must relate to the reference pulled (containers-policy.json's signedIdentity). */
+export type SignedIdentity =
+  | { type: 'matchRepoDigestOrExact' }
+  | { type: 'matchRepository' }
+  | { type: 'matchExact' }
+  | { type: 'exactReference'; dockerReference: string }
+  | { type: 'exactRepository'; dockerRepository: string };
+
+export type Requirement =
+  | { type: 'insecureAcceptAnything' }
+  | { type: 'reject' }
+  | { type: 'signedBy'; keyPaths: string[]; keyData: Buffer[]; signedIdentity: SignedIdentity }
+  | { type: 'sigstoreSigned' };
+
+export interface Policy {
+  file: string;
+  default: Requirement[];
+  /** transports.docker: scope → requirements. */
+  docker: Map<string, Requirement[]>;
+}
+
+function bad(file: string, why: string): never {
+  throw new StagedrootError('SIGNATURE_INVALID', `${file}: ${why}`, { path: file });
+}
+
+function requirement(file: string, where: string, r: unknown): Requirement {
+  if (r === null || typeof r !== 'object' || Array.isArray(r)) bad(file, `${where} is not an object`);
+  const o = r as Record<string, unknown>;
+  switch (o.type) {
+    case 'insecureAcceptAnything':
+    case 'reject':
+      return { type: o.type };
+    case 'sigstoreSigned':
+      return { type: 'sigstoreSigned' };
+    case 'signedBy': {
+      if (o.keyType !== 'GPGKeys') bad(file, `${where}: keyType ${JSON.stringify(o.keyType)} (only GPGKeys is defined)`);
+      const keyPaths = typeof o.keyPath === 'string' ? [o.keyPath] : Array.isArray(o.keyPaths) && o.keyPaths.every((p) => typeof p === 'string') ? (o.keyPaths as string[]) : [];
+      const keyData = typeof o.keyData === 'string' ? [Buffer.from(o.keyData, 'base64')] : [];
+      if (keyPaths.length + keyData.length !== 1 && !(keyPaths.length > 1 && keyData.length === 0)) bad(file, `${where}: signedBy needs exactly one of keyPath, keyPaths, keyData`);
+      return { type: 'signedBy', keyPaths, keyData, signedIdentity: identity(file, where, o.signedIdentity) };
+    }
+    default:
+      return bad(file, `${where}: unknown requirement type ${JSON.stringify(o.type)}`);
+  }
+}
+
+function identity(file: string, where: string, v: unknown): SignedIdentity {
+  if (v === undefined) return { type: 'matchRepoDigestOrExact' };
+  const o = (v ?? {}) as Record<string, unknown>;
+  switch (o.type) {
+    case 'matchRepoDigestOrExact':
+    case 'matchRepository':
+    case 'matchExact':
+      return { type: o.type };
+    case 'exactReference':
+      if (typeof o.dockerReference !== 'string') bad(file, `${where}: exactReference needs dockerReference`);
+      return { type: 'exactReference', dockerReference: o.dockerReference as string };
+    case 'exactRepository':
+      if (typeof o.dockerRepository !== 'string') bad(file, `${where}: exactRepository needs dockerRepository`);
+      return { type: 'exactRepository', dockerRepository: o.dockerRepository as string };
+    default:
+      return bad(file, `${where}: signedIdentity ${JSON.stringify(o.type)} is not supported (matchRepoDigestOrExact, matchRepository, matchExact, exactReference, exactRepository)`);
+  }
+}
+
+function requirements(file: string, where: string, v: unknown): Requirement[] {
+  if (!Array.isArray(v) || v.length === 0) bad(file, `${where} must be a non-empty array of requirements`);
+  return v.map((r, i) => requirement(file, `${where}[${i}]`, r));
+}
+
+export function parsePolicy(text: string, file: string): Policy {
+  let doc: Record<string, unknown>;
+  try {
+    doc = JSON.parse(text) as Record<string, unknown>;
+  } catch (err) {
+    return bad(file, `not JSON: ${(err as Error).message}`);
+  }
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) bad(file, 'a policy is a JSON object');
+  const docker = new Map<string, Requirement[]>();
+  const t = (doc.transports ?? {}) as Record<string, unknown>;
+  const d = (t.docker ?? {}) as Record<string, unknown>;
+  for (const [scope, reqs] of Object.entries(d)) docker.set(scope, requirements(file, `transports.docker[${JSON.stringify(scope)}]`, reqs));
+  return { file, default: requirements(file, 'default', doc.default), docker };
+}
+
+/** The policy: `file` (`--policy`) or /etc/containers/policy.json; none there: null (every image is accepted, as before policies). */
+export async function loadPolicy(file?: string): Promise<Policy | null> {
+  const f = file ?? POLICY_FILE;
+  const bytes = await readSmallFile(f, MAX_POLICY);
+  if (bytes === null) {
+    if (file !== undefined) throw new StagedrootError('USAGE', `The policy ${file} does not exist (or is over 4 MiB)`, { option: 'policy', value: file });
+    return null;
+  }
+  return parsePolicy(bytes.toString('utf8'), f);
+}
+
+/**
+ * The scopes a docker reference is looked up under, most specific first (containers/image's
+ * docker transport): HOST/REPO:TAG or HOST/REPO@DIGEST, HOST/REPO, each parent namespace,
+ * HOST, then `*.DOMAIN` for each parent domain of the host, then "" (the transport's default).
+ */
+export function scopesOf(ref: ImageReference): string[] {
+  const name = `${ref.registry}/${ref.repository}`;
+  const out = [formatReference(ref), name];
+  const parts = name.split('/');
+  for (let i = parts.length - 1; i >= 1; i--) out.push(parts.slice(0, i).join('/'));
+  const host = ref.registry.replace(/:\d+$/, '');
+  const labels = host.split('.');
+  for (let i = 1; i < labels.length; i++) out.push(`*.${labels.slice(i).join('.')}`);
+  out.push('');
+  return [...new Set(out)];
+}
+
+/** The requirements for a reference, and the scope they came from (or "default"). */
+export function requirementsFor(p: Policy, ref: ImageReference): { scope: string; reqs: Requirement[] } {
+  for (const s of scopesOf(ref)) {
+    const r = p.docker.get(s);
+    if (r !== undefined) return { scope: s === '' ? 'transports.docker[""]' : `transports.docker[${JSON.stringify(s)}]`, reqs: r };
+  }
+  return { scope: 'default', reqs: p.default };
+}
+
+/** Whether a signature's claimed identity (`docker-reference`) is acceptable for `ref` under `si`. */
+export function identityMatches(si: SignedIdentity, ref: ImageReference, claimed: string): boolean {
+  let c: ImageReference;
+  try {
+    c = parsePullspec(claimed);
+  } catch {
+    return false;
+  }
+  const name = (r: ImageReference) => `${r.registry}/${r.repository}`;
+  switch (si.type) {
+    case 'matchRepoDigestOrExact':
+      return ref.digest !== undefined ? name(c) === name(ref) : formatReference(c) === formatReference(ref);
+    case 'matchRepository':
+      return name(c) === name(ref);
+    case 'matchExact':
+      return ref.digest === undefined && formatReference(c) === formatReference(ref);
+    case 'exactReference':
+      return formatReference(c) === formatReference(parsePullspec(si.dockerReference));
+    case 'exactRepository':
+      return name(c) === name(parsePullspec(si.dockerRepository));
+  }
+}

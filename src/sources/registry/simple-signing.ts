@@ -1,0 +1,157 @@
+import * as path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { StagedrootError } from '../../errors.js';
+import { ScratchDir } from '../../fs/core/scratch-dir.js';
+import { listDirAsync, readSmallFile } from '../../fs/trees/fetch-file.js';
+import { drain, readBody, send } from './http.js';
+import { identityMatches, requirementsFor, scopesOf, type Policy, type Requirement } from './policy.js';
+import { formatReference, type ImageReference } from './reference.js';
+import { tlsFor } from './tls-files.js';
+
+/** containers-registries.d(5): where each registry's signatures are (`lookaside`). */
+export const REGISTRIES_D = '/etc/containers/registries.d';
+
+const MAX_SIGNATURE = 64 * 1024;
+const MAX_SIGNATURES = 32;
+
+/** The lookaside base URL for a reference: the most specific `docker:` scope of registries.d's YAML files, else `default-docker`. */
+export async function lookasideFor(ref: ImageReference, dir = REGISTRIES_D): Promise<{ url: string; file: string } | null> {
+  const scopes = new Map<string, { url: string; file: string }>();
+  let fallback: { url: string; file: string } | null = null;
+  for (const n of (await listDirAsync(dir)).filter((n) => n.endsWith('.yaml') || n.endsWith('.yml')).sort()) {
+    const file = path.join(dir, n);
+    const bytes = await readSmallFile(file, 1024 * 1024);
+    if (bytes === null) continue;
+    let doc: Record<string, unknown>;
+    try {
+      doc = (parseYaml(bytes.toString('utf8')) ?? {}) as Record<string, unknown>;
+    } catch (err) {
+      throw new StagedrootError('SIGNATURE_INVALID', `${file}: not YAML: ${(err as Error).message.split('\n')[0]}`, { path: file });
+    }
+    const urlOf = (v: unknown): string | undefined => {
+      const o = (v ?? {}) as Record<string, unknown>;
+      const u = o.lookaside ?? o.sigstore; // `sigstore` is the older name of `lookaside`
+      return typeof u === 'string' ? u : undefined;
+    };
+    const d = urlOf(doc['default-docker']);
+    if (d !== undefined && fallback === null) fallback = { url: d, file };
+    for (const [scope, v] of Object.entries((doc.docker ?? {}) as Record<string, unknown>)) {
+      const u = urlOf(v);
+      if (u !== undefined && !scopes.has(scope)) scopes.set(scope, { url: u, file });
+    }
+  }
+  for (const s of scopesOf(ref).slice(1, -1)) {
+    const hit = scopes.get(s);
+    if (hit) return hit;
+  }
+  return fallback;
+}
+
+/** The signatures of a manifest digest at a lookaside (`BASE/REPO@ALG=HEX/signature-N`, N from 1 until one is missing). */
+export async function readLookaside(base: string, ref: ImageReference, digest: string): Promise<Buffer[]> {
+  const [alg, hex] = digest.split(':');
+  const out: Buffer[] = [];
+  for (let i = 1; i <= MAX_SIGNATURES; i++) {
+    const url = new URL(`${base.replace(/\/$/, '')}/${ref.repository}@${alg}=${hex}/signature-${i}`);
+    let sig: Buffer | null;
+    if (url.protocol === 'file:') sig = await readSmallFile(decodeURIComponent(url.pathname), MAX_SIGNATURE);
+    else if (url.protocol === 'https:' || url.protocol === 'http:') {
+      const res = await send({ url, stallMs: 30_000, ...(url.protocol === 'https:' ? { tls: await tlsFor(url.host) } : {}) });
+      if (res.statusCode === 404) {
+        drain(res);
+        sig = null;
+      } else if (res.statusCode !== 200) {
+        drain(res);
+        throw new StagedrootError('SIGNATURE_INVALID', `${formatReference(ref)}: the lookaside ${url.origin} answered ${res.statusCode} for ${url.pathname}`, { path: url.href });
+      } else sig = await readBody(res, MAX_SIGNATURE);
+    } else throw new StagedrootError('SIGNATURE_INVALID', `${formatReference(ref)}: the lookaside ${base} is neither file://, http:// nor https://`, { path: base });
+    if (sig === null) break;
+    out.push(sig);
+  }
+  return out;
+}
+
+/**
+ * Simple signing (containers-signature(5)): each signature an OpenPGP message of a JSON
+ * claim, verified with gpg in a keyring of its own holding only the policy's keys; a
+ * signature counts when gpg says VALIDSIG, its claim is an "atomic container signature"
+ * of this manifest digest, and its identity matches the reference as the policy says.
+ * Returns the signing key's fingerprint, or why none counted.
+ */
+async function verifySignedBy(req: Extract<Requirement, { type: 'signedBy' }>, sigs: Buffer[], ref: ImageReference, digest: string): Promise<{ fingerprint: string } | { why: string }> {
+  if (sigs.length === 0) return { why: 'it has no signature' };
+  const { execa } = await import('execa');
+  const h = new ScratchDir('stagedroot-gpg-');
+  try {
+    const keys = [...req.keyPaths];
+    req.keyData.forEach((k, i) => keys.push(h.write(`key-${i}`, k)));
+    for (const k of keys) {
+      const r = await execa('gpg', ['--homedir', h.path, '--batch', '--no-tty', '--quiet', '--import', k], { reject: false, all: true });
+      if (r.exitCode !== 0) throw new StagedrootError('SIGNATURE_INVALID', `The policy's key ${k} cannot be read by gpg: ${(r.all ?? '').trim().split('\n')[0]}`, { path: k });
+    }
+    const whys: string[] = [];
+    for (const [i, s] of sigs.entries()) {
+      const sig = h.write(`sig-${i}`, s);
+      const out = path.join(h.path, `claim-${i}`);
+      const r = await execa('gpg', ['--homedir', h.path, '--batch', '--no-tty', '--trust-model', 'always', '--status-fd', '1', '--output', out, '--decrypt', sig], { reject: false });
+      const valid = /^\[GNUPG:\] VALIDSIG .* ([0-9A-F]{40})$/m.exec(r.stdout);
+      if (r.exitCode !== 0 || valid === null) {
+        whys.push(`signature ${i + 1} is not by a key the policy names (${/^\[GNUPG:\] (ERRSIG|BADSIG|EXPKEYSIG|REVKEYSIG|NO_PUBKEY)/m.exec(r.stdout)?.[1] ?? `gpg exit ${r.exitCode}`})`);
+        continue;
+      }
+      const claim = await readSmallFile(out, MAX_SIGNATURE);
+      let c: { critical?: { type?: unknown; image?: Record<string, unknown>; identity?: Record<string, unknown> } };
+      try {
+        c = JSON.parse(claim?.toString('utf8') ?? '');
+      } catch {
+        whys.push(`signature ${i + 1} signs no JSON claim`);
+        continue;
+      }
+      const claimed = c.critical?.identity?.['docker-reference'];
+      if (c.critical?.type !== 'atomic container signature') whys.push(`signature ${i + 1} is not an atomic container signature`);
+      else if (c.critical.image?.['docker-manifest-digest'] !== digest) whys.push(`signature ${i + 1} signs ${String(c.critical.image?.['docker-manifest-digest'])}, not ${digest}`);
+      else if (typeof claimed !== 'string' || !identityMatches(req.signedIdentity, ref, claimed)) whys.push(`signature ${i + 1} is for ${JSON.stringify(claimed)}, which ${req.signedIdentity.type} does not accept for ${formatReference(ref)}`);
+      else return { fingerprint: valid[1]! };
+    }
+    return { why: whys.join('; ') };
+  } finally {
+    h.remove();
+  }
+}
+
+export interface PolicyVerdict {
+  /** The scope of the policy that applied. */
+  scope: string;
+  /** The keys whose signatures were accepted (fingerprints). */
+  signedBy: string[];
+}
+
+/**
+ * The policy's verdict on an image before any layer is fetched: every requirement of the
+ * reference's scope must hold (containers/image: all of them). A refusal is
+ * SIGNATURE_INVALID (a rejection, exit 3) naming the image and what was expected.
+ */
+export async function enforcePolicy(policy: Policy, ref: ImageReference, digest: string, o: { registriesD?: string } = {}): Promise<PolicyVerdict> {
+  const { scope, reqs } = requirementsFor(policy, ref);
+  const image = formatReference(ref);
+  const refuse = (why: string): never => {
+    throw new StagedrootError('SIGNATURE_INVALID', `${image} (${digest}) is refused by the policy ${policy.file} (${scope}): ${why}`, { path: image });
+  };
+  const signedBy: string[] = [];
+  let sigs: Buffer[] | undefined;
+  for (const r of reqs) {
+    if (r.type === 'insecureAcceptAnything') continue;
+    if (r.type === 'reject') refuse('it rejects every image of this scope');
+    if (r.type === 'sigstoreSigned') refuse('it requires a sigstore signature (sigstoreSigned), which stagedroot cannot verify yet');
+    if (r.type !== 'signedBy') continue;
+    if (sigs === undefined) {
+      const at = await lookasideFor(ref, o.registriesD);
+      if (at === null) refuse(`it requires a signature by ${r.keyPaths.join(', ') || 'the keyData key'}, and no lookaside in ${o.registriesD ?? REGISTRIES_D} says where ${image}'s signatures are`);
+      sigs = await readLookaside(at!.url, ref, digest);
+    }
+    const v = await verifySignedBy(r, sigs, ref, digest);
+    if ('why' in v) refuse(`it requires a signature by ${r.keyPaths.join(', ') || 'the keyData key'} (${r.signedIdentity.type}), and ${v.why}`);
+    else signedBy.push(v.fingerprint);
+  }
+  return { scope, signedBy };
+}

@@ -1,0 +1,152 @@
+/**
+ * containers-policy.json against a real registry (docker-registry 2.8 with TLS): images
+ * signed by the real skopeo (`copy --sign-by`, GPG simple signing into a lookaside that
+ * registries.d names), verified with gpg before any layer is fetched; an unsigned,
+ * wrongly signed or wrongly named image and a `reject` scope are refused (exit 3,
+ * SIGNATURE_INVALID naming the image and what was expected), nothing staged.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { hostPlatform } from '../../../src/sources/oci/platform.js';
+import { parsePolicy, requirementsFor, scopesOf } from '../../../src/sources/registry/policy.js';
+import { parsePullspec } from '../../../src/sources/registry/reference.js';
+import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
+import { cli } from '../../helpers/cli.js';
+import { tool } from '../../helpers/tools.js';
+import { manifestOf, umociImage } from '../oci-helpers.js';
+import { startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
+
+describe('policy scopes', () => {
+  it('most specific first: the reference, the repository, its namespaces, the host, wildcard domains, the transport default', () => {
+    expect(scopesOf(parsePullspec('quay.io/ns/sub/repo:1'))).toEqual(['quay.io/ns/sub/repo:1', 'quay.io/ns/sub/repo', 'quay.io/ns/sub', 'quay.io/ns', 'quay.io', '*.io', '']);
+    const p = parsePolicy(JSON.stringify({ default: [{ type: 'reject' }], transports: { docker: { 'quay.io/ns': [{ type: 'insecureAcceptAnything' }], '*.example.com': [{ type: 'reject' }] } } }), 'policy.json');
+    expect(requirementsFor(p, parsePullspec('quay.io/ns/repo@sha256:' + 'a'.repeat(64)))).toMatchObject({ scope: 'transports.docker["quay.io/ns"]', reqs: [{ type: 'insecureAcceptAnything' }] });
+    expect(requirementsFor(p, parsePullspec('reg.example.com/x:1')).scope).toBe('transports.docker["*.example.com"]');
+    expect(requirementsFor(p, parsePullspec('other.io/x:1')).scope).toBe('default');
+    expect(() => parsePolicy('{"default": []}', 'p.json')).toThrow(/p\.json: default must be a non-empty array/);
+    expect(() => parsePolicy('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "k", "signedIdentity": {"type": "remapIdentity"}}]}', 'p.json')).toThrow(/remapIdentity" is not supported/);
+  });
+});
+
+describe('signature policies (GPG simple signing, real skopeo and gpg)', () => {
+  let scratch: string;
+  let reg: TestRegistry;
+  let auth: string;
+  let gnupg: string;
+  let trusted: { fpr: string; pub: string };
+  let other: { fpr: string; pub: string };
+  let registriesD: string;
+  let digest: string;
+  let t: TempSysroot | null = null;
+
+  async function gpgKey(name: string): Promise<{ fpr: string; pub: string }> {
+    const params = path.join(scratch, `${name}.params`);
+    fs.writeFileSync(params, `%no-protection\nKey-Type: RSA\nKey-Length: 2048\nName-Real: ${name}\nName-Email: ${name}@stagedroot.invalid\nExpire-Date: 0\n%commit\n`);
+    await tool('gpg', ['--batch', '--gen-key', params], { env: { GNUPGHOME: gnupg } });
+    const list = await tool('gpg', ['--with-colons', '--list-keys', `${name}@stagedroot.invalid`], { env: { GNUPGHOME: gnupg } });
+    const fpr = /^fpr:+([0-9A-F]{40}):/m.exec(String(list.stdout))![1]!;
+    const pub = path.join(scratch, `${name}.asc`);
+    fs.writeFileSync(pub, String((await tool('gpg', ['--armor', '--export', fpr], { env: { GNUPGHOME: gnupg } })).stdout));
+    return { fpr, pub };
+  }
+
+  /** skopeo copy to REPO:TAG, signed by `fpr` (the signature into the lookaside), with --sign-identity when given. */
+  async function pushAs(repoTag: string, o: { fpr?: string; identity?: string } = {}): Promise<void> {
+    await tool('skopeo', ['--insecure-policy', '--registries.d', registriesD, 'copy', '--quiet', '--dest-cert-dir', path.join(reg.certsDir, reg.host), ...(o.fpr ? ['--sign-by', o.fpr] : []), ...(o.identity ? ['--sign-identity', o.identity] : []), `oci:${path.join(scratch, 'image')}:1`, `docker://${reg.host}/${repoTag}`], { env: { GNUPGHOME: gnupg } });
+  }
+
+  beforeAll(async () => {
+    scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-policy-'));
+    gnupg = path.join(scratch, 'gnupg');
+    fs.mkdirSync(gnupg, { mode: 0o700 });
+    reg = await startRegistry(path.join(scratch, 'registry'));
+    trusted = await gpgKey('trusted');
+    other = await gpgKey('other');
+    registriesD = path.join(scratch, 'registries.d');
+    fs.mkdirSync(registriesD);
+    fs.writeFileSync(path.join(registriesD, 'test.yaml'), `docker:\n  ${reg.host}:\n    lookaside: file://${path.join(scratch, 'sigstore')}\n`);
+    const layout = path.join(scratch, 'image');
+    await umociImage(scratch, layout, '1', [{ add: { 'etc/os-release': 'ID=image\nVERSION_ID=1\n', 'usr/bin/tool': 'one\n' } }], { arch: hostPlatform().architecture });
+    digest = manifestOf(layout).digest;
+    await pushAs('os/signed:1', { fpr: trusted.fpr });
+    await pushAs('os/unsigned:1');
+    await pushAs('os/other:1', { fpr: other.fpr });
+    await pushAs('os/renamed:1', { fpr: trusted.fpr, identity: `${reg.host}/os/elsewhere:1` });
+    auth = writeAuthFile(path.join(scratch, 'auth.json'), {});
+  }, 120_000);
+  afterAll(async () => {
+    await reg?.stop();
+    fs.rmSync(scratch, { recursive: true, force: true });
+  });
+  afterEach(() => {
+    t?.cleanup();
+    t = null;
+  });
+
+  const policyFile = (name: string, scoped: unknown[], dflt: unknown[] = [{ type: 'reject' }]): string => {
+    const p = path.join(scratch, `${name}.json`);
+    fs.writeFileSync(p, JSON.stringify({ default: dflt, transports: { docker: { [`${reg.host}/os`]: scoped } } }));
+    return p;
+  };
+  const signedBy = (key: string, signedIdentity?: unknown) => [{ type: 'signedBy', keyType: 'GPGKeys', keyPath: key, ...(signedIdentity ? { signedIdentity } : {}) }];
+  const stage = async (repoTag: string, policy: string, verb: string[] = ['stage']) => {
+    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    const blobDir = path.join(t.scratch, 'blobs');
+    const r = await cli([...verb, `docker://${reg.host}/${repoTag}`, '--policy', policy, '--registries-d', registriesD, '--sysroot', t.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', blobDir, '--json']);
+    const layer = manifestOf(path.join(scratch, 'image')).json.layers[0]!;
+    return { r, layerFetched: fs.existsSync(path.join(blobDir, 'blobs', ...layer.digest.split(':'))) };
+  };
+
+  it('an image signed by the policy\'s key is staged; the deployment says who signed it', async () => {
+    const { r } = await stage('os/signed:1', policyFile('trusted', signedBy(trusted.pub)));
+    expect(r.code, r.out + r.err).toBe(0);
+    const st = t!.sysroot.status();
+    const d = st.deployments.find((x) => x.id === st.staged)!;
+    expect(d.origin?.digest).toBe(digest);
+    expect(d.source).toContain(`signed by ${trusted.fpr} (transports.docker["${reg.host}/os"])`);
+  });
+
+  it.each([
+    ['os/unsigned:1', 'it has no signature'],
+    ['os/other:1', 'signature 1 is not by a key the policy names'],
+    ['os/renamed:1', `signature 1 is for "${'HOST'}/os/elsewhere:1", which matchRepoDigestOrExact does not accept`],
+  ])('%s is refused before any layer is fetched: exit 3, SIGNATURE_INVALID saying what was expected', async (repoTag, why) => {
+    const policy = policyFile('trusted', signedBy(trusted.pub));
+    const { r, layerFetched } = await stage(repoTag, policy);
+    expect(r.code, r.out + r.err).toBe(3);
+    const e = JSON.parse(r.out).error as { code: string; message: string };
+    expect(e.code).toBe('SIGNATURE_INVALID');
+    expect(e.message).toContain(`${reg.host}/${repoTag} (${digest}) is refused by the policy ${policy} (transports.docker["${reg.host}/os"]): it requires a signature by ${trusted.pub} (matchRepoDigestOrExact), and ${why.replace('HOST', reg.host)}`);
+    expect(layerFetched).toBe(false);
+    expect(t!.sysroot.status().staged).toBeNull();
+    expect(t!.sysroot.status().lastFailure).toMatchObject({ code: 'SIGNATURE_INVALID' });
+  });
+
+  it('the renamed signature passes when the policy accepts that identity (exactReference); other keys pass with their own key', async () => {
+    expect((await stage('os/renamed:1', policyFile('exact', signedBy(trusted.pub, { type: 'exactReference', dockerReference: `${reg.host}/os/elsewhere:1` })))).r.code).toBe(0);
+    t!.cleanup();
+    expect((await stage('os/other:1', policyFile('other', signedBy(other.pub)))).r.code).toBe(0);
+  });
+
+  it('reject refuses; insecureAcceptAnything accepts an unsigned image; the default applies outside the scope', async () => {
+    const rejected = await stage('os/signed:1', policyFile('reject', [{ type: 'reject' }]));
+    expect(rejected.r.code).toBe(3);
+    expect(JSON.parse(rejected.r.out).error.message).toContain('it rejects every image of this scope');
+    t!.cleanup();
+    expect((await stage('os/unsigned:1', policyFile('accept', [{ type: 'insecureAcceptAnything' }]))).r.code).toBe(0);
+    t!.cleanup();
+    const p = path.join(scratch, 'default-only.json');
+    fs.writeFileSync(p, JSON.stringify({ default: [{ type: 'reject' }] }));
+    const byDefault = await stage('os/signed:1', p);
+    expect(byDefault.r.code).toBe(3);
+    expect(JSON.parse(byDefault.r.out).error.message).toContain(`is refused by the policy ${p} (default)`);
+  });
+
+  it('upgrade and switch are held to the policy too', async () => {
+    const { r } = await stage('os/unsigned:1', policyFile('trusted', signedBy(trusted.pub)), ['switch']);
+    expect(r.code, r.out + r.err).toBe(3);
+    expect(JSON.parse(r.out).error.code).toBe('SIGNATURE_INVALID');
+  });
+});
