@@ -12,7 +12,8 @@
  * - update, changed layer in the middle: [base, a, b] booted, stage of [base, a', b]
  *   against `cp -al` + `sync -f` + `tar -xzf` of a' and b + `sync -f`.
  * Each stage prints the time of its steps (plan: the import of new layers; copy; apply:
- * the link; manifest; validate; sync; commit). Run alone: `node scripts/bench/image-stage.mjs`
+ * the link; manifest; validate; sync; commit); BENCH_IMAGE_PROF=DIR writes the main
+ * thread's CPU profile of each update stage there. Run alone: `node scripts/bench/image-stage.mjs`
  * (dist/ built first).
  */
 import { execFileSync } from 'node:child_process';
@@ -141,7 +142,7 @@ export async function measureImageRows({ base = process.env.BENCH_DIR ?? '/var/t
         sync();
       }));
       fs.rmSync(`${r}/cpal`, { recursive: true });
-      const top = await timedStage(sysroot, v2);
+      const top = await profiled(`top-${round}`, () => timedStage(sysroot, v2));
       rows.top.push(top.ms);
       steps.top.push(top.steps);
       await bootIt(sysroot);
@@ -152,7 +153,7 @@ export async function measureImageRows({ base = process.env.BENCH_DIR ?? '/var/t
         sync();
       }));
       fs.rmSync(`${r}/cpal`, { recursive: true });
-      const mid = await timedStage(sysroot, v3);
+      const mid = await profiled(`middle-${round}`, () => timedStage(sysroot, v3));
       rows.mid.push(mid.ms);
       steps.mid.push(mid.steps);
       log(`  image stage round ${round + 1}: install ${install.ms.toFixed(0)} ms (tar ${rows.untar.at(-1).toFixed(0)}) ${fmt(install.steps)}; top ${top.ms.toFixed(0)} ms (baseline ${rows.topBase.at(-1).toFixed(0)}) ${fmt(top.steps)}; middle ${mid.ms.toFixed(0)} ms (baseline ${rows.midBase.at(-1).toFixed(0)}) ${fmt(mid.steps)}`);
@@ -172,6 +173,25 @@ export async function measureImageRows({ base = process.env.BENCH_DIR ?? '/var/t
     };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** BENCH_IMAGE_PROF=DIR: the main thread's CPU profile of each update stage (DIR/NAME.cpuprofile). */
+async function profiled(name, f) {
+  const to = process.env.BENCH_IMAGE_PROF;
+  if (!to) return f();
+  const { Session } = await import('node:inspector/promises');
+  const s = new Session();
+  s.connect();
+  await s.post('Profiler.enable');
+  await s.post('Profiler.start');
+  try {
+    return await f();
+  } finally {
+    const { profile } = await s.post('Profiler.stop');
+    fs.mkdirSync(to, { recursive: true });
+    fs.writeFileSync(path.join(to, `${name}.cpuprofile`), JSON.stringify(profile));
+    s.disconnect();
   }
 }
 

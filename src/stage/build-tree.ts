@@ -198,6 +198,8 @@ export async function applyUpdate(ctx: Context, tree: string, o: Pick<BuildTreeO
   const root = new RootFs(tree, {
     faults: o.io ? noFaults : ctx.faults,
     durability: 'deferred',
+    // The stage's work tree is its own: its directories are resolved once (see cacheDirs).
+    cacheDirs: o.io === undefined,
     onTouch: (e) => events.push(e),
     xattrPolicy: ctx.xattrPolicy,
     onXattrDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`),
@@ -210,7 +212,10 @@ export async function applyUpdate(ctx: Context, tree: string, o: Pick<BuildTreeO
     // What the update wrote is labelled by the new tree's own SELinux policy, if it has one.
     if (!o.io) labelTouched(root, events, { policy: ctx.xattrPolicy, onDrop: (rel, name, why) => ctx.warn(`dropped the extended attribute ${name} of ${displayPath(rel)}: ${why}`) });
   }
-  if (o.afterApply) await o.afterApply(tree);
+  if (o.afterApply) {
+    await o.afterApply(tree);
+    root.forgetDirs(); // the command may have changed any directory
+  }
   o.settle?.(root);
   ensureMountPoints(root);
   return { root, events, bytes, warnings };

@@ -24,6 +24,12 @@ export interface ResolveOptions {
   createParent?: (host: string, rel: string) => void;
   /** The system calls (default: the disk; a dry run passes an overlay). */
   io?: TreeReader;
+  /**
+   * Real tree-relative paths known to be real directories (a writer's cache, kept valid
+   * by the writer, see RootFs's cacheDirs): such an intermediate component is not lstat'ed
+   * again; every intermediate directory found or created is added.
+   */
+  knownDirs?: Set<string>;
 }
 
 const MAX_SYMLINK_HOPS = 40;
@@ -53,6 +59,11 @@ export function resolveInRoot(root: string, p: string, opts: ResolveOptions = {}
       continue;
     }
     const isLast = queue.length === 0;
+    const known = opts.knownDirs;
+    if (known !== undefined && !isLast && known.has(stack.length === 0 ? c : `${stack.join('/')}/${c}`)) {
+      stack.push(c);
+      continue;
+    }
     const host = hostOf([...stack, c]);
     let st: fs.Stats | null;
     try {
@@ -67,6 +78,7 @@ export function resolveInRoot(root: string, p: string, opts: ResolveOptions = {}
       }
       opts.createParent(host, [...stack, c].join('/'));
       stack.push(c);
+      known?.add(stack.join('/'));
       continue;
     }
     if (st.isSymbolicLink() && (!isLast || opts.followLast)) {
@@ -84,6 +96,7 @@ export function resolveInRoot(root: string, p: string, opts: ResolveOptions = {}
       throw new StagedrootError('APPLY_FAILED', `Cannot create ${original}: its parent path ${at} is not a directory (ENOTDIR)`, { path: original, resolvedPath: host, errno: 'ENOTDIR' });
     }
     stack.push(c);
+    known?.add(stack.join('/'));
   }
   // Only reachable when every component was ".." or a symlink to the root.
   return checked(root, { hostPath: root, rel: '', stat: io.lstat(root) });
@@ -102,7 +115,7 @@ function checked(root: string, r: Resolved): Resolved {
  * missing or non-directory component on, the rest is taken as written. Never throws for
  * a missing or non-directory parent (the write itself reports that).
  */
-export function realPathInRoot(root: string, p: string, followLast = false, io: TreeReader = hostIo): string {
+export function realPathInRoot(root: string, p: string, followLast = false, io: TreeReader = hostIo, knownDirs?: Set<string>): string {
   const queue = splitSourcePath(p, 'path', { allowBackslash: true });
   const stack: string[] = [];
   const hostOf = (parts: string[]): string => (parts.length === 0 ? root : `${root}/${parts.join('/')}`);
@@ -111,6 +124,12 @@ export function realPathInRoot(root: string, p: string, followLast = false, io: 
     const c = queue.shift()!;
     if (c === '..') {
       stack.pop();
+      continue;
+    }
+    // A known real directory that is not the last component (see ResolveOptions.knownDirs);
+    // the last one not followed is taken as it is, whatever it is.
+    if (knownDirs !== undefined && ((queue.length === 0 && !followLast) || (queue.length > 0 && knownDirs.has(stack.length === 0 ? c : `${stack.join('/')}/${c}`)))) {
+      stack.push(c);
       continue;
     }
     let st: fs.Stats | null;

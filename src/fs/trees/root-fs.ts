@@ -21,6 +21,14 @@ export type { TouchEvent } from '../manifests/patch-manifest.js';
 
 export interface RootFsOptions {
   faults?: FaultHook;
+  /**
+   * Remember the real directories resolution walked through or made, so that the next
+   * path under them is not lstat'ed component by component again (an image's tens of
+   * thousands of entries): for a writer that is the only one changing its tree (a
+   * stage's private work tree). Whatever could take such a directory away (a removed
+   * tree, a rename from or onto it) empties the cache.
+   */
+  cacheDirs?: boolean;
   /** Reports every entry created, replaced or removed (real tree-relative paths). */
   onTouch?: (event: TouchEvent) => void;
   /**
@@ -71,9 +79,14 @@ export class RootFs {
   private readonly durable: boolean;
   private readonly xattrOptions: { policy: XattrPolicy; onDrop?: (rel: string, name: string, why: string) => void };
 
+  /** See RootFsOptions.cacheDirs. */
+  private readonly knownDirs: Set<string> | undefined;
+
   constructor(root: string, options: RootFsOptions = {}) {
     this.root = path.resolve(root);
-    this.io = options.io ?? hostIo;
+    const io = options.io ?? hostIo;
+    this.knownDirs = options.cacheDirs ? new Set() : undefined;
+    this.io = this.knownDirs === undefined ? io : invalidating(io, this.root, this.knownDirs);
     this.faults = options.faults ?? noFaults;
     this.onTouch = options.onTouch ?? (() => {});
     this.durable = (options.durability ?? 'each') === 'each';
@@ -91,6 +104,7 @@ export class RootFs {
     return resolveInRoot(this.root, p, {
       followLast: opts.followLast,
       io: this.io,
+      ...(this.knownDirs === undefined ? {} : { knownDirs: this.knownDirs }),
       createParent: opts.createParents
         ? (host, rel) => {
             this.mkdirRaw(host, opts.dirMode ?? 0o755);
@@ -105,7 +119,12 @@ export class RootFs {
    * operation on `p` lands once the tree's own symlinks are followed.
    */
   realPath(p: string, followLast = false): string {
-    return realPathInRoot(this.root, p, followLast, this.io);
+    return realPathInRoot(this.root, p, followLast, this.io, this.knownDirs);
+  }
+
+  /** Something outside this RootFs changed the tree (a command ran in it): the cached directories are forgotten. */
+  forgetDirs(): void {
+    this.knownDirs?.clear();
   }
 
   /** The same tree, seen through a view that cannot write (for code that only reads). */
@@ -541,6 +560,48 @@ export class RootFs {
   private mutated(op: string, host: string): void {
     this.faults.afterMutation(op, host);
   }
+}
+
+/**
+ * The system calls of a RootFs that caches its real directories (RootFsOptions.cacheDirs):
+ * whatever could take a cached directory away empties the cache first (a tree removed or
+ * moved out; a rename from or onto a cached directory). Everything else passes through.
+ */
+function invalidating(io: TreeIo, root: string, known: Set<string>): TreeIo {
+  const rel = (host: string): string | null => (host.startsWith(root + '/') ? host.slice(root.length + 1) : null);
+  const touches = (host: string): boolean => {
+    const r = rel(host);
+    return r !== null && known.has(r);
+  };
+  const bound = new Map<string | symbol, unknown>();
+  return new Proxy(io, {
+    get(target, key) {
+      const v = Reflect.get(target, key, target) as unknown;
+      if (typeof v !== 'function') return v;
+      const had = bound.get(key);
+      if (had !== undefined) return had;
+      const f = v as (...a: unknown[]) => unknown;
+      if (key === 'removeTree' || key === 'moveOut') {
+        const b = (...a: unknown[]) => {
+          known.clear();
+          return f.apply(target, a);
+        };
+        bound.set(key, b);
+        return b;
+      }
+      if (key === 'rename') {
+        const b = (from: string, to: string) => {
+          if (known.size > 0 && (touches(from) || touches(to))) known.clear();
+          return f.call(target, from, to);
+        };
+        bound.set(key, b);
+        return b;
+      }
+      const b = f.bind(target);
+      bound.set(key, b);
+      return b;
+    },
+  });
 }
 
 /** The attributes actually given: `{mode: undefined}` must not override a kept mode. */
