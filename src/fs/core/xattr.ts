@@ -49,8 +49,19 @@ function errnoOfXattr(err: unknown): string | undefined {
 
 const UNSUPPORTED = new Set(['ENOTSUP', 'EOPNOTSUPP']);
 
+/**
+ * A Buffer path that is UTF-8 as a string, for the native calls: only a path that is not
+ * goes through getfattr/setfattr (the `attr` package, absent from a minimal Debian).
+ */
+function nativePath(host: string | Buffer): string | Buffer {
+  if (typeof host === 'string') return host;
+  const s = host.toString('utf8');
+  return Buffer.byteLength(s) === host.length && Buffer.from(s, 'utf8').equals(host) ? s : host;
+}
+
 /** Names of the attributes of an entry (not following a symlink); [] where the filesystem has none. */
-export function listXattrNames(host: string | Buffer): string[] {
+export function listXattrNames(given: string | Buffer): string[] {
+  const host = nativePath(given);
   if (typeof host !== 'string') return readXattrsByTool(host).map(([n]) => n);
   try {
     return napiXattr().listAttributesSync(host);
@@ -62,7 +73,8 @@ export function listXattrNames(host: string | Buffer): string[] {
 }
 
 /** An entry's attributes with their values, sorted by name; [] when it has none. */
-export function readXattrs(host: string | Buffer): Xattrs {
+export function readXattrs(given: string | Buffer): Xattrs {
+  const host = nativePath(given);
   if (typeof host !== 'string') return readXattrsByTool(host);
   const names = listXattrNames(host);
   if (names.length === 0) return [];
@@ -85,7 +97,8 @@ export function readXattrs(host: string | Buffer): Xattrs {
  * filesystem refuses is an XATTR_UNSUPPORTED error naming it and the path, or, with
  * policy 'drop', reported through onDrop and skipped.
  */
-export function writeXattrs(host: string | Buffer, attrs: Xattrs, o: XattrWriteOptions): Xattrs {
+export function writeXattrs(given: string | Buffer, attrs: Xattrs, o: XattrWriteOptions): Xattrs {
+  const host = nativePath(given);
   const kept: Xattrs = [];
   for (const [name, value] of attrs) {
     try {
@@ -109,7 +122,8 @@ export function writeXattrs(host: string | Buffer, attrs: Xattrs, o: XattrWriteO
 }
 
 /** Removes the named attributes (missing ones are fine). */
-export function removeXattrs(host: string | Buffer, names: string[], rel: string): void {
+export function removeXattrs(given: string | Buffer, names: string[], rel: string): void {
+  const host = nativePath(given);
   for (const n of names) {
     try {
       if (typeof host === 'string') napiXattr().removeAttributeSync(host, n);

@@ -34,6 +34,22 @@ describe('extended attributes', () => {
     expect(readXattrs(host)).toEqual([['user.b', Buffer.from('w')]]);
   });
 
+  it('a path given as a Buffer that is UTF-8 takes the native calls: no getfattr/setfattr needed (a minimal Debian has no attr package)', () => {
+    base = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-xattr-'));
+    const host = Buffer.from(path.join(base, 'café'));
+    fs.writeFileSync(host, 'x');
+    const saved = process.env.PATH;
+    process.env.PATH = path.join(base, 'no-tools-here');
+    try {
+      writeXattrs(host, [['user.a', Buffer.from('1')], ['user.b', Buffer.from('2')]], { rel: 'café' });
+      replaceXattrs(host, [['user.b', Buffer.from('3')]], { rel: 'café' });
+      expect(readXattrs(host)).toEqual([['user.b', Buffer.from('3')]]);
+    } finally {
+      process.env.PATH = saved;
+    }
+    expect(getfattr(path.join(base, 'café'))).toContain('user.b=0x33');
+  });
+
   it('digests sorted name/value pairs: a changed value changes the digest; none gives none', () => {
     const a = xattrDigest([['security.capability', Buffer.from('a')], ['user.x', Buffer.from('1')]]);
     expect(a).toMatch(/^[0-9a-f]{32}$/);
