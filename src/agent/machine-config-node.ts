@@ -1,4 +1,4 @@
-import type { DeploymentStatus, Status } from '../state/status.js';
+import { runningDeployment, type DeploymentStatus, type Status } from '../state/status.js';
 import type { Failure } from '../state/schema.js';
 
 /**
@@ -69,8 +69,7 @@ const FAILURE_REASON: Record<Failure['phase'], string> = {
 export function machineConfigNodeStatus(status: Status, desiredConfig: string, o: McnOptions = {}): McnStatus {
   const configOf = o.configOf ?? ((d) => d.label);
   const now = (o.now ?? (() => new Date()))().toISOString();
-  const bootedId = status.booted ?? status.current;
-  const booted = status.deployments.find((d) => d.id === bootedId);
+  const booted = runningDeployment(status);
   // The newest deployment holding the desired config that is on its way or running.
   const target = status.deployments.find((d) => !d.failed && configOf(d) === desiredConfig && (d.staged || d.current || d.booted));
   const f = status.lastFailure;
@@ -88,17 +87,19 @@ export function machineConfigNodeStatus(status: Status, desiredConfig: string, o
   const staged = target !== undefined;
   const finalized = staged && (target.current || target.booted);
   const finalizedAt = status.lastMerge?.id === target?.id ? status.lastMerge?.at : target?.createdAt;
-  const runs = staged && target.booted;
-  const good = runs && target.good;
+  // Applied live (apply-live): running without a reboot, as after the MCD's rebootless update.
+  const live = staged && target.current && status.activeLive?.deployment === target.id;
+  const runs = staged && (target.booted || live);
+  const good = (runs && target.good) || live;
   const conditions: McnCondition[] = [
     cond('UpdatePrepared', staged, 'UpdatePrepared', `${what} was planned and checked against the running deployment`, target?.createdAt),
     cond('UpdateExecuted', staged, 'UpdateExecuted', `${what} is built and validated beside the running one`, target?.createdAt),
     cond('AppliedFilesAndOS', staged, 'AppliedFilesAndOS', `the files, units, kernel arguments and OS image of ${desiredConfig} are in ${what}`, target?.createdAt),
     cond('UpdatePostActionComplete', finalized, 'UpdatePostActionComplete', `${what} is current: it boots next`, finalizedAt),
-    cond('RebootedNode', runs, 'RebootedNode', `the node booted ${what}`, undefined),
-    cond('Resumed', good, 'Resumed', `${what} passed its health checks`, undefined),
-    cond('UpdateComplete', good, 'UpdateComplete', `${what} is booted and marked good`, undefined),
-    cond('Updated', good && !status.pendingReboot, 'Updated', `the node runs ${desiredConfig}`, undefined),
+    cond('RebootedNode', staged && target.booted, 'RebootedNode', `the node booted ${what}`, undefined),
+    cond('Resumed', good, 'Resumed', live ? `${what} was applied without a reboot` : `${what} passed its health checks`, target?.liveApplied?.at),
+    cond('UpdateComplete', good, 'UpdateComplete', live ? `${what} is active live: no reboot needed` : `${what} is booted and marked good`, target?.liveApplied?.at),
+    cond('Updated', good && !status.pendingReboot, 'Updated', `the node runs ${desiredConfig}`, target?.liveApplied?.at),
     cond('NodeDegraded', degraded, degraded ? FAILURE_REASON[f!.phase] : '', degraded ? `${f!.phase} of ${desiredConfig} (deployment ${f!.id}) failed: ${f!.reason}`.slice(0, 32768) : '', f?.at),
   ];
   const current = booted ? configOf(booted) : undefined;

@@ -1,4 +1,4 @@
-import type { DeploymentStatus, Status } from '../state/status.js';
+import { runningDeployment, type DeploymentStatus, type Status } from '../state/status.js';
 
 /** The node annotations the machine-config-daemon keeps (the controller reads them). */
 export const MCD_ANNOTATION = {
@@ -29,9 +29,10 @@ export interface McdOptions {
  * Maps a stagedroot status and the config the node should run to the MCD's annotations
  * (a pure function: the agent writes the result to its Node object):
  *
- *   currentConfig  the config of the booted deployment (what the node runs now)
- *   Done           the booted deployment holds the desired config, is marked good, and
- *                  no reboot is pending
+ *   currentConfig  the config of the deployment the node runs now (the booted one, or
+ *                  the one apply-live made active in it)
+ *   Done           that deployment holds the desired config and is marked good with no
+ *                  reboot pending, or was applied live (a rebootless update, as the MCD's)
  *   Degraded       the last failure (stage, validate, finalize, boot, health) is an attempt
  *                  at the desired config; reason says which phase and why
  *   Working        anything else: not staged yet, staged, waiting for the reboot, or
@@ -40,14 +41,14 @@ export interface McdOptions {
 export function mcdAnnotations(status: Status, desiredConfig: string, o: McdOptions = {}): McdAnnotations {
   const configOf = o.configOf ?? ((d) => d.label);
   const max = o.maxReasonLength ?? 1024;
-  const runningId = status.booted ?? status.current;
-  const running = status.deployments.find((d) => d.id === runningId);
+  const running = runningDeployment(status);
+  const live = running !== undefined && status.activeLive?.deployment === running.id;
   const currentConfig = running ? configOf(running) : '';
   let state: McdState = 'Working';
   let reason = '';
   const f = status.lastFailure;
   const failedConfig = f === null ? null : configOf(status.deployments.find((d) => d.id === f.id) ?? { id: f.id, label: f.label });
-  if (running && currentConfig === desiredConfig && running.good && !status.pendingReboot) {
+  if (running && currentConfig === desiredConfig && ((running.good && !status.pendingReboot) || live)) {
     state = 'Done';
   } else if (f !== null && failedConfig === desiredConfig) {
     state = 'Degraded';

@@ -136,3 +136,12 @@ export function statusView(s: BaseState, layout: Layout, storage: Status['storag
       })),
   };
 }
+
+/**
+ * The deployment the node runs now: the booted one, or, after apply-live, the deployment
+ * active live in the booted root (current, its files written there).
+ */
+export function runningDeployment(s: Pick<Status, 'booted' | 'current' | 'activeLive' | 'deployments'>): DeploymentStatus | undefined {
+  const id = s.activeLive && s.activeLive.runningIn === s.booted ? s.activeLive.deployment : (s.booted ?? s.current);
+  return s.deployments.find((d) => d.id === id);
+}

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configureFleetLock, FleetLockClient, fleetLockOf, isStagedrootError, machineConfigNodeStatus, rebootWithSlot, releaseSlot, sourceFromPath, type McnStatus, type Status } from '../../src/index.js';
+import { configureFleetLock, FleetLockClient, fleetLockOf, isStagedrootError, machineConfigNodeStatus, mcdAnnotations, rebootWithSlot, releaseSlot, sourceFromPath, type McnStatus, type Status } from '../../src/index.js';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { LockServer } from '../fleetlock/lock-server.js';
 import { fixture, NODE_TREE } from '../sources/machine-config-helpers.js';
@@ -34,6 +34,7 @@ describe('the agent loop of docs/agent.md', () => {
       writeMachineConfigNodeStatus: async (s: McnStatus) => void reports.push(s),
       reboot: async () => void rebootAsked++,
     };
+    const services = { command: ['sh', path.join(import.meta.dirname, '../helpers/fake-systemctl.sh'), path.join(t.scratch, 'systemctl.log')] };
     const nameOf = (n: 1 | 2): string => (JSON.parse(fs.readFileSync(fixture(`rendered-worker-${n}.json`), 'utf8')) as { metadata: { name: string } }).metadata.name;
 
     // --- the loop, as in docs/agent.md ---
@@ -52,7 +53,17 @@ describe('the agent loop of docs/agent.md', () => {
       }
       reported = machineConfigNodeStatus(status, desired, { previous: reported });
       await cluster.writeMachineConfigNodeStatus(reported);
-      if (status.deployments.find((d) => d.staged)?.label === desired && !status.finalizationLocked) {
+      const staged = status.deployments.find((d) => d.staged);
+      if (staged?.label === desired && !status.finalizationLocked) {
+        if (staged.activation?.mode === 'live') {
+          try {
+            await sysroot.applyLive({ services });
+            await cluster.writeMachineConfigNodeStatus((reported = machineConfigNodeStatus(sysroot.status(), desired, { previous: reported })));
+            return;
+          } catch (err) {
+            if (!isStagedrootError(err, 'LIVE_ACTION_FAILED')) throw err;
+          }
+        }
         const r = await rebootWithSlot(status, { fleetLock: fleetLockOf(t.dir), reboot: cluster.reboot });
         if (r.action === 'no-slot') return; // stays staged; the next round asks again
       }
@@ -88,5 +99,25 @@ describe('the agent loop of docs/agent.md', () => {
     expect(fs.readFileSync(path.join(booted, 'etc/chrony.conf'), 'utf8')).toBe('pool 2.rhel.pool.ntp.org iburst\n');
     expect(fs.lstatSync(path.join(booted, 'etc/systemd/system/node-report.service'), { throwIfNoEntry: false })).toBeUndefined();
     expect(reports.length).toBe(6);
+
+    // A config that changes only what a policy covers (the CRI-O signature policy): applied live, no reboot, no slot.
+    const mc = JSON.parse(fs.readFileSync(fixture('rendered-worker-2.json'), 'utf8')) as { metadata: { name: string }; spec: { config: { storage: { files: { path: string; contents?: { source: string } }[] } } } };
+    mc.metadata.name = 'rendered-worker-live';
+    const policy = mc.spec.config.storage.files.find((f) => f.path === '/etc/containers/policy.json')!;
+    policy.contents = { source: `data:,${encodeURIComponent('{"default":[{"type":"reject"}]}')}` };
+    const liveFile = path.join(t.scratch, 'rendered-worker-live.json');
+    fs.writeFileSync(liveFile, JSON.stringify(mc));
+    cluster.renderedConfigFile = () => liveFile;
+    cluster.desired = 'rendered-worker-live';
+    await other.preReboot(); // no slot free: a live apply needs none
+    const asked = rebootAsked;
+    await reconcile();
+    expect(rebootAsked).toBe(asked);
+    expect(sysroot.status()).toMatchObject({ staged: null, pendingReboot: false, activeLive: { deployment: sysroot.status().current } });
+    expect(reported!.conditions.filter((c) => c.status === 'True').map((c) => c.type)).toEqual(['UpdatePrepared', 'UpdateExecuted', 'AppliedFilesAndOS', 'UpdatePostActionComplete', 'Resumed', 'UpdateComplete', 'Updated']);
+    expect(reported!.configVersion).toEqual({ current: 'rendered-worker-live', desired: 'rendered-worker-live' });
+    expect(mcdAnnotations(sysroot.status(), 'rendered-worker-live')['machineconfiguration.openshift.io/state']).toBe('Done');
+    expect(fs.readFileSync(path.join(t.scratch, 'systemctl.log'), 'utf8')).toBe('reload crio.service\n');
+    await other.steadyState();
   });
 });
