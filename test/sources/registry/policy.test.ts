@@ -6,6 +6,8 @@
  * SIGNATURE_INVALID naming the image and what was expected), nothing staged.
  */
 import * as fs from 'node:fs';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -142,6 +144,30 @@ describe('signature policies (GPG simple signing, real skopeo and gpg)', () => {
     const byDefault = await stage('os/signed:1', p);
     expect(byDefault.r.code).toBe(3);
     expect(JSON.parse(byDefault.r.out).error.message).toContain(`is refused by the policy ${p} (default)`);
+  });
+
+  it('signatures served over http from a default-docker lookaside are read the same way', async () => {
+    const root = path.join(scratch, 'sigstore');
+    const server = http.createServer((req, res) => {
+      const file = path.join(root, decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname));
+      if (!file.startsWith(root + path.sep) || !fs.existsSync(file)) return void res.writeHead(404).end();
+      res.writeHead(200).end(fs.readFileSync(file));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const overHttp = path.join(scratch, 'registries.d-http');
+    fs.mkdirSync(overHttp, { recursive: true });
+    fs.writeFileSync(path.join(overHttp, 'default.yaml'), `default-docker:\n  lookaside: http://127.0.0.1:${(server.address() as AddressInfo).port}\n`);
+    try {
+      t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+      const args = ['--policy', policyFile('trusted', signedBy(trusted.pub)), '--registries-d', overHttp, '--sysroot', t.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', path.join(t.scratch, 'blobs')];
+      const ok = await cli(['stage', `docker://${reg.host}/os/signed:1`, ...args]);
+      expect(ok.code, ok.err).toBe(0);
+      const refused = await cli(['stage', `docker://${reg.host}/os/unsigned:1`, ...args]);
+      expect(refused.code).toBe(3);
+      expect(refused.err).toContain('it has no signature');
+    } finally {
+      server.close();
+    }
   });
 
   it('upgrade and switch are held to the policy too', async () => {

@@ -201,6 +201,25 @@ describe('pulls through mirrors (real registries on loopback)', () => {
     expect(strict.origin).toMatchObject({ registry: `https://${source.host}` });
   });
 
+  it('an insecure TLS mirror whose CA is not known is used unverified; the same mirror not marked insecure fails through to the source', async () => {
+    const noMirrorCa = path.join(scratch, 'certs-source-only');
+    fs.cpSync(path.join(source.certsDir, source.host), path.join(noMirrorCa, source.host), { recursive: true });
+    const run = async (file: string) => {
+      t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+      const r = await cli(['stage', `docker://${source.host}/os/node:1`, '--registries-conf', file, '--sysroot', t.dir, '--authfile', auth, '--certs-dir', noMirrorCa, '--blob-dir', path.join(t.scratch, 'blobs')]);
+      const st = t.sysroot.status();
+      return { r, origin: st.deployments.find((d) => d.id === st.staged)?.origin };
+    };
+    const insecure = await run(confFile('tls-insecure', [[`${mirror.host}/mirrored/os`, 'insecure = true']]));
+    expect(insecure.r.code, insecure.r.err).toBe(0);
+    expect(insecure.origin).toMatchObject({ registry: `https://${mirror.host}`, mirror: `${mirror.host}/mirrored/os/node` });
+    t!.cleanup();
+    const verified = await run(confFile('tls-verified', [[`${mirror.host}/mirrored/os`]]));
+    expect(verified.r.code, verified.r.err).toBe(0);
+    expect(verified.origin).toMatchObject({ registry: `https://${source.host}` });
+    expect(verified.r.err).toContain(`the TLS certificate of ${mirror.host} cannot be verified`);
+  });
+
   it('a blocked registry is refused before anything is fetched: REGISTRY_FAILED (exit 1) naming the file; --check too', async () => {
     const file = confFile('blocked', [], 'blocked = true\n');
     const { r } = await stage(file);
