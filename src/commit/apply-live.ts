@@ -4,6 +4,9 @@ import { prepareJournal, type LiveChange } from '../activation/live/prepare.js';
 import { restoreEntries, writeEntries } from '../activation/live/write-entries.js';
 import { runHealthChecks, type HealthOptions } from '../boot/health.js';
 import type { Context } from '../context.js';
+import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
+import { activationOf, changedByManifests, loadDisruptionPolicy } from '../stage/activation-of.js';
+import type { Activation } from '../state/activation.js';
 import { StagedrootError } from '../errors.js';
 import { hostPath } from '../fs/core/names.js';
 import { isUnder } from '../fs/core/paths.js';
@@ -20,6 +23,8 @@ import type { CommandResult } from '../util/run-command.js';
 import { commitFinalize, prepareFinalize } from './finalize.js';
 
 export interface ApplyLiveOptions {
+  /** A MachineConfiguration (YAML or JSON) whose node disruption policies decide again, merged over the MCO defaults (default: the decision recorded at stage). */
+  disruptionPolicy?: string;
   /** Who runs the actions (default: the host's systemctl). */
   services?: ServiceManager;
   /** On failure, discard the staged deployment instead of leaving it staged for a reboot. */
@@ -102,6 +107,22 @@ export async function undoLive(ctx: Context, j: LiveJournal, m: ServiceManager):
   return problems;
 }
 
+/** The activation decision of the staged deployment under another policy file (as stage would have made it). */
+function decideAgain(ctx: Context, s: BaseState, id: string, file: string): Activation {
+  const staged = mustFind(s, id);
+  const base = mustFind(s, staged.parent ?? s.current);
+  const { layout } = ctx;
+  const u = updatePaths(layout, id);
+  return activationOf({
+    base,
+    next: staged,
+    changed: () => changedByManifests(layout.manifest(base.id), layout.manifest(id), [...u.changed.keys(), ...u.removed]),
+    baseTree: new ReadOnlyTree(layout.tree(base.id)),
+    newTree: new ReadOnlyTree(layout.tree(id)),
+    policy: loadDisruptionPolicy(new ReadOnlyTree(layout.tree(base.id)), file),
+  });
+}
+
 /**
  * apply-live: the staged deployment becomes active without a reboot. The staged tree
  * first gets the finalize merge (the running /etc's local edits; the update wins on its
@@ -119,7 +140,7 @@ export async function applyLive(ctx: Context, s: BaseState, o: ApplyLiveOptions 
   if (s.staged === null) throw new StagedrootError('NOTHING_STAGED', 'Nothing is staged: stage an update first');
   const staged = mustFind(s, s.staged);
   if (staged.locked) throw new StagedrootError('INVALID_TRANSITION', `Deployment ${staged.id} is held by a finalization lock: unlock it first`, { value: staged.id });
-  const a = staged.activation;
+  const a = o.disruptionPolicy === undefined ? staged.activation : decideAgain(ctx, s, staged.id, o.disruptionPolicy);
   if (a === undefined) throw new StagedrootError('INVALID_TRANSITION', `Deployment ${staged.id} has no activation decision (it was staged by an older stagedroot): stage it again`, { value: staged.id });
   if (a.mode !== 'live') {
     const why = a.reasons.map((r) => `${r.path ?? r.unit ?? r.field ?? ''}: ${r.why}`).join('; ');

@@ -178,6 +178,21 @@ describe('apply-live', () => {
   });
 });
 
+describe('apply-live --disruption-policy', () => {
+  it('decides again under the given policies: a reboot decision becomes a live Restart', async () => {
+    const b = await booted();
+    t = b.t;
+    const r = await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'changed\n' }] });
+    expect(r.activation?.mode).toBe('reboot');
+    const file = path.join(t.scratch, 'policy.yaml');
+    fs.writeFileSync(file, 'apiVersion: operator.openshift.io/v1\nkind: MachineConfiguration\nspec:\n  nodeDisruptionPolicy:\n    files:\n    - path: /etc/motd\n      actions: [{type: Restart, restart: {serviceName: motd.service}}]\n');
+    const live = await t.sysroot.applyLive({ services: b.services, disruptionPolicy: file });
+    expect(live.actions).toEqual([{ type: 'Restart', restart: { serviceName: 'motd.service' } }]);
+    expect(calls(b.log)).toEqual(['restart motd.service']);
+    expect(read(t.sysroot.status().deployments.find((d) => d.booted)!.path, 'etc/motd')).toBe('changed\n');
+  });
+});
+
 describe('stagedroot apply-live', () => {
   it('applies live with --json, and refuses a reboot decision with exit 3 naming the path', async () => {
     const b = await booted();
