@@ -1,9 +1,6 @@
 import type { RegistrySourceOptions } from '../sources/registry/source.js';
 import type { Io } from './io.js';
-
-function mb(n: number): string {
-  return `${(n / 1e6).toFixed(1)} MB`;
-}
+import { bar, mb, redrawnLine } from './progress.js';
 
 /**
  * A pull's progress, per layer: on a terminal a line redrawn on stderr (at most every
@@ -24,27 +21,17 @@ export function pullProgress(io: Io, json: boolean): { options: Pick<RegistrySou
       done: () => {},
     };
   }
-  let last = 0;
-  let drawn = false;
+  const line = redrawnLine(io);
   // A mirror that fails is said in any case: the pull goes on from the next endpoint.
-  const onMirrorFailed: RegistrySourceOptions['onMirrorFailed'] = (e) => io.err(`${drawn ? '\r\x1b[K' : ''}stagedroot: warning: the mirror ${e.mirror} failed (${e.error.message}); trying the next\n`);
+  const onMirrorFailed: RegistrySourceOptions['onMirrorFailed'] = (e) => io.err(`${line.drawn ? '\r\x1b[K' : ''}stagedroot: warning: the mirror ${e.mirror} failed (${e.error.message}); trying the next\n`);
   if (!io.errIsTty) return { options: { onMirrorFailed }, done: () => {} };
   return {
     options: {
       onMirrorFailed,
       onProgress(e) {
-        const now = Date.now();
-        if (now - last < 100 && e.bytes !== e.size) return;
-        last = now;
-        const width = 30;
-        const bar = '#'.repeat(Math.round((e.size ? Math.min(1, e.bytes / e.size) : 1) * width)).padEnd(width, '.');
-        io.err(`\r[${bar}] fetch    ${e.what} ${mb(e.bytes)} of ${mb(e.size)}${e.cached ? ` (${mb(e.cached)} already here)` : ''}\x1b[K`);
-        drawn = true;
+        line.draw(`[${bar(e.size ? e.bytes / e.size : 1)}] fetch    ${e.what} ${mb(e.bytes)} of ${mb(e.size)}${e.cached ? ` (${mb(e.cached)} already here)` : ''}`, e.bytes === e.size);
       },
     },
-    done() {
-      if (drawn) io.err('\r\x1b[K');
-      drawn = false;
-    },
+    done: () => line.clear(),
   };
 }
