@@ -28,6 +28,13 @@ export const hostAttrCalls: AttrCalls = {
   utimes: (host, a, m) => fs.utimesSync(host, a, m),
 };
 
+/** The same calls on an open file (a copy's own descriptor: no path to resolve again). */
+export const fdAttrCalls = (fd: number): AttrCalls => ({
+  lchown: (_h, uid, gid) => fs.fchownSync(fd, uid, gid),
+  chmod: (_h, mode) => fs.fchmodSync(fd, mode),
+  utimes: (_h, a, m) => fs.futimesSync(fd, a, m),
+});
+
 export interface EntryAttrs {
   uid?: number;
   gid?: number;

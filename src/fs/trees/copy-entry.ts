@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { StagedrootError, errnoOf } from '../../errors.js';
+import { errnoOf } from '../../errors.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
 import { fsyncDir } from '../core/fsync-dir.js';
 import { ioError } from '../core/io-error.js';
@@ -9,10 +9,9 @@ import { bytesOfName, childPath, hasRawBytes, nameFromBytes } from '../core/name
 import { readNames, walk } from '../core/walk.js';
 import { isTempName } from '../core/temp-names.js';
 import { commitViaTemp, type CommitIo } from './write-via-temp.js';
-import { applyAttrs, attrsOfStat, hostAttrCalls, type AttrCalls } from '../core/entry-attrs.js';
+import { applyAttrs, attrsOfStat, fdAttrCalls, hostAttrCalls } from '../core/entry-attrs.js';
+import { copyFileInto, createFile } from '../core/new-entry.js';
 import { makeFifo } from '../core/path-tool.js';
-
-const CHUNK = 1 << 20;
 
 /** lstat, or null when nothing is there. */
 export function lstatOrNull(host: string | Buffer): fs.Stats | null {
@@ -22,32 +21,6 @@ export function lstatOrNull(host: string | Buffer): fs.Stats | null {
     const e = errnoOf(err);
     if (e === 'ENOENT' || e === 'ENOTDIR') return null;
     throw ioError(err, String(host), String(host), 'sysroot');
-  }
-}
-
-/**
- * Copies the bytes of a regular file into an open descriptor, in 1 MiB chunks (never the
- * whole file in memory). The source is opened with O_NOFOLLOW and must still be a
- * regular file.
- */
-export function copyFileInto(srcHost: string | Buffer, fd: number, rel: string): number {
-  let from: number;
-  try {
-    from = fs.openSync(srcHost, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-  } catch (err) {
-    throw ioError(err, rel, String(srcHost), 'sysroot');
-  }
-  try {
-    if (!fs.fstatSync(from).isFile()) throw new StagedrootError('IO', `${rel} is no longer a regular file`, { path: rel, resolvedPath: String(srcHost) });
-    const buf = Buffer.allocUnsafe(CHUNK);
-    let total = 0;
-    for (let n = fs.readSync(from, buf, 0, CHUNK, null); n > 0; n = fs.readSync(from, buf, 0, CHUNK, null)) {
-      for (let off = 0; off < n; ) off += fs.writeSync(fd, buf, off, n - off);
-      total += n;
-    }
-    return total;
-  } finally {
-    fs.closeSync(from);
   }
 }
 
@@ -146,15 +119,8 @@ function copyXattrs(src: Buffer, dst: Buffer): void {
 /** A copied directory's owner, mode, times and extended attributes, then an fsync: after its children. */
 function finishDir(src: Buffer, dst: Buffer, st: fs.Stats): void {
   applyAttrs(hostAttrCalls, dst, attrsOfStat(st), { xattrs: () => copyXattrs(src, dst) });
-  fsyncDirBytes(dst);
+  fsyncDir(dst);
 }
-
-/** The attribute calls on an open file (the copy's own descriptor: no path to resolve again). */
-const fdAttrCalls = (fd: number): AttrCalls => ({
-  lchown: (_h, uid, gid) => fs.fchownSync(fd, uid, gid),
-  chmod: (_h, mode) => fs.fchmodSync(fd, mode),
-  utimes: (_h, a, m) => fs.futimesSync(fd, a, m),
-});
 
 /**
  * A symlink, a regular file or a FIFO, as the tree copies make them (copy-tree.ts,
@@ -171,7 +137,7 @@ function copyLeaf(src: Buffer, dst: Buffer, st: fs.Stats, faults: FaultHook): vo
     faults.afterMutation('mkfifo', shown);
     applyAttrs(hostAttrCalls, dst, attrsOfStat(st), { xattrs: () => copyXattrs(src, dst) });
   } else if (st.isFile()) {
-    const fd = fs.openSync(dst, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
+    const fd = createFile(dst);
     try {
       copyFileInto(src, fd, shown);
       applyAttrs(fdAttrCalls(fd), dst, attrsOfStat(st), { xattrs: () => copyXattrs(src, dst) });
@@ -180,15 +146,6 @@ function copyLeaf(src: Buffer, dst: Buffer, st: fs.Stats, faults: FaultHook): vo
       fs.closeSync(fd);
     }
     faults.afterMutation('copy', shown);
-  }
-}
-
-function fsyncDirBytes(dir: Buffer): void {
-  const fd = fs.openSync(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
   }
 }
 

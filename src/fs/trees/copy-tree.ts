@@ -7,6 +7,7 @@ import { formatEntry } from '../manifests/manifest-line.js';
 import { bytesOfName, hasRawBytes, hostPath } from '../core/names.js';
 import { makeFifo } from '../core/path-tool.js';
 import { applyAttrs, attrsOfStat, hostAttrCalls } from '../core/entry-attrs.js';
+import { cloneFile, copyFileInto, createFile } from '../core/new-entry.js';
 import { isUnder } from '../core/paths.js';
 import { ioError } from '../core/io-error.js';
 import { walkEntries, type WalkRange } from '../core/walk.js';
@@ -152,8 +153,8 @@ export function copyTree(o: CopyTreeOptions): CopyResult {
         return { x: first.x };
       }
     }
-    if (reflink) fs.copyFileSync(src, dst, fs.constants.COPYFILE_FICLONE);
-    else copyBytes(src, dst, (buf ??= Buffer.allocUnsafe(1 << 20)));
+    if (reflink) cloneFile(src, dst);
+    else copyBytes(rel, src, dst, (buf ??= Buffer.allocUnsafe(1 << 20)));
     faults.afterMutation('copy', String(dst));
     const x = applyAttrs(hostAttrCalls, dst, attrsOfStat(st), { xattrs: () => putAttrs(rel, dst, readAttrs(src)) });
     res.copied += 1;
@@ -344,23 +345,12 @@ export function finishDirectory(srcRoot: string, dstRoot: string, rel: string | 
   faults.afterMutation('setattr', String(dst));
 }
 
-/**
- * A plain copy of a file's bytes into a new file, for the copy policy. Not
- * fs.copyFileSync: libuv copies with copy_file_range(2), which XFS and btrfs turn into a
- * reflink, so the copy would share its blocks with the source after all.
- */
-function copyBytes(src: string | Buffer, dst: string | Buffer, buf: Buffer): void {
-  const from = fs.openSync(src, 'r');
+/** A plain copy of a file's bytes into a new file (the copy policy: no blocks shared with the source). */
+function copyBytes(rel: string, src: string | Buffer, dst: string | Buffer, buf: Buffer): void {
+  const to = createFile(dst);
   try {
-    const to = fs.openSync(dst, 'w', 0o600);
-    try {
-      for (let n = fs.readSync(from, buf, 0, buf.length, null); n > 0; n = fs.readSync(from, buf, 0, buf.length, null)) {
-        for (let off = 0; off < n; ) off += fs.writeSync(to, buf, off, n - off);
-      }
-    } finally {
-      fs.closeSync(to);
-    }
+    copyFileInto(src, to, rel, buf);
   } finally {
-    fs.closeSync(from);
+    fs.closeSync(to);
   }
 }

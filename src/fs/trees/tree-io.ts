@@ -3,7 +3,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { errnoOf } from '../../errors.js';
 import { fsyncDir } from '../core/fsync-dir.js';
-import { copyFileInto, copyOut } from './copy-entry.js';
+import { copyOut } from './copy-entry.js';
+import { copyFileInto, createFile } from '../core/new-entry.js';
 import { noFaults } from '../core/faults.js';
 import { commitViaTemp } from './write-via-temp.js';
 import { readLinkTarget } from '../manifests/manifest.js';
@@ -96,7 +97,7 @@ export const hostIo: TreeIo = {
   },
   readXattrs: (host) => readXattrs(B(host)),
   mkdir: (host, mode) => void fs.mkdirSync(B(host), { mode }),
-  create: (host, mode) => fs.openSync(B(host), fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, mode),
+  create: (host, mode) => createFile(B(host), mode),
   write: (fd, data, off, len) => fs.writeSync(fd, data, off, len),
   copyInto: (src, fd, rel) => copyFileInto(src, fd, rel),
   fchown: (fd, uid, gid) => fs.fchownSync(fd, uid, gid),
