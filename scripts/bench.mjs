@@ -21,6 +21,12 @@
  *   --stage                  only the stage rows of the ext4 and btrfs loop mounts
  *                            (scripts/bench/stage-rows.mjs: each stage interleaved
  *                            with cp -al + sync -f, the manifest step); writes nothing
+ *   --image                  only the image rows (scripts/bench/image-stage.mjs: stage of an
+ *                            OCI layout through the layer store: a first install against
+ *                            tar -xzf, an update with a new layer on top and one with a
+ *                            changed middle layer against cp -al + tar -xzf of the new
+ *                            layers, each + sync -f); replaces their section of BENCHMARKS.md
+ *   BENCH_IMAGE_FILES=20000  the image rows' base layer, in files
  *   BENCH_REPS=5             repetitions per measurement (median reported; 1 with --quick)
  *   BENCH_SIZES=10000,100000 tree sizes in files
  *   BENCH_SEED=20240611      the seed of the generated trees and update
@@ -41,12 +47,14 @@ import { bootDirTarget, cliSection, measureCli, spliceCliSection } from './bench
 import { measureBootDir } from './bench/boot-dir.mjs';
 import { finalizeRow, measureFinalize } from './bench/finalize.mjs';
 import { measureStageRows } from './bench/stage-rows.mjs';
+import { imageSection, measureImageRows, spliceImageSection } from './bench/image-stage.mjs';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const quick = process.argv.includes('--quick');
 const cliOnly = process.argv.includes('--cli');
 const finalizeOnly = process.argv.includes('--finalize');
 const stageOnly = process.argv.includes('--stage');
+const imageOnly = process.argv.includes('--image');
 const reps = Number(process.env.BENCH_REPS ?? (quick ? 1 : 5));
 const sizes = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map((s) => Number(s.trim()));
 const seed = Number(process.env.BENCH_SEED ?? 20240611);
@@ -74,6 +82,18 @@ if (cliOnly) {
   console.log(`\n${section}\n(run took ${((performance.now() - started) / 60000).toFixed(1)} min)`);
   if (out !== '-' && fs.existsSync(out)) {
     fs.writeFileSync(out, spliceCliSection(fs.readFileSync(out, 'utf8'), section));
+    log(`updated its section of ${out}`);
+  }
+  process.exit(0);
+}
+
+if (imageOnly) {
+  const when = `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npm run bench -- --image\`.`;
+  const res = await measureImageRows({ base: process.env.BENCH_DIR ?? '/var/tmp', reps: Number(process.env.BENCH_REPS ?? 3), log });
+  const section = imageSection(res, targetsTable, when);
+  console.log(`\n${section}\n(run took ${((performance.now() - started) / 60000).toFixed(1)} min)`);
+  if (out !== '-' && fs.existsSync(out)) {
+    fs.writeFileSync(out, spliceImageSection(fs.readFileSync(out, 'utf8'), section));
     log(`updated its section of ${out}`);
   }
   process.exit(0);
@@ -127,6 +147,9 @@ log(`stagedroot benchmark: sizes ${sizes.join(', ')}, ${reps} repetitions, seed 
 log('the CLI rows');
 const cliWhenFull = cliWhen();
 const cli = await measureCli({ dir: path.join(base, 'cli'), seed, log, starts: quick ? 7 : 15, stages: quick ? 1 : reps });
+log('the image rows (the layer store)');
+const imageWhen = `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC in this run.`;
+const images = await measureImageRows({ base, reps: quick ? 1 : Math.min(reps, 3), log });
 const bootDirSamples = await measureBootDir({ dir: path.join(base, 'boot-dir'), log });
 
 const results = [];
@@ -190,6 +213,7 @@ samples, the full copy and rsync fewer: see Method); ratios compare medians meas
 same run, on the same trees and the same update.
 
 ${cliSection(cli, targetsTable, cliWhenFull, bootDirSamples)}
+${imageSection(images, targetsTable, imageWhen)}
 ${FILESYSTEM_HEADING}
 
 ${filesystemTable}

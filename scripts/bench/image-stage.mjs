@@ -18,6 +18,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -121,7 +122,9 @@ export async function measureImageRows({ base = process.env.BENCH_DIR ?? '/var/t
     const v3 = layout(path.join(dir, 'v3'), [L.base, L.a2, L.b], '3');
     const rows = { untar: [], install: [], topBase: [], top: [], midBase: [], mid: [] };
     const steps = { install: [], top: [], mid: [] };
+    const loads = [];
     for (let round = 0; round < reps; round++) {
+      loads.push(os.loadavg()[0]);
       const r = path.join(dir, `r${round}`);
       fs.mkdirSync(r);
       rows.untar.push(await time(() => {
@@ -160,15 +163,18 @@ export async function measureImageRows({ base = process.env.BENCH_DIR ?? '/var/t
       fs.rmSync(r, { recursive: true, force: true });
     }
     const m = Object.fromEntries(Object.entries(rows).map(([k, v]) => [k, median(v)]));
+    const stepMedians = (list) => Object.fromEntries([...new Set(list.flatMap((x) => Object.keys(x)))].map((k) => [k, median(list.map((x) => x[k] ?? 0))]));
     const fsType = execFileSync('stat', ['-f', '-c', '%T', dir], { encoding: 'utf8' }).trim();
     return {
       files,
+      reps,
       fsType,
+      loads,
       baseMB: L.base.size / 1e6,
       rows: [
-        { name: 'image first install: stage of v1 (2 layers) vs tar -xzf of its layers + sync -f', ms: m.install, baseline: m.untar, target: 1.3 },
-        { name: 'image update, new layer on top: stage vs cp -al + sync -f + tar -xzf of it + sync -f', ms: m.top, baseline: m.topBase, target: 1.5 },
-        { name: 'image update, changed layer in the middle: stage vs cp -al + sync -f + tar -xzf of the 2 layers from it up + sync -f', ms: m.mid, baseline: m.midBase, target: 1.5 },
+        { name: 'image first install: stage of v1 (2 layers) vs tar -xzf of its layers + sync -f', ms: m.install, baseline: m.untar, target: 1.3, steps: stepMedians(steps.install) },
+        { name: 'image update, new layer on top: stage vs cp -al + sync -f + tar -xzf of it + sync -f', ms: m.top, baseline: m.topBase, target: 1.5, steps: stepMedians(steps.top) },
+        { name: 'image update, changed layer in the middle: stage vs cp -al + sync -f + tar -xzf of the 2 layers from it up + sync -f', ms: m.mid, baseline: m.midBase, target: 1.5, steps: stepMedians(steps.mid) },
       ],
     };
   } finally {
@@ -197,8 +203,43 @@ async function profiled(name, f) {
 
 const fmt = (s) => `[${Object.entries(s).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}]`;
 
+export const IMAGE_HEADING = '## Image stages (the layer store)';
+
+/** The rows as targetsTable (report.mjs) takes them. */
+export function imageTargets(res) {
+  return res.rows.map((r) => ({ target: `${r.name} ≤ ${r.target} ×`, measured: `${r.ms.toFixed(0)} ms / ${r.baseline.toFixed(0)} ms`, ratio: `${(r.ms / r.baseline).toFixed(2)} ×`, pass: r.ms / r.baseline <= r.target }));
+}
+
+/** The section of BENCHMARKS.md: the targets, where each stage's time went, and NOTES-image.md (the profiles' reading). */
+export function imageSection(res, targetsTable, when) {
+  const notesFile = new URL('./NOTES-image.md', import.meta.url);
+  const notes = fs.existsSync(notesFile) ? `\n${fs.readFileSync(notesFile, 'utf8').trim()}\n` : '';
+  const steps = res.rows.map((r) => `- ${r.name.split(':')[0]}: ${Object.entries(r.steps).map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}`).join('\n');
+  return `${IMAGE_HEADING}
+
+${when} On ${res.fsType}, ${res.files.toLocaleString('en-US')} files in the base layer (${res.baseMB.toFixed(1)} MB gzip) and layers of 200 files, medians of ${res.reps} round${res.reps === 1 ? '' : 's'}; load average at each round's start ${res.loads.map((x) => x.toFixed(2)).join(', ')} (2 cores). Every stage is \`Sysroot.stage\` of a local OCI layout, its baseline timed in the same round (scripts/bench/image-stage.mjs).
+
+${targetsTable(imageTargets(res))}
+
+Where each stage's time went (medians, from each step's first progress event to the next; plan includes the import of the layers the store lacks):
+
+${steps}
+${notes}`;
+}
+
+/** Replaces the image section of BENCHMARKS.md (or adds it before Results). */
+export function spliceImageSection(doc, section) {
+  const at = doc.indexOf(IMAGE_HEADING);
+  if (at >= 0) {
+    const next = doc.indexOf('\n## ', at + IMAGE_HEADING.length);
+    return doc.slice(0, at) + section + (next >= 0 ? doc.slice(next) : '');
+  }
+  const results = doc.indexOf('\n## Results');
+  return results >= 0 ? `${doc.slice(0, results + 1)}${section}\n${doc.slice(results + 1)}` : `${doc}\n${section}`;
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const res = await measureImageRows();
-  console.log(`image stage rows, ${res.files} files (${res.baseMB.toFixed(1)} MB gzip base layer), on ${res.fsType}:`);
-  for (const r of res.rows) console.log(`| ${r.name} | ${r.ms.toFixed(0)} | ${r.baseline.toFixed(0)} | ${(r.ms / r.baseline).toFixed(2)} × | ≤ ${r.target} × |`);
+  const { targetsTable } = await import('./report.mjs');
+  console.log(imageSection(res, targetsTable, `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC.`));
 }
