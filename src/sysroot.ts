@@ -159,7 +159,7 @@ export class Sysroot {
    */
   async upgrade(o: UpdateOptions = {}): Promise<UpdateResult> {
     const { trackedImage, updateSource, alreadyStaged } = await import('./stage/track.js');
-    const t = trackedImage(this.state());
+    const t = trackedImage(this.state(), this.ctx.layout);
     const { source, pullspec } = updateSource(t.ref, t, o.pull);
     if (t.staged && (await source.inspect!()).origin?.digest === t.deployment.origin?.digest) return alreadyStaged(t, this.ctx.layout.tree(t.deployment.id));
     return { ...(await this.stage(source, o)), pullspec };
@@ -176,7 +176,7 @@ export class Sysroot {
   async checkUpgrade(o: RegistrySourceOptions = {}): Promise<UpdateCheck> {
     const { trackedImage, checkUpdate } = await import('./stage/track.js');
     const s = this.state();
-    const t = trackedImage(s);
+    const t = trackedImage(s, this.ctx.layout);
     return checkUpdate(s, t.ref, t, o);
   }
 

@@ -1,6 +1,8 @@
 import { StagedrootError } from '../errors.js';
 import { mustFind } from '../state/model.js';
+import type { Layout } from '../state/layout.js';
 import type { BaseState, DeploymentRecord } from '../state/schema.js';
+import { readConfigRecord } from '../store/config-record.js';
 import { checkRegistryImage, type ImageCheck } from '../sources/registry/check.js';
 import { parsePlatform } from '../sources/oci/platform.js';
 import { formatReference, isRegistryReference, parseDockerReference, parsePullspec, type ImageReference } from '../sources/registry/reference.js';
@@ -33,16 +35,29 @@ export interface Tracked {
  * registry (an upgrade after a `switch` keeps the switch, as bootc's), else the booted
  * deployment's. A deployment not pulled from a registry tracks nothing.
  */
-export function trackedImage(s: BaseState): Tracked {
+export function trackedImage(s: BaseState, layout: Layout): Tracked {
   const staged = s.staged === null ? undefined : mustFind(s, s.staged);
-  if (staged?.origin?.pullspec !== undefined) return { deployment: staged, staged: true, ref: parsePullspec(staged.origin.pullspec) };
-  const id = s.booted ?? s.current;
-  const d = mustFind(s, id);
+  const d = staged?.origin?.pullspec !== undefined ? staged : mustFind(s, s.booted ?? s.current);
+  // An image a MachineConfig named came with that config: the image alone would drop the config's files.
+  const config = d.origin?.pullspec !== undefined ? readConfigRecord(layout.deployment(d.id)) : null;
+  if (config?.kind === 'machine-config' && config.osImageURL !== undefined && sameName(config.osImageURL, d.origin!.pullspec!)) {
+    throw new StagedrootError('USAGE', `Deployment ${d.id} (${d.label}) is the image the MachineConfig ${config.name} names with that config over it: an upgrade would stage the image without the config; stage the next rendered MachineConfig (stage MC --pull) instead`, { value: d.id });
+  }
+  if (d === staged) return { deployment: staged, staged: true, ref: parsePullspec(staged.origin!.pullspec!) };
   if (d.origin?.pullspec === undefined) {
     const what = d.origin ? `the local image ${d.origin.digest}` : 'no image';
     throw new StagedrootError('USAGE', `The booted deployment ${d.id} (${d.label}) tracks no image in a registry (it runs ${what}): nothing to upgrade; \`stagedroot switch REF\` tracks one`, { value: d.id });
   }
   return { deployment: d, staged: false, ref: parsePullspec(d.origin.pullspec) };
+}
+
+/** Whether a MachineConfig's osImageURL is the pullspec a deployment was pulled by (a config record outlives its image). */
+function sameName(osImageURL: string, pullspec: string): boolean {
+  try {
+    return formatReference(parsePullspec(osImageURL)) === pullspec;
+  } catch {
+    return false;
+  }
 }
 
 /** `switch`'s argument: `docker://HOST/REPO:TAG` or a bare pullspec (`HOST/REPO@sha256:…`, as bootc switch takes it). */

@@ -85,6 +85,12 @@ describe('a MachineConfig whose osImageURL is pulled (--pull)', () => {
     expect(again.alreadyRunning).toBeUndefined(); // a config over the image is still staged
     expect(fs.readFileSync(path.join(again.path, 'usr/lib/os-file'), 'utf8')).toBe('from the registry\n');
     expect(fetched).toEqual([]);
+    // its image came with the config: upgrade would stage the image alone, and says so instead
+    await reboot(t.sysroot);
+    const up = await cli(['upgrade', '--sysroot', t.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', blobDir]);
+    expect(up.code, up.err).toBe(2);
+    expect(up.err).toContain(`is the image the MachineConfig ${renderedDoc(1).metadata.name} names with that config over it: an upgrade would stage the image without the config`);
+    expect(t.sysroot.status().staged).toBeNull();
   });
 
   it('without --pull (and no store) nothing is pulled: the config goes over the booted tree, with OS_IMAGE_NOT_APPLIED', async () => {
