@@ -178,6 +178,28 @@ describe('apply-live', () => {
   });
 });
 
+describe('apply-live under usr/local', () => {
+  it('writes a file a policy names there as a new inode: a deployment sharing the old one by a hardlink keeps it', async () => {
+    const s = await tempSysroot({ tree: { ...TREE, 'usr/local/bin/load-registry-image.sh': { content: '#!/bin/sh\necho v1\n', mode: 0o755 } } });
+    t = s;
+    await t.sysroot.boot({ runDir: '/nonexistent' });
+    const log = path.join(t.scratch, 'systemctl.log');
+    const oldTree = t.sysroot.status().deployments.find((d) => d.booted)!.path;
+    const r = await t.sysroot.stage({ files: [{ path: '/usr/local/bin/load-registry-image.sh', contents: '#!/bin/sh\necho v2\n', mode: '0755' }, { path: '/etc/containers/policy.json', contents: POLICY }] });
+    expect(r.activation).toMatchObject({ mode: 'live', actions: [{ type: 'Reload' }, { type: 'Restart', restart: { serviceName: 'iri-registry.service' } }] });
+    // A third tree sharing the running file's inode (as deployments share usr/ by hardlinks).
+    const sharer = path.join(t.scratch, 'sharer');
+    fs.linkSync(path.join(oldTree, 'usr/local/bin/load-registry-image.sh'), sharer);
+    const ino = fs.statSync(sharer).ino;
+    await t.sysroot.applyLive({ services: { command: ['sh', FAKE, log] } });
+    expect(read(oldTree, 'usr/local/bin/load-registry-image.sh')).toBe('#!/bin/sh\necho v2\n');
+    expect(fs.statSync(path.join(oldTree, 'usr/local/bin/load-registry-image.sh')).ino).not.toBe(ino);
+    expect(fs.readFileSync(sharer, 'utf8')).toBe('#!/bin/sh\necho v1\n');
+    expect(fs.statSync(sharer).ino).toBe(ino);
+    expect(calls(log)).toEqual(['reload crio.service', 'restart iri-registry.service']);
+  });
+});
+
 describe('apply-live --disruption-policy', () => {
   it('decides again under the given policies: a reboot decision becomes a live Restart', async () => {
     const b = await booted();
