@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import { z } from 'zod';
-import { StagedrootError, fieldPath } from '../../errors.js';
+import { StagedrootError } from '../../errors.js';
+import { parseJsonState } from '../../util/json-state.js';
 import type { DurableFs } from '../../fs/trees/durable.js';
 import { lstatPath, readText } from '../../fs/core/host-paths.js';
 import { hashFile } from '../../fs/core/hash.js';
@@ -109,15 +110,7 @@ function corrupt(file: string, why: string, cause?: unknown): StagedrootError {
 
 /** Parses a journal's text: anything that is not a whole journal (torn, truncated, edited) is LIVE_JOURNAL_CORRUPT. */
 export function parseJournal(text: string, file: string): LiveJournal {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    throw corrupt(file, `not valid JSON (${(err as Error).message})`, err);
-  }
-  const r = liveJournalSchema.safeParse(raw);
-  if (!r.success) throw corrupt(file, `not a live-apply journal: ${r.error.issues.slice(0, 3).map((i) => `${fieldPath(i.path) || '(root)'}: ${i.message}`).join('; ')}`);
-  return r.data;
+  return parseJsonState(text, file, liveJournalSchema, 'live-apply journal', (p) => (p.kind === 'json' ? corrupt(file, `not valid JSON (${p.detail})`, p.cause) : corrupt(file, `not a live-apply journal: ${p.detail}`)));
 }
 
 /**
