@@ -9,10 +9,11 @@ import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { buildMachine, buildPackageDisk, kernelIn, pack, userspace } from './image.mjs';
 import { SCENARIOS } from './scenarios.mjs';
+import { liveApplyOnUefi } from './live.mjs';
 import { uefiSystemdBoot } from './uefi.mjs';
 
-/** The scenarios that build and boot a machine of their own (the others continue on the GRUB machine). */
-const OWN_MACHINE = new Set([uefiSystemdBoot]);
+/** The scenarios on the UEFI machine, in order (the others continue on the GRUB machine). */
+const UEFI_CHAIN = new Set([uefiSystemdBoot, liveApplyOnUefi]);
 
 const cache = process.env.STAGEDROOT_TEST_CACHE ?? '/var/cache/stagedroot-test';
 const out = process.env.STAGEDROOT_BOOT_OUT ?? fs.mkdtempSync('/var/tmp/stagedroot-boot-');
@@ -53,8 +54,10 @@ try {
   // STAGEDROOT_BOOT_RESUME=IMG (a developer's shortcut): the GRUB machine is a copy of IMG,
   // an image kept by STAGEDROOT_BOOT_SNAPSHOTS=1 after an earlier scenario, instead of a new one.
   const resume = process.env.STAGEDROOT_BOOT_RESUME;
-  const built = resume ? resumeMachine(resume, out, us, log) : buildMachine({ firmware: 'bios', us, work: out, tarball, log });
-  const bios = { ...built, packages };
+  // No GRUB machine when only the UEFI machine's scenarios run.
+  const grubChain = SCENARIOS.some((sc, i) => selected.has(i + 1) && !UEFI_CHAIN.has(sc));
+  const built = !grubChain ? null : resume ? resumeMachine(resume, out, us, log) : buildMachine({ firmware: 'bios', us, work: out, tarball, log });
+  const bios = built && { ...built, packages };
   let bootCount = 0;
   env = { us, tarball, packages, machine: bios, out, log, nextBoot: () => ++bootCount, boots: () => bootCount };
 } catch (err) {
@@ -73,13 +76,17 @@ function resumeMachine(from, work, us, log) {
 
 let passed = 0;
 let failed = 0;
-// STAGEDROOT_BOOT_PARALLEL=1: a scenario on a machine of its own (the UEFI one) runs beside
-// the GRUB machine's chain instead of after it: two single-CPU guests on two cores.
+// STAGEDROOT_BOOT_PARALLEL=1: the UEFI machine's scenarios run, in order, beside the GRUB
+// machine's chain instead of after it: two single-CPU guests on two cores.
 const parallel = process.env.STAGEDROOT_BOOT_PARALLEL === '1';
 const chosen = [...SCENARIOS.entries()].filter(([i]) => selected.has(i + 1));
-const beside = parallel ? chosen.filter(([, sc]) => OWN_MACHINE.has(sc)).map(([i, sc]) => runScenario(i, sc)) : [];
-for (const [i, sc] of chosen) if (!(parallel && OWN_MACHINE.has(sc))) await runScenario(i, sc);
-await Promise.all(beside);
+const beside = parallel
+  ? (async () => {
+      for (const [i, sc] of chosen) if (UEFI_CHAIN.has(sc)) await runScenario(i, sc);
+    })()
+  : null;
+for (const [i, sc] of chosen) if (!(parallel && UEFI_CHAIN.has(sc))) await runScenario(i, sc);
+await beside;
 
 async function runScenario(i, scenario) {
   const t = Date.now();
@@ -100,12 +107,12 @@ async function runScenario(i, scenario) {
     if (b.blame) console.log(`    ${b.label}: systemd-analyze blame: ${b.blame}; ${b.analyzeTime}`);
   }
   for (const f of s.failures) console.log(`    ${f}`);
-  if (ok && process.env.STAGEDROOT_BOOT_SNAPSHOTS === '1' && !OWN_MACHINE.has(scenario)) {
+  if (ok && process.env.STAGEDROOT_BOOT_SNAPSHOTS === '1' && !UEFI_CHAIN.has(scenario)) {
     const keep = path.join(out, `after-scenario-${i + 1}.bios.img.keep`);
     execFileSync('cp', ['--sparse=always', env.machine.img, keep]);
     log(`machine after scenario ${i + 1} kept: ${keep} (STAGEDROOT_BOOT_RESUME=${keep} starts from it)`);
   }
-  fs.writeFileSync(path.join(out, `scenario-${i + 1}.json`), JSON.stringify({ name: s.name, failures: s.failures, boots: s.boots }, null, 2));
+  fs.writeFileSync(path.join(out, `scenario-${i + 1}.json`), JSON.stringify({ name: s.name, failures: s.failures, boots: s.boots, figures: s.figures }, null, 2));
 }
 log(`${env.boots()} boots in ${((Date.now() - started) / 1000).toFixed(0)}s; console logs in ${out}`);
 if (failed === 0) for (const f of fs.readdirSync(out)) if (f.endsWith('.img') || f.endsWith('.fd')) fs.rmSync(path.join(out, f), { force: true });

@@ -25,6 +25,7 @@ const entryOf = (id) => `$(basename "$(grep -l 'stagedroot.deployment=${id}\\( \
 
 export async function uefiSystemdBoot(env) {
   const machine = { ...buildMachine({ firmware: 'uefi', us: env.us, work: env.out, tarball: env.tarball, log: env.log }), packages: env.packages };
+  env.uefi = machine; // (e) continues on it
   const s = new Scenario('(d) UEFI: OVMF + systemd-boot; adopted; a kernel installed by stage --run boots; bootctl set-oneshot boots the old tree and kernel once', env, machine);
   const newKernel = kernel2Version(env.us);
   const a = await s.boot('d-plain-debian', `${loader}${adoptionStep('uefi')}systemctl --no-block poweroff\n`);
