@@ -297,9 +297,9 @@ export class RootFs {
 
   /**
    * Links the regular file `srcHost` (a host path outside the tree: an object of the
-   * layer store) at `p`, via a temp name; where the filesystem refuses a link (EMLINK:
-   * too many links, EXDEV, EPERM) the file is copied instead (copyIn: its bytes, mode,
-   * owner, mtime and extended attributes). `linkAt` decides on the real tree path the
+   * layer store) at `p` (via a temp name when something is there to replace); where the
+   * filesystem refuses a link (EMLINK: too many links, EXDEV, EPERM) the file is copied
+   * instead (copyIn: its bytes, mode, owner, mtime and extended attributes). `linkAt` decides on the real tree path the
    * entry lands at (the tree's symlinks followed): where it says no, the file is copied
    * (a tree's mutable parts never share an inode with the store). `explicitLabel`: the
    * file's SELinux label is the source's own (see explicitLabels). Returns whether it
@@ -312,14 +312,25 @@ export class RootFs {
       return false;
     }
     try {
-      commitViaTemp(
-        dest,
-        (tmp) => {
-          this.io.link(srcHost, tmp);
-          this.mutated('link', tmp);
-        },
-        this.viaTemp(p),
-      );
+      if (target.stat === null) {
+        // Nothing there: one link() makes the name appear whole (a temp name and a rename add nothing).
+        try {
+          this.io.link(srcHost, dest);
+        } catch (err) {
+          throw err instanceof StagedrootError ? err : ioError(err, p, dest);
+        }
+        this.mutated('link', dest);
+        if (this.durable) this.io.fsyncDir(path.dirname(dest));
+      } else {
+        commitViaTemp(
+          dest,
+          (tmp) => {
+            this.io.link(srcHost, tmp);
+            this.mutated('link', tmp);
+          },
+          this.viaTemp(p),
+        );
+      }
     } catch (err) {
       const e = err instanceof StagedrootError ? err.errno : undefined;
       if (e !== 'EMLINK' && e !== 'EXDEV' && e !== 'EPERM') throw err;
