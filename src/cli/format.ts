@@ -16,9 +16,11 @@ export function formatStatus(s: Status): string {
     const mark = d.current ? '*' : d.staged ? '+' : ' ';
     lines.push(`${mark} ${d.id}  ${d.label.padEnd(20)} ${flags(d)}`);
     if (d.failure) lines.push(`        failed in ${d.failure.phase}: ${d.failure.reason.split('\n')[0]}`);
+    if (d.liveApplied) lines.push(`        applied live at ${d.liveApplied.at} in ${d.liveApplied.from}'s root (${d.liveApplied.paths} path${d.liveApplied.paths === 1 ? '' : 's'}; ${d.liveApplied.actions.map((a) => a.type).join(', ') || 'no action'}), no reboot`);
     if (d.good && d.healthChecks === 0) lines.push('        marked good with no health checks configured: reaching the health service was all it took, not an assessment');
   }
   if (s.bootedByChoice) lines.push(`booted by choice: ${s.booted} was picked at boot instead of current ${s.current} (nothing is marked bad for it; the next default boot runs ${s.current})`);
+  else if (s.activeLive) lines.push(`active live: ${s.activeLive.deployment} runs in the booted ${s.activeLive.runningIn}'s root without a reboot; the next boot runs ${s.activeLive.deployment} with the /etc edits made since`);
   else if (s.pendingReboot) lines.push(`pending reboot: the next boot runs ${s.current} (booted: ${s.booted ?? 'none'})`);
   if (s.finalizationLocked) lines.push(`finalization locked: ${s.staged} stays staged until \`stagedroot unlock\``);
   if (s.lastFailure) {

@@ -22,8 +22,9 @@ import { saveState } from './state-file.js';
  * the old state needed is removed only after the next state is durable. `tries: 'write'`
  * (the boot hook) sets the tries file from the state.
  */
-export function applyTransition(ctx: Context, from: BaseState, t: Transition, op: string, o: { tries?: 'keep' | 'write' } = {}): BaseState {
+export function applyTransition(ctx: Context, from: BaseState, given: Transition, op: string, o: { tries?: 'keep' | 'write' } = {}): BaseState {
   const { layout, dfs } = ctx;
+  const t = withLiveRecord(given);
   verifyTransition(from, t, op);
   const moves = t.next.current !== from.current;
   if (moves) saveState(layout, dfs, { ...from, intent: { op, next: t.next } });
@@ -39,4 +40,14 @@ export function applyTransition(ctx: Context, from: BaseState, t: Transition, op
   syncBootFiles(ctx, t.next, { tries: 'keep', cleanup: true });
   removeDeployments(ctx, t.drop);
   return t.next;
+}
+
+/**
+ * A live apply's record holds only while its deployment is current: a rollback or a
+ * mark-bad after it sends the next boot back to the tree that runs (its /etc edits are
+ * there), and nothing is left to carry.
+ */
+function withLiveRecord(t: Transition): Transition {
+  const a = t.next.activeLive;
+  return a && a.deployment !== t.next.current ? { ...t, next: { ...t.next, activeLive: null } } : t;
 }

@@ -178,6 +178,20 @@ describe('apply-live', () => {
   });
 });
 
+describe('a rollback after a live apply', () => {
+  it('sends the next boot back to the running tree and clears the live record; a stage builds on what runs', async () => {
+    const b = await booted();
+    t = b.t;
+    const old = t.sysroot.status().booted!;
+    await t.sysroot.stage({ files: [{ path: '/etc/containers/policy.json', contents: POLICY }] });
+    await t.sysroot.applyLive({ services: b.services });
+    await t.sysroot.rollback();
+    expect(t.sysroot.status()).toMatchObject({ current: old, booted: old, activeLive: null, pendingReboot: false });
+    const next = await t.sysroot.stage({ files: [{ path: '/etc/motd', contents: 'x\n' }] });
+    expect(t.sysroot.status().deployments.find((d) => d.id === next.id)?.parent).toBe(old);
+  });
+});
+
 describe('apply-live under usr/local', () => {
   it('writes a file a policy names there as a new inode: a deployment sharing the old one by a hardlink keeps it', async () => {
     const s = await tempSysroot({ tree: { ...TREE, 'usr/local/bin/load-registry-image.sh': { content: '#!/bin/sh\necho v1\n', mode: 0o755 } } });
@@ -231,5 +245,9 @@ describe('stagedroot apply-live', () => {
     expect(JSON.parse(ok.out)).toMatchObject({ id: r.id, paths: ['etc/containers/policy.json'], actions: [{ type: 'Reload' }] });
     const st = await cli(['status', '--sysroot', t.dir, '--json']);
     expect(JSON.parse(st.out)).toMatchObject({ current: r.id, activeLive: { deployment: r.id }, pendingReboot: false });
+    const text = (await cli(['status', '--sysroot', t.dir])).out;
+    expect(text).toContain(`active live: ${r.id} runs in the booted`);
+    expect(text).toMatch(/applied live at .* \(1 path; Reload\), no reboot/);
+    expect(text).not.toContain('pending reboot');
   });
 });
