@@ -188,7 +188,11 @@ export async function applyLive(ctx: Context, s: BaseState, o: ApplyLiveOptions 
       if (f !== undefined) throw new ActionFailed(`the required health check ${f.name} (${f.outcome})`, { exitCode: f.exitCode, output: f.output });
     }
   } catch (err) {
-    if (!(err instanceof ActionFailed)) throw err; // an I/O error: the journal stays for recovery to undo
+    if (!(err instanceof ActionFailed)) {
+      // The machine's trouble (an I/O error, a missing systemctl): undone now where it can be; else the journal stays and the next writer's recovery undoes it.
+      await undoLive(ctx, j, services).catch((undo: unknown) => ctx.warn(`could not undo the live apply of ${staged.id} now (${(undo as Error).message}); the next writer's recovery does`));
+      throw err;
+    }
     step('undo');
     const problems = await undoLive(ctx, j, services);
     recordFailure(ctx, prepared.merged, staged.id, err, problems, o.discardOnFailure ?? false);

@@ -178,6 +178,23 @@ describe('apply-live', () => {
   });
 });
 
+describe('the machine failing mid-apply', () => {
+  it('a service manager that cannot run: TOOL_MISSING, the files undone at once, the deployment still staged and its merge completed by the next writer', async () => {
+    const b = await booted();
+    t = b.t;
+    const oldTree = t.sysroot.status().deployments.find((d) => d.booted)!.path;
+    const r = await t.sysroot.stage({ files: [{ path: '/etc/containers/policy.json', contents: POLICY }] });
+    await expect(t.sysroot.applyLive({ services: { command: ['/nonexistent/systemctl'] } })).rejects.toMatchObject({ code: 'TOOL_MISSING' });
+    expect(read(oldTree, 'etc/containers/policy.json')).toBe('{}\n');
+    expect(fs.existsSync(path.join(t.dir, 'live-apply'))).toBe(false);
+    expect(t.sysroot.status()).toMatchObject({ staged: r.id, activeLive: null });
+    await t.sysroot.finalize();
+    await t.sysroot.boot({ runDir: '/nonexistent' });
+    expect((await t.sysroot.verify(r.id)).drift).toEqual([]);
+    expect(read(r.path, 'etc/containers/policy.json')).toBe(POLICY);
+  });
+});
+
 describe('a rollback after a live apply', () => {
   it('sends the next boot back to the running tree and clears the live record; a stage builds on what runs', async () => {
     const b = await booted();
