@@ -9,4 +9,5 @@ import '../fs/trees/tasks.js';
 import '../fs/manifests/tasks.js';
 import '../merge/row-tasks.js';
 import '../layer-store/link-tree.js';
+import '../layer-store/release-task.js';
 import '../fs/jobs/tree-worker.js';

@@ -52,7 +52,9 @@ export async function runOperation<N extends OperationName, T>(ctx: Context, ope
     try {
       return await fn(state as StateBefore<N>);
     } finally {
-      await emptyTrash(ctx).catch((err: unknown) => ctx.warn(`could not empty trash/ (${(err as Error).message}); the next writer retries`));
+      const removed = await emptyTrash(ctx).catch((err: unknown) => (ctx.warn(`could not empty trash/ (${(err as Error).message}); the next writer retries`), 0));
+      // The layers only the removed deployments used go too (loaded then: most operations remove nothing).
+      if (removed > 0) await import('../layer-store/release-unused.js').then((m) => m.releaseUnusedLayers(ctx)).catch((err: unknown) => ctx.warn(`could not release unused layers (${(err as Error).message}); the next removal retries`));
     }
   } finally {
     lock.release();

@@ -28,8 +28,10 @@ export function removeDeployments(ctx: Context, ids: readonly string[]): void {
  * Deletes what is in trash/, on a worker thread (a 100,000-file tree takes seconds to
  * unlink; a btrfs subvolume goes in one call): the caller's event loop keeps running.
  */
-export async function emptyTrash(ctx: Context): Promise<void> {
-  for (const n of listDir(ctx.layout.trashDir)) {
+export async function emptyTrash(ctx: Context): Promise<number> {
+  const names = listDir(ctx.layout.trashDir);
+  for (const n of names) {
     await runTreeTask(treeTasks.removeTree, { path: `${ctx.layout.trashDir}/${n}` }, { faults: ctx.faults });
   }
+  return names.length;
 }
