@@ -48,28 +48,13 @@ export const HOST_SYSTEMCTL: ServiceManager = { command: ['systemctl'] };
 
 /** Runs `systemctl ARGS` through the service manager; never rejects. */
 export function systemctl(m: ServiceManager, args: readonly string[]): Promise<CommandResult> {
-  const [file, ...lead] = m.command as [string, ...string[]];
-  const spec: CommandSpec = { file, args: [...lead, ...args], display: `systemctl ${args.join(' ')}` };
-  return runCommand(spec, { timeoutMs: m.timeoutMs ?? 120_000 });
+  return runCommand(commandOf(m, args), { timeoutMs: m.timeoutMs ?? 120_000 });
 }
 
-/**
- * What undo runs for the actions already taken (up to `done`, the one that failed
- * included): each service restarted or reloaded again, so that it runs the old
- * configuration the files are back to. Duplicates run once, in first-seen order.
- */
-export function undoArgs(actions: readonly PolicyAction[], done: number): string[][] {
-  const seen = new Set<string>();
-  const out: string[][] = [];
-  for (const a of actions.slice(0, done)) {
-    const args = systemctlArgs(a);
-    if (args === null || args[0] === 'daemon-reload') continue;
-    const key = args.join(' ');
-    if (seen.has(key)) continue;
-    seen.add(key);
-    out.push(args);
-  }
-  return out;
+/** `systemctl ARGS` as the service manager runs it: its command and leading arguments, then ARGS. */
+function commandOf(m: ServiceManager, args: readonly string[]): CommandSpec {
+  const [file, ...lead] = m.command as [string, ...string[]];
+  return { file, args: [...lead, ...args], display: `systemctl ${args.join(' ')}` };
 }
 
 /** This boot's id (null where the kernel does not say: not Linux). */
@@ -82,14 +67,23 @@ export function currentBootId(): string | null {
  * (synchronous by contract) and only after a crash cut a live apply short. Returns what failed, or null.
  */
 export function systemctlSync(m: ServiceManager, args: readonly string[]): string | null {
-  const [file, ...lead] = m.command as [string, ...string[]];
-  const r = spawnSync(file, [...lead, ...args], { encoding: 'utf8', timeout: m.timeoutMs ?? 120_000, stdio: ['ignore', 'pipe', 'pipe'] });
-  if (r.error) return `systemctl ${args.join(' ')}: ${(r.error as NodeJS.ErrnoException).code ?? r.error.message}`;
-  return r.status === 0 ? null : `systemctl ${args.join(' ')}: exit ${r.status ?? r.signal}`;
+  const c = commandOf(m, args);
+  const r = spawnSync(c.file, c.args, { encoding: 'utf8', timeout: m.timeoutMs ?? 120_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (r.error) return `${c.display}: ${(r.error as NodeJS.ErrnoException).code ?? r.error.message}`;
+  return r.status === 0 ? null : `${c.display}: exit ${r.status ?? r.signal}`;
 }
 
-/** What an undo runs after the files are back: one daemon-reload when units were written, then the services already actioned (the failing one included). */
+/**
+ * What an undo runs after the files are back: one daemon-reload when units were written,
+ * then each service already actioned (the failing one included) restarted or reloaded
+ * again, so that it runs the old configuration; duplicates once, in first-seen order.
+ */
 export function undoSteps(j: LiveJournal): string[][] {
   const done = j.progress.filesWritten ? Math.min(j.actions.length, j.progress.actionsDone + 1) : 0;
-  return [...(j.daemonReload ? [['daemon-reload']] : []), ...undoArgs(j.actions, done)];
+  const services = new Map<string, string[]>();
+  for (const a of j.actions.slice(0, done)) {
+    const args = systemctlArgs(a);
+    if (args !== null && args[0] !== 'daemon-reload') services.set(args.join(' '), args);
+  }
+  return [...(j.daemonReload ? [['daemon-reload']] : []), ...services.values()];
 }
