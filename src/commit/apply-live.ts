@@ -11,6 +11,7 @@ import { StagedrootError } from '../errors.js';
 import { hostPath } from '../fs/core/names.js';
 import { isUnder } from '../fs/core/paths.js';
 import { readEntry } from '../fs/manifests/manifest.js';
+import { ManifestIndex } from '../fs/manifests/manifest-index.js';
 import { sameEntry } from '../fs/manifests/same-entry.js';
 import { lstatOrNull } from '../fs/trees/copy-entry.js';
 import { updatePaths } from '../merge/merge.js';
@@ -60,17 +61,21 @@ const liveScope = (shared: readonly string[], p: string): boolean => !shared.som
  */
 function liveChanges(ctx: Context, staged: string, running: string, shared: readonly string[]): LiveChange[] {
   const u = updatePaths(ctx.layout, staged);
-  const entryAt = (tree: string, p: string) => {
-    const h = hostPath(tree, p);
-    const st = lstatOrNull(h);
-    return st === null ? null : readEntry(p, h, st);
-  };
+  // The staged side is in its manifest (the merge's overlay included): only the running tree is read.
+  const want = new ManifestIndex(ctx.layout.manifest(staged));
+  const runningTree = ctx.layout.tree(running);
   const out: LiveChange[] = [];
-  for (const p of [...u.changed.keys(), ...u.removed]) {
-    if (!liveScope(shared, p)) continue;
-    const want = entryAt(ctx.layout.tree(staged), p);
-    if (sameEntry(want, entryAt(ctx.layout.tree(running), p))) continue;
-    out.push({ path: p, change: want === null ? 'remove' : 'write' });
+  try {
+    for (const p of [...u.changed.keys(), ...u.removed]) {
+      if (!liveScope(shared, p)) continue;
+      const w = want.find(p);
+      const h = hostPath(runningTree, p);
+      const st = lstatOrNull(h);
+      if (sameEntry(w, st === null ? null : readEntry(p, h, st))) continue;
+      out.push({ path: p, change: w === null ? 'remove' : 'write' });
+    }
+  } finally {
+    want.close();
   }
   return out;
 }
