@@ -77,6 +77,12 @@ export interface ErrorDetails {
   issues?: Issue[];
   /** The errno code of an underlying filesystem error (ENOTDIR, ENOSPC, ...). */
   errno?: string;
+  /**
+   * SOURCE_CORRUPT of content that failed its digest check (a blob's digest or size, a
+   * layer's diff_id): the digest it was declared to have. Callers that must know which blob
+   * is bad (to drop a cached copy, or to report the mismatch over whatever a reader tripped on) read this.
+   */
+  digest?: string;
   cause?: unknown;
 }
 
@@ -88,6 +94,7 @@ export class StagedrootError extends Error {
   readonly value?: unknown;
   readonly issues: Issue[];
   readonly errno?: string;
+  readonly digest?: string;
 
   constructor(code: ErrorCode, message: string, details: ErrorDetails = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
@@ -99,6 +106,7 @@ export class StagedrootError extends Error {
     this.value = details.value;
     this.issues = details.issues ?? [];
     this.errno = details.errno;
+    this.digest = details.digest;
   }
 
   /** True when the update was rejected (exit 3): nothing changed but the failure record. */

@@ -142,14 +142,15 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
     // The rest of the tar (after its end-of-archive blocks) and of the blob is hashed too.
     const diffId = await unc.finish();
     if (blob.diffId !== undefined && diffId !== blob.diffId) {
-      throw new StagedrootError('SOURCE_CORRUPT', `${where} does not match its digest ${blob.diffId} (its diff_id, of the uncompressed tar): that content hashes to ${diffId}`, { path: where });
+      throw new StagedrootError('SOURCE_CORRUPT', `${where} does not match its digest ${blob.diffId} (its diff_id, of the uncompressed tar): that content hashes to ${diffId}`, { path: where, digest: blob.diffId });
     }
     await raw?.finish();
     return { diffId, entries: checker.entries, files, bytes, pending };
   } catch (err) {
     index.abandon();
-    // A blob that does not match its digest is the reason, whatever the tar reader tripped over.
-    if (raw !== null && err instanceof StagedrootError && !err.message.startsWith(where + ' does not match') && !err.message.startsWith(`${where} is larger`)) {
+    // A blob that does not match its digest is the reason, whatever the tar reader tripped over
+    // (an error that is itself a failed digest check, of the blob or its diff_id, carries the digest).
+    if (raw !== null && err instanceof StagedrootError && err.digest === undefined) {
       await raw.finish().catch((e: unknown) => {
         if (e instanceof StagedrootError) throw e;
       });

@@ -133,8 +133,8 @@ describe('the layer store', () => {
     const [w] = writeLayout(path.join(d, 'img'), [{ tar: makeTar(stack()[0]!), gzip: true }]);
     const store = new LayerStore(path.join(d, 'layers'));
     const badDigest = `sha256:${'0'.repeat(64)}`;
-    await expect(importLayer(store, { ...blobOf(w!), digest: badDigest })).rejects.toMatchObject({ code: 'SOURCE_CORRUPT', message: expect.stringContaining('does not match its digest') });
-    await expect(importLayer(store, { ...blobOf(w!), diffId: badDigest })).rejects.toMatchObject({ code: 'SOURCE_CORRUPT', message: expect.stringContaining('(its diff_id, of the uncompressed tar)') });
+    await expect(importLayer(store, { ...blobOf(w!), digest: badDigest })).rejects.toMatchObject({ code: 'SOURCE_CORRUPT', digest: badDigest, message: expect.stringContaining('does not match its digest') });
+    await expect(importLayer(store, { ...blobOf(w!), diffId: badDigest })).rejects.toMatchObject({ code: 'SOURCE_CORRUPT', digest: badDigest, message: expect.stringContaining('(its diff_id, of the uncompressed tar)') });
     expect(fs.readdirSync(store.tmpDir)).toEqual([]);
     expect(store.layers()).toEqual([]);
     expect(fs.readdirSync(store.objectsDir)).toEqual([]);

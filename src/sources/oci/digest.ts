@@ -51,7 +51,7 @@ export class VerifiedStream implements AsyncIterable<Buffer> {
     }
     this.bytes += r.value.length;
     if (this.size !== null && this.bytes > this.size) {
-      throw new StagedrootError('SOURCE_CORRUPT', `${this.name} is larger than the ${this.size} bytes its descriptor declares`, { path: this.name });
+      throw new StagedrootError('SOURCE_CORRUPT', `${this.name} is larger than the ${this.size} bytes its descriptor declares`, { path: this.name, digest: this.digest });
     }
     this.hash.update(r.value);
     return r;
@@ -73,11 +73,11 @@ export class VerifiedStream implements AsyncIterable<Buffer> {
       await this.it.return?.();
     }
     if (this.size !== null && this.bytes !== this.size) {
-      throw new StagedrootError('SOURCE_CORRUPT', `${this.name} is ${this.bytes} bytes, not the ${this.size} its descriptor declares (truncated or replaced)`, { path: this.name });
+      throw new StagedrootError('SOURCE_CORRUPT', `${this.name} is ${this.bytes} bytes, not the ${this.size} its descriptor declares (truncated or replaced)`, { path: this.name, digest: this.digest });
     }
     const got = `${this.digest.slice(0, this.digest.indexOf(':'))}:${this.hash.digest('hex')}`;
     if (got !== this.digest) {
-      throw new StagedrootError('SOURCE_CORRUPT', `${this.name} does not match its digest: its content hashes to ${got}`, { path: this.name });
+      throw new StagedrootError('SOURCE_CORRUPT', `${this.name} does not match its digest: its content hashes to ${got}`, { path: this.name, digest: this.digest });
     }
   }
 

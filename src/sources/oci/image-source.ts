@@ -125,8 +125,9 @@ function layerReader(store: BlobStore, layer: ImageLayer, where: string, limits:
         await (raw ?? unc)!.finish(); // the rest of the blob (after the end-of-archive blocks) is hashed too
         f.assertUnchanged();
       } catch (err) {
-        // A blob that does not match its digest is the reason, whatever the tar reader tripped over.
-        if (raw !== null && err instanceof StagedrootError && !err.message.startsWith(blob)) {
+        // A blob that does not match its digest is the reason, whatever the tar reader tripped over
+        // (an error that is itself this blob's failed digest or size check carries its digest).
+        if (raw !== null && err instanceof StagedrootError && err.digest !== layer.digest) {
           await raw.finish().catch((e: unknown) => {
             if (e instanceof StagedrootError) throw e;
           });

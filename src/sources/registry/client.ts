@@ -309,7 +309,7 @@ export class RegistryClient {
     if (bytes === null) throw new StagedrootError('UNSAFE_ENTRY', `${this.image}: ${label} is more than ${MAX_JSON_BYTES} bytes (the limit for an image document)`, { path: this.image });
     const alg = byDigest ? reference.slice(0, reference.indexOf(':')) : 'sha256';
     const digest = digestOf(bytes, alg);
-    if (byDigest && digest !== reference) throw new StagedrootError('SOURCE_CORRUPT', `${this.image}: ${label} does not match its digest: its content hashes to ${digest}`, { path: reference });
+    if (byDigest && digest !== reference) throw new StagedrootError('SOURCE_CORRUPT', `${this.image}: ${label} does not match its digest: its content hashes to ${digest}`, { path: reference, digest: reference });
     const said = headerOf(res, 'docker-content-digest');
     if (!byDigest && said !== undefined && said.startsWith('sha256:') && said !== digest) throw new StagedrootError('SOURCE_CORRUPT', `${this.image}: ${label} hashes to ${digest}, not the ${said} the registry's Docker-Content-Digest says`, { path: said });
     let doc: unknown;
@@ -385,7 +385,7 @@ export class RegistryClient {
     const part = await PartialFile.open(dest);
     const corrupt = async (why: string): Promise<never> => {
       await part.discard();
-      throw new StagedrootError('SOURCE_CORRUPT', `${this.image}: ${label} ${why}`, { path: d.digest });
+      throw new StagedrootError('SOURCE_CORRUPT', `${this.image}: ${label} ${why}`, { path: d.digest, digest: d.digest });
     };
     try {
       let hash: Hash = hasherFor(d.digest);

@@ -87,10 +87,10 @@ export function registrySource(ref: ImageReference, o: RegistrySourceOptions = {
       } catch (err) {
         // A blob of the directory that does not match its digest (changed on the disk since it was
         // fetched and verified) is removed, so that the next pull fetches it again instead of failing forever.
-        const bad = err instanceof StagedrootError && err.code === 'SOURCE_CORRUPT' ? (await resolve()).resolved.layers.find((l) => err.message.includes(l.digest)) : undefined;
+        const bad = err instanceof StagedrootError && err.code === 'SOURCE_CORRUPT' ? (await resolve()).resolved.layers.find((l) => err.digest === l.digest) : undefined;
         if (bad !== undefined) {
           await removeFile(path.join(dir, blobPath(bad.digest)));
-          throw new StagedrootError('SOURCE_CORRUPT', `${err instanceof Error ? err.message : String(err)} (removed from ${dir}: the next pull fetches it again)`, { path: bad.digest, cause: err });
+          throw new StagedrootError('SOURCE_CORRUPT', `${err instanceof Error ? err.message : String(err)} (removed from ${dir}: the next pull fetches it again)`, { path: bad.digest, digest: bad.digest, cause: err });
         }
         throw err;
       }

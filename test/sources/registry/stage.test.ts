@@ -125,6 +125,7 @@ describe('stage docker://… (library)', () => {
     const err = (await t.sysroot.stage(source('os/node:1', blobDir)).catch((e: unknown) => e)) as StagedrootError;
     expect(err.code).toBe('SOURCE_CORRUPT');
     expect(err.message).toContain(layer.digest);
+    expect(err.digest).toBe(layer.digest);
     expect(err.message).toContain(`(removed from ${blobDir}: the next pull fetches it again)`);
     expect(fetched).toBe(0);
     expect(fs.existsSync(file)).toBe(false);
