@@ -4,6 +4,7 @@ import type { Issue } from '../errors.js';
 import type { CopyExclude, CopyPolicy, CopyProgress } from '../fs/trees/copy-tree.js';
 import { writeJson } from '../fs/trees/durable.js';
 import { ManifestWriter } from '../fs/manifests/manifest.js';
+import type { ManifestEntry } from '../fs/manifests/manifest-line.js';
 import { displayPath } from '../fs/core/names.js';
 import { RootFs, type TouchEvent } from '../fs/trees/root-fs.js';
 import { listDir } from '../fs/core/host-paths.js';
@@ -54,6 +55,8 @@ export interface BuiltTree {
   manifest: string;
   /** Paths the update wrote that exist afterwards (what validators look at). */
   delta: string[];
+  /** Their manifest entries, read once the update was applied (ValidationContext.deltaEntries). */
+  changed: ManifestEntry[];
   /** Paths the update removed (and did not write again). */
   removed: string[];
   entries: number;
@@ -173,7 +176,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   }
   if (o.afterApply && trusted !== null) patched = { ...patched, ...(await deltaAgainst(trusted.manifest, manifest)) };
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
-  return { tree, manifest, delta: patched.delta, removed: patched.removed, entries: patched.entries, bytes, storage, warnings, ...(patched.sha256 === undefined ? {} : { manifestSha256: patched.sha256 }), ...(overlay === undefined ? {} : { overlay }) };
+  return { tree, manifest, delta: patched.delta, changed: patched.changed, removed: patched.removed, entries: patched.entries, bytes, storage, warnings, ...(patched.sha256 === undefined ? {} : { manifestSha256: patched.sha256 }), ...(overlay === undefined ? {} : { overlay }) };
 }
 
 /** What applying an update to a tree did: the entries it touched, the bytes it wrote, what its source warned about. */

@@ -374,7 +374,7 @@ async function validate(run: Run, built: BuiltTree): Promise<Issue[]> {
   const { id, label, opts } = run;
   enter(run, 'validate', opts.validators?.length ?? 0);
   const baseTree = run.ctx.layout.tree(run.base.id);
-  const vctx = { tree: built.tree, staged: new ReadOnlyTree(built.tree), id, label, manifest: built.manifest, delta: built.delta, baseTree, base: new ReadOnlyTree(baseTree), signal: opts.signal };
+  const vctx = { tree: built.tree, staged: new ReadOnlyTree(built.tree), id, label, manifest: built.manifest, delta: built.delta, deltaEntries: built.changed, baseTree, base: new ReadOnlyTree(baseTree), signal: opts.signal };
   const result = await validateTree(vctx, { builtins: run.builtins, commands: run.commands, validators: opts.validators });
   run.output = result.output;
   const errors = result.issues.filter((i) => i.severity === 'error');

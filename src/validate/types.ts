@@ -1,4 +1,5 @@
 import type { Issue } from '../errors.js';
+import type { ManifestEntry } from '../fs/manifests/manifest-line.js';
 import type { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 
 export interface ValidationContext {
@@ -14,6 +15,12 @@ export interface ValidationContext {
   manifest: string;
   /** Tree paths the update changed. */
   delta: readonly string[];
+  /**
+   * The manifest entries of `delta`'s paths, as the manifest step read them from the
+   * staged tree once the update was applied (type, mode, owner), when the caller has
+   * them: a check of modes reads these instead of resolving every path again.
+   */
+  deltaEntries?: readonly Pick<ManifestEntry, 'p' | 't' | 'm'>[];
   /** Host path of the tree the update was built from (the booted one), to tell new problems from old ones. */
   baseTree?: string;
   /** Abort long-running validators when the stage is abandoned. */

@@ -51,6 +51,21 @@ export function checkUnsafeModes(ctx: ValidationContext, o: UnsafeModesOptions =
   const allow = o.setuidAllowList ?? DEFAULT_SETUID_ALLOW_LIST;
   const tree = ctx.staged;
   const issues: Issue[] = [];
+  const check = (p: string, kind: 'f' | 'd' | 'other', mode: number): void => {
+    const octal = mode.toString(8).padStart(4, '0');
+    if (isUnder(p, 'etc') && mode & 0o002 && !(kind === 'd' && mode & 0o1000)) {
+      issues.push({ code: 'WORLD_WRITABLE', path: p, message: `${kind === 'd' ? 'directory' : 'file'} under etc/ is world-writable (mode ${octal}): any local user could change the configuration`, severity: 'error' });
+    }
+    if (kind === 'f' && mode & 0o6000 && !allow.some((a) => isUnder(p, a))) {
+      const what = mode & 0o4000 && mode & 0o2000 ? 'set-uid and set-gid' : mode & 0o4000 ? 'set-uid' : 'set-gid';
+      issues.push({ code: 'SETUID_NOT_ALLOWED', path: p, message: `file is ${what} (mode ${octal}) and not in the set-uid allow-list`, severity: 'error' });
+    }
+  };
+  if (ctx.deltaEntries !== undefined) {
+    // The manifest step read every delta path once the update was applied: its entries say the same as an lstat now.
+    for (const e of ctx.deltaEntries) if (e.t !== 'l') check(e.p, e.t === 'f' ? 'f' : e.t === 'd' ? 'd' : 'other', e.m);
+    return issues;
+  }
   for (const p of ctx.delta) {
     let st;
     try {
@@ -59,15 +74,7 @@ export function checkUnsafeModes(ctx: ValidationContext, o: UnsafeModesOptions =
       continue;
     }
     if (st === null || st.isSymbolicLink()) continue;
-    const mode = st.mode & 0o7777;
-    const octal = mode.toString(8).padStart(4, '0');
-    if (isUnder(p, 'etc') && mode & 0o002 && !(st.isDirectory() && mode & 0o1000)) {
-      issues.push({ code: 'WORLD_WRITABLE', path: p, message: `${st.isDirectory() ? 'directory' : 'file'} under etc/ is world-writable (mode ${octal}): any local user could change the configuration`, severity: 'error' });
-    }
-    if (st.isFile() && mode & 0o6000 && !allow.some((a) => isUnder(p, a))) {
-      const what = mode & 0o4000 && mode & 0o2000 ? 'set-uid and set-gid' : mode & 0o4000 ? 'set-uid' : 'set-gid';
-      issues.push({ code: 'SETUID_NOT_ALLOWED', path: p, message: `file is ${what} (mode ${octal}) and not in the set-uid allow-list`, severity: 'error' });
-    }
+    check(p, st.isFile() ? 'f' : st.isDirectory() ? 'd' : 'other', st.mode & 0o7777);
   }
   return issues;
 }

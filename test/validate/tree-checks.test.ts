@@ -2,7 +2,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { StagedrootError, type Issue } from '../../src/errors.js';
 import { Sysroot } from '../../src/sysroot.js';
-import { DEFAULT_SETUID_ALLOW_LIST } from '../../src/validate/unsafe-modes.js';
+import { DEFAULT_SETUID_ALLOW_LIST, checkUnsafeModes } from '../../src/validate/unsafe-modes.js';
+import { ReadOnlyTree } from '../../src/fs/trees/read-only-tree.js';
+import { readOnDisk } from '../../src/fs/manifests/patch-manifest.js';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 
 let t: TempSysroot | undefined;
 afterEach(() => t?.cleanup());
@@ -106,6 +111,38 @@ describe('unsafe modes', () => {
       { builtins: { unsafeModes: { setuidAllowList: [...DEFAULT_SETUID_ALLOW_LIST, 'usr/local/bin'] } } },
     );
     expect(t.sysroot.status().staged).toBe(ok.id);
+  });
+
+  it('says the same from the manifest step\'s entries of the delta as from an lstat of each path', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'unsafe-modes-'));
+    try {
+      const mk = (rel: string, mode: number, dir_ = false): void => {
+        const host = path.join(dir, rel);
+        fs.mkdirSync(path.dirname(host), { recursive: true });
+        if (dir_) fs.mkdirSync(host);
+        else fs.writeFileSync(host, 'x');
+        fs.chmodSync(host, mode);
+      };
+      mk('etc/ww', 0o666);
+      mk('etc/spool', 0o1777, true);
+      mk('etc/open', 0o777, true);
+      mk('usr/bin/sudo', 0o4755);
+      mk('usr/local/bin/both', 0o6755);
+      mk('usr/local/bin/plain', 0o755);
+      fs.symlinkSync('/nowhere', path.join(dir, 'etc/link'));
+      const delta = ['etc/link', 'etc/open', 'etc/spool', 'etc/ww', 'usr/bin/sudo', 'usr/local/bin/both', 'usr/local/bin/plain'];
+      const ctx = { tree: dir, staged: new ReadOnlyTree(dir), id: '1', label: 'x', manifest: '', delta };
+      const byLstat = checkUnsafeModes(ctx);
+      const byEntries = checkUnsafeModes({ ...ctx, deltaEntries: delta.map((p) => readOnDisk(dir, p)!) });
+      expect(byLstat.map((i) => [i.code, i.path])).toEqual([
+        ['WORLD_WRITABLE', 'etc/open'],
+        ['WORLD_WRITABLE', 'etc/ww'],
+        ['SETUID_NOT_ALLOWED', 'usr/local/bin/both'],
+      ]);
+      expect(byEntries).toEqual(byLstat);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('can be switched off', async () => {
