@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { optionError } from './options.js';
 import { BoundedOutput, OUTPUT_LIMIT } from './bounded-output.js';
 
@@ -56,12 +57,14 @@ const KILL_GRACE_MS = 2000;
  * whose `sleep` outlived it would otherwise hold the output pipe open). Never rejects:
  * the caller decides what a failure means.
  *
- * Why the timeout and the abort are not execa's `timeout`, `cancelSignal` and
- * `forceKillAfterDelay`: those signal the child's pid only (execa 9 calls the child's
- * `kill()`), so a hook's or a check's own children outlive them, and execa waits for
- * the output pipe they still hold (test/util/run-command.test.ts shows both). execa is
- * kept for what it does well here: spawning without a shell, interleaving stdout and
- * stderr (`all`), ENOENT and EACCES as results, and the zstd pipe (sources/decompress.ts).
+ * Spawned with node:child_process directly, not execa: what execa did here (no shell,
+ * stdout and stderr interleaved as they arrive, ENOENT and EACCES as results) is a few
+ * lines, and its import cost the first command of a verb ~250 ms (apply-live's first
+ * systemctl action, BENCHMARKS.md). Nor would its `timeout`, `cancelSignal` and
+ * `forceKillAfterDelay` do: those signal the child's pid only, so a hook's or a check's
+ * own children outlive them, and the output pipe they still hold is waited for
+ * (test/util/run-command.test.ts shows both). The result is the one of 'close': the
+ * process has exited and its output pipes are closed.
  */
 export async function runCommand(
   cmd: CommandSpec,
@@ -69,21 +72,19 @@ export async function runCommand(
 ): Promise<CommandResult> {
   const started = Date.now();
   const out = new BoundedOutput(o.outputLimit ?? OUTPUT_LIMIT);
-  const { execa } = await import('execa'); // loaded by the first command run, not by every verb
-  const sub = execa(cmd.file, cmd.args, {
-    all: true,
-    buffer: false,
-    reject: false,
-    stdin: 'ignore',
-    detached: true,
-    cwd: o.cwd,
-    env: o.env,
-    extendEnv: true,
-  });
-  sub.all?.on('data', (c: Buffer) => {
+  let sub: ReturnType<typeof spawn>;
+  try {
+    sub = spawn(cmd.file, cmd.args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, cwd: o.cwd, env: o.env === undefined ? process.env : { ...process.env, ...o.env } });
+  } catch (e) {
+    // A synchronous refusal (an argument with a NUL byte, say): a result like any failure to start.
+    return { ok: false, exitCode: null, signal: null, timedOut: false, notRunnable: null, output: (e as Error).message, durationMs: Date.now() - started };
+  }
+  const onData = (c: Buffer): void => {
     out.push(c);
     o.onOutput?.(c.toString());
-  });
+  };
+  sub.stdout?.on('data', onData);
+  sub.stderr?.on('data', onData);
   let timedOut = false;
   const killGroup = (sig: NodeJS.Signals): void => {
     if (sub.pid === undefined) return;
@@ -103,16 +104,24 @@ export async function runCommand(
     stop();
   }, o.timeoutMs);
   o.signal?.addEventListener('abort', stop, { once: true });
-  const r = await sub;
+  const r = await new Promise<{ exitCode: number | null; signal: string | null; error: NodeJS.ErrnoException | null }>((resolve) => {
+    let error: NodeJS.ErrnoException | null = null;
+    // A failure to start ('error' with no pid) may come without a 'close'; any other 'error' precedes one.
+    sub.once('error', (e: NodeJS.ErrnoException) => {
+      error = e;
+      if (sub.pid === undefined) resolve({ exitCode: null, signal: null, error });
+    });
+    sub.once('close', (code: number | null, signal: NodeJS.Signals | null) => resolve({ exitCode: code, signal, error }));
+  });
   clearTimeout(timer);
   if (hard) clearTimeout(hard);
   o.signal?.removeEventListener('abort', stop);
-  const code = (r as { code?: string }).code;
-  const notRunnable = r.exitCode === undefined && (code === 'ENOENT' || code === 'EACCES') ? `${cmd.file}: ${code === 'ENOENT' ? 'not found' : 'not executable'} (${code})` : null;
+  const code = r.error?.code;
+  const notRunnable = r.exitCode === null && r.signal === null && (code === 'ENOENT' || code === 'EACCES') ? `${cmd.file}: ${code === 'ENOENT' ? 'not found' : 'not executable'} (${code})` : null;
   return {
-    ok: !r.failed && r.exitCode === 0 && !timedOut,
-    exitCode: r.exitCode ?? null,
-    signal: r.signal ?? null,
+    ok: r.error === null && r.exitCode === 0 && !timedOut,
+    exitCode: r.exitCode,
+    signal: r.signal,
     timedOut,
     notRunnable,
     output: out.toString(),

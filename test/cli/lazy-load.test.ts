@@ -4,10 +4,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempSysroot } from '../../src/testing/index.js';
 import { cliProcess } from '../helpers/cli.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const RECORD = fileURLToPath(new URL('../helpers/record-loads.mjs', import.meta.url));
+const FAKE = fileURLToPath(new URL('../helpers/fake-systemctl.sh', import.meta.url));
 
 /**
  * The verbs on the boot path (boot at every boot, mark-good after it, status by agents)
@@ -20,7 +22,10 @@ function loadsOf(args: string[]): string[] {
   const log = path.join(dir, `loads-${args[0]}.txt`);
   fs.rmSync(log, { force: true });
   const driver = `import { runCli } from ${JSON.stringify(new URL('dist/cli/program.js', `file://${repo}/`).href)}; import { processIo } from ${JSON.stringify(new URL('dist/cli/io.js', `file://${repo}/`).href)}; process.exitCode = await runCli(${JSON.stringify(args)}, processIo);`;
-  const r = spawnSync(process.execPath, ['--import', RECORD, '--input-type=module', '-e', driver], { encoding: 'utf8', env: { ...process.env, RECORD_LOADS: log } });
+  // A file, not --input-type=module -e: a worker thread inherits the flags, and the flag needs -e.
+  const file = path.join(dir, 'driver.mjs');
+  fs.writeFileSync(file, driver);
+  const r = spawnSync(process.execPath, ['--import', RECORD, file], { encoding: 'utf8', env: { ...process.env, RECORD_LOADS: log } });
   expect(r.status, r.stderr).toBe(0);
   return fs.readFileSync(log, 'utf8').trim().split('\n').map((u) => path.relative(repo, fileURLToPath(u)));
 }
@@ -42,7 +47,7 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 // finalize, or a live apply, a crash cut short; carry-live.js is what the boot hook does
 // after a live apply (the /etc edits made since). The rest of commit/ (finalize and
 // apply-live themselves) is not loaded.
-const HEAVY = [/^node_modules\/(execa|tar|yaml)\//, /^dist\/(sources|stage|validate|install)\//, /^dist\/commit\/(?!(finish|recover-live|carry-live)\.js$)/];
+const HEAVY = [/(^|\/)node_modules\/(execa|tar|yaml)\//, /^dist\/(sources|stage|validate|install)\//, /^dist\/commit\/(?!(finish|recover-live|carry-live)\.js$)/];
 
 describe('the boot path loads only what it runs', () => {
   for (const args of [['status'], ['boot'], ['mark-good'], ['--version']]) {
@@ -63,5 +68,22 @@ describe('the boot path loads only what it runs', () => {
     const definers = fs.readdirSync(path.join(repo, 'src'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts') && /\bdefineTreeTask\(/.test(fs.readFileSync(path.join(repo, 'src', f), 'utf8')));
     expect(definers.length).toBeGreaterThan(0);
     for (const f of definers) expect(entry, `src/cli/tree-worker-main.ts imports ${f}`).toContain(`'../${f.replace(/\.ts$/, '.js')}'`);
+  });
+});
+
+describe('apply-live loads only what it runs', () => {
+  it('its systemctl actions are spawned without execa (whose import was ~250 ms of the first action)', async () => {
+    const t = await tempSysroot({ tree: { 'etc/containers/policy.json': '{}\n', 'usr/lib/os-release': 'ID=test\n' } });
+    try {
+      await t.sysroot.boot({ runDir: '/nonexistent' });
+      await t.sysroot.stage({ files: [{ path: '/etc/containers/policy.json', contents: '{"default":[{"type":"reject"}]}\n' }] });
+      const log = path.join(t.scratch, 'systemctl.log');
+      const loaded = loadsOf(['apply-live', '--sysroot', t.dir, '--systemctl', `sh ${FAKE} ${log}`]);
+      expect(fs.readFileSync(log, 'utf8').trim().split('\n')).toEqual(['reload crio.service']);
+      expect(loaded).toContain('dist/commit/apply-live.js');
+      expect(loaded.filter((f) => /(^|\/)node_modules\/execa\//.test(f))).toEqual([]);
+    } finally {
+      t.cleanup();
+    }
   });
 });
