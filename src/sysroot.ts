@@ -23,7 +23,7 @@ import { checkWaitSeconds } from './util/options.js';
 import type { Source } from './sources/source.js';
 import type { InitOptions } from './stage/init.js';
 import { addTrustedKey, loadTrustedKeys, readPublicKeyFile, removeTrustedKey } from './trust/keys.js';
-import type { StageOptions, StageResult } from './stage/stage.js';
+import type { StageOptions, StageResult, StageRunOptions } from './stage/stage.js';
 import type { UpdateCheck, UpdateOptions, UpdateResult } from './stage/track.js';
 import type { RegistrySourceOptions } from './sources/registry/source.js';
 import type { DryRunOptions, DryRunResult } from './stage/dry-run.js';
@@ -135,6 +135,10 @@ export class Sysroot {
    * (async, like `prune`: bad input rejects the promise rather than throwing synchronously)
    */
   async stage(input: StageInput, o: StageOptions = {}): Promise<StageResult> {
+    return this.stageRun(input, o);
+  }
+
+  private async stageRun(input: StageInput, o: StageRunOptions): Promise<StageResult> {
     warmTreeWorker(); // its start overlaps loading the stage's modules, the lock, recovery and the source's plan
     const [source, { stage }] = await Promise.all([toSource(input), import('./stage/stage.js')]);
     return this.write('stage', async (s) => {
@@ -147,7 +151,7 @@ export class Sysroot {
         throw out.error;
       }
       const r = out.result;
-      if (!r.alreadyRunning) r.hooks = [...(r.hooks ?? []), ...(await this.hooks(h.post, { id: r.id, label: r.label, tree: r.path }, o))];
+      if (!r.alreadyRunning && !r.alreadyStaged) r.hooks = [...(r.hooks ?? []), ...(await this.hooks(h.post, { id: r.id, label: r.label, tree: r.path }, o))];
       return r;
     });
   }
@@ -158,11 +162,11 @@ export class Sysroot {
    * the one that deployment already runs or holds.
    */
   async upgrade(o: UpdateOptions = {}): Promise<UpdateResult> {
-    const { trackedImage, updateSource, alreadyStaged } = await import('./stage/track.js');
+    const { trackedImage, updateSource } = await import('./stage/track.js');
     const t = trackedImage(this.state(), this.ctx.layout);
     const { source, pullspec } = updateSource(t.ref, t, o.pull);
-    if (t.staged && (await source.inspect!()).origin?.digest === t.deployment.origin?.digest) return alreadyStaged(t, this.ctx.layout.tree(t.deployment.id));
-    return { ...(await this.stage(source, o)), pullspec };
+    // Whether the staged deployment already holds the image is decided by the stage's plan, under the lock.
+    return { ...(await this.stageRun(source, { ...o, unlessStaged: true })), pullspec };
   }
 
   /** `stagedroot switch REF`: stages the image REF names (`docker://…` or a bare pullspec), which later upgrades follow. */

@@ -21,16 +21,27 @@ export interface CheckedStage {
   label: string;
   /** The image is what the base already runs (by digest), and no config comes with it: nothing to stage. */
   alreadyRunning: boolean;
+  /**
+   * An upgrade (`staged` given): the staged deployment, pulled from a registry, already holds
+   * this image (by digest) and no config comes with it: nothing to stage. Null otherwise.
+   */
+  alreadyStaged: DeploymentRecord | null;
 }
 
-/** The first half of the plan: the source's identity, read before anything else is. */
-export async function checkStage(layout: Layout, base: DeploymentRecord, source: Source, o: { label?: string; signature?: string }): Promise<CheckedStage> {
+/**
+ * The first half of the plan: the source's identity, read before anything else is.
+ * `staged` is the staged deployment of the state read under the writer lock, given by an
+ * upgrade: decided here, two upgrades of the same image cannot both stage it.
+ */
+export async function checkStage(layout: Layout, base: DeploymentRecord, source: Source, o: { label?: string; signature?: string }, staged?: DeploymentRecord | null): Promise<CheckedStage> {
   const checked = await checkSource(layout, source, { signature: o.signature });
   const origin = checked.info.origin;
+  const same = (d: DeploymentRecord | null | undefined): boolean => origin !== undefined && !checked.info.withConfig && d?.origin?.digest === origin.digest;
   return {
     checked,
     label: o.label ?? checked.info.label ?? DEFAULT_LABEL,
-    alreadyRunning: origin !== undefined && !checked.info.withConfig && base.origin?.digest === origin.digest,
+    alreadyRunning: same(base),
+    alreadyStaged: staged?.origin?.pullspec !== undefined && same(staged) ? staged : null,
   };
 }
 

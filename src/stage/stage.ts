@@ -85,10 +85,18 @@ export interface StageResult {
   bytes: number;
   /** The image is what the booted deployment already runs: nothing was staged (`id` is the booted one). */
   alreadyRunning?: boolean;
+  /** An upgrade found the image the staged deployment already holds: nothing staged (`id` is the staged one). */
+  alreadyStaged?: boolean;
   /** The pre-stage and post-stage hooks that ran. */
   hooks?: HookRun[];
   /** How it can become active: live (the node disruption policy's actions) or at a reboot, and what forces that. */
   activation?: Activation;
+}
+
+/** A stage's options as the sysroot runs it. */
+export interface StageRunOptions extends StageOptions {
+  /** An upgrade: nothing is staged when the staged deployment (under the lock) already holds the image. */
+  unlessStaged?: boolean;
 }
 
 export const DEFAULT_COPY_POLICY: CopyPolicy = { hardlinkPrefixes: ['usr'], mode: 'reflink' };
@@ -101,7 +109,7 @@ export const DEFAULT_COPY_POLICY: CopyPolicy = { hardlinkPrefixes: ['usr'], mode
  * trees untouched and is recorded in lastFailure under the step that failed (reason,
  * issues); the tree of a rejected update is kept for diagnosis.
  */
-export async function stage(ctx: Context, state: BaseState, source: Source, opts: StageOptions, hooks: PhaseHookRunner): Promise<StageOutcome> {
+export async function stage(ctx: Context, state: BaseState, source: Source, opts: StageRunOptions, hooks: PhaseHookRunner): Promise<StageOutcome> {
   let run: Run;
   try {
     run = startRun(ctx, state, source, opts, hooks);
@@ -109,7 +117,9 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     return { ok: false, error, failure: null }; // a bad option: nothing was recorded
   }
   try {
-    if ((await check(run)).alreadyRunning) return { ok: true, result: alreadyRunning(run) };
+    const checked = await check(run);
+    if (checked.alreadyRunning) return { ok: true, result: unchanged(run, run.base, { alreadyRunning: true }) };
+    if (checked.alreadyStaged !== null) return { ok: true, result: unchanged(run, checked.alreadyStaged, { alreadyStaged: true }) };
     const changes = await plan(run);
     await preflight(run, changes);
     const built = await build(run, changes);
@@ -132,7 +142,7 @@ interface Run {
   readonly ctx: Context;
   readonly state: BaseState;
   readonly source: Source;
-  readonly opts: StageOptions;
+  readonly opts: StageRunOptions;
   readonly builtins: ResolvedBuiltins;
   /** The command validators, their options checked once (startRun). */
   readonly commands: readonly PlannedValidator[];
@@ -174,7 +184,7 @@ interface Run {
 }
 
 /** Checks the options (bad ones: USAGE, before anything is recorded) and picks the new id. */
-function startRun(ctx: Context, state: BaseState, source: Source, opts: StageOptions, runHooks: PhaseHookRunner): Run {
+function startRun(ctx: Context, state: BaseState, source: Source, opts: StageRunOptions, runHooks: PhaseHookRunner): Run {
   const { layout } = ctx;
   const builtins = resolveBuiltins(opts.builtins);
   if (opts.hookTimeoutMs !== undefined) checkTimeoutMs(opts.hookTimeoutMs, 'hookTimeoutMs');
@@ -219,7 +229,8 @@ function at(run: Run, phase: StagePhase): void {
 async function check(run: Run): Promise<CheckedStage> {
   enter(run, 'plan');
   await preStage(run);
-  const checked = await checkStage(run.ctx.layout, run.base, run.source, run.opts);
+  const staged = run.opts.unlessStaged && run.state.staged !== null ? mustFind(run.state, run.state.staged) : null;
+  const checked = await checkStage(run.ctx.layout, run.base, run.source, run.opts, staged);
   run.checked = checked.checked;
   run.label = checked.label;
   return checked;
@@ -236,16 +247,15 @@ async function preStage(run: Run): Promise<void> {
   }
 }
 
-/** The image the booted deployment runs: nothing to stage (like `bootc upgrade` with no new image). */
-function alreadyRunning(run: Run): StageResult {
-  const { base } = run;
-  return { id: base.id, label: base.label, path: run.ctx.layout.tree(base.id), delta: [], warnings: [], entries: base.entries, bytes: base.bytes, alreadyRunning: true, hooks: run.hooks };
+/** The image the booted deployment runs, or (an upgrade) the staged one holds: nothing to stage (like `bootc upgrade` with no new image). */
+function unchanged(run: Run, d: DeploymentRecord, why: { alreadyRunning: true } | { alreadyStaged: true }): StageResult {
+  return { id: d.id, label: d.label, path: run.ctx.layout.tree(d.id), delta: [], warnings: [], entries: d.entries, bytes: d.bytes, ...why, hooks: run.hooks };
 }
 
 /** plan: the source reads its input against the base tree and says what to change. */
 async function plan(run: Run): Promise<ChangeSet> {
   // Still the plan step check() entered (its pre-stage hooks and the source's identity): not announced twice.
-  const planned = await planChanges(run.ctx.layout, run.base, run.source, { checked: run.checked!, label: run.label, alreadyRunning: false }, run.opts, run.layers.handle);
+  const planned = await planChanges(run.ctx.layout, run.base, run.source, { checked: run.checked!, label: run.label, alreadyRunning: false, alreadyStaged: null }, run.opts, run.layers.handle);
   const { changes } = planned;
   run.prior = planned.prior;
   run.changes = changes;

@@ -18,8 +18,6 @@ export interface UpdateOptions extends StageOptions {
 export interface UpdateResult extends StageResult {
   /** The reference pulled (normalised, as status's origin keeps it). */
   pullspec: string;
-  /** An upgrade after a switch found the image the staged deployment already holds: nothing staged (`id` is the staged one). */
-  alreadyStaged?: boolean;
 }
 
 /** The deployment whose image `upgrade` pulls again, and the reference it tracks. */
@@ -88,10 +86,4 @@ export async function checkUpdate(s: BaseState, ref: ImageReference, t: Tracked 
   const c = await checkRegistryImage(ref, pullOptions(t, o));
   const d = t?.deployment ?? mustFind(s, s.booted ?? s.current);
   return { ...c, against: d.id, upToDate: d.origin?.digest === c.digest };
-}
-
-/** An upgrade whose image is the one already staged: that deployment, unchanged. */
-export function alreadyStaged(t: Tracked, tree: string): UpdateResult {
-  const d = t.deployment;
-  return { id: d.id, label: d.label, path: tree, delta: [], warnings: [], entries: d.entries, bytes: d.bytes, alreadyStaged: true, pullspec: formatReference(t.ref) };
 }

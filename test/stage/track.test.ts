@@ -9,6 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { hostPlatform } from '../../src/sources/oci/platform.js';
+import { Sysroot } from '../../src/sysroot.js';
 import { reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { cli } from '../helpers/cli.js';
 import { manifestOf, umociImage } from '../sources/oci-helpers.js';
@@ -93,6 +94,25 @@ describe('stagedroot upgrade', () => {
     expect(t.sysroot.status().staged).toBe(r.id);
     expect((await cli(['upgrade', ...b.args])).out).toBe(`deployment ${r.id} (2) is staged with the image ${reg.host}/os/node:stable has now: nothing to do\n`);
     await push(reg, layouts.v1!, 'os/node:stable'); // back, for the other tests
+  }, 60_000);
+
+  it('two upgrades at once to a new digest: one stages it, the other finds it staged under the lock (not two deployments)', async () => {
+    const b = await bootedOnStable();
+    t = b.t;
+    await push(reg, layouts.v2!, 'os/node:stable');
+    try {
+      const s = await Sysroot.open(t.dir, { waitSeconds: 60 });
+      const pull = { authfile: auth, certsDir: reg.certsDir, blobDir: b.blobDir };
+      const both = await Promise.all([s.upgrade({ pull }), s.upgrade({ pull })]);
+      const staged = both.filter((r) => !r.alreadyStaged);
+      expect(staged).toHaveLength(1);
+      expect(both.filter((r) => r.alreadyStaged)).toMatchObject([{ id: staged[0]!.id, delta: [] }]);
+      const st = t.sysroot.status();
+      expect(st.staged).toBe(staged[0]!.id);
+      expect(st.deployments.filter((d) => d.origin?.digest === digests.v2).map((d) => d.id)).toEqual([staged[0]!.id]);
+    } finally {
+      await push(reg, layouts.v1!, 'os/node:stable'); // back, for the other tests
+    }
   }, 60_000);
 
   it('a booted deployment not pulled from a registry tracks nothing: a usage error that says what to do', async () => {
