@@ -1,6 +1,7 @@
 import { makeContext, type Context, type ContextOptions } from './context.js';
 import { isStagedrootError, StagedrootError } from './errors.js';
 import { bootInput, type BootResult } from './boot/boot.js';
+import { restoreRollbackTrees } from './commit/rollback-tree.js';
 import type { BootRecordPlace } from './boot/boot-record.js';
 import type { ApplyLiveOptions, ApplyLiveResult } from './commit/apply-live.js';
 import { carryLiveEdits } from './commit/carry-live.js';
@@ -256,6 +257,8 @@ export class Sysroot {
       const { outcome, state: booted } = applyPlan(this.ctx, s, 'boot', bootInput(this.ctx, { runDir: o.runDir, rootDir: o.rootDir }));
       // A crash after a live apply skipped the shutdown's carry of the /etc edits made since: done now, before the services start.
       const state = await carryLiveEdits(this.ctx, booted, 'boot');
+      // Then the tree the apply wrote into, if it no longer runs, gets its own files back (a rollback boots its config).
+      restoreRollbackTrees(this.ctx, state, []);
       const { event, finalizeFailure } = outcome;
       const id = event.kind === 'booted' ? event.id : event.to;
       const d = mustFind(state, id);

@@ -120,6 +120,24 @@ async function prepareLive(s: Sysroot): Promise<void> {
   fs.writeFileSync(path.join(s.treePath(s.status().booted!), 'etc/hostname'), 'node-1-renamed\n');
 }
 
+/**
+ * Before the boot, or until its carry of the /etc edits is done, the old tree keeps the
+ * live-applied files and their before-images; after it, the old tree has its own files back
+ * and the record is gone; the live-applied deployment has the update and the edit either way.
+ */
+function checkRollbackTree(dir: string, state: BaseState): void {
+  const live = state.deployments.find((d) => d.label === 'live-update')!;
+  const old = state.deployments.find((d) => d.id !== live.id)!.id;
+  const read = (id: string, p: string): string | null => (fs.existsSync(path.join(dir, 'deploy', id, 'tree', p)) ? fs.readFileSync(path.join(dir, 'deploy', id, 'tree', p), 'utf8') : null);
+  expect(read(live.id, 'etc/containers/policy.json')).toBe(LIVE_UPDATE.files[0]!.contents);
+  const waiting = state.booted === old || state.activeLive !== null;
+  expect(fs.existsSync(path.join(dir, 'live-undo', old)), `before-images kept while the old tree runs or its edits wait (booted ${state.booted})`).toBe(waiting);
+  expect(read(old, 'etc/containers/policy.json')).toBe(waiting ? LIVE_UPDATE.files[0]!.contents : null);
+  expect(fs.existsSync(path.join(dir, 'deploy', old, 'tree', 'etc/containers/registries.d')), 'the directory the apply created').toBe(waiting);
+  expect(read(old, 'etc/hostname'), 'the edit made on the running system stays where it was made').toBe('node-1-renamed\n');
+  if (!waiting) expect(read(live.id, 'etc/hostname'), 'and is carried').toBe('node-1-renamed\n');
+}
+
 /** Wholly on the old configuration (the deployment still staged) or wholly on the new one (current, active live). */
 function checkLive(dir: string, state: BaseState, finished: boolean): void {
   const booted = path.join(dir, 'deploy', state.booted!, 'tree');
@@ -135,6 +153,7 @@ function checkLive(dir: string, state: BaseState, finished: boolean): void {
     return;
   }
   expect(state.activeLive).toEqual({ deployment: state.current, runningIn: state.booted });
+  expect(fs.readdirSync(path.join(dir, 'live-undo', state.booted!)), 'the before-images kept for the rollback tree, once').toEqual(['0']);
   expect(read('etc/containers/policy.json')).toBe(LIVE_UPDATE.files[0]!.contents);
   expect(read('etc/containers/registries.d/mirror.yaml')).toBe('docker: {}\n');
   expect(fs.readFileSync(path.join(dir, 'deploy', state.current, 'tree', 'etc/hostname'), 'utf8'), 'the local edit is in the new deployment').toBe('node-1-renamed\n');
@@ -200,6 +219,18 @@ const SCENARIOS: Scenario[] = [
     prepare: prepareLive,
     localEdits: ['etc'],
     check: checkLive,
+    noTrees: true,
+  },
+  // The boot into a live-applied deployment: the /etc edits carried, then the rollback tree's own files put back.
+  {
+    name: 'boot into a live-applied deployment (the rollback tree restored)',
+    op: 'boot',
+    prepare: async (s) => {
+      await prepareLive(s);
+      await s.applyLive({ services: { command: ['sh', path.join(import.meta.dirname, 'helpers/fake-systemctl.sh'), `${s.path}.systemctl.log`] } });
+    },
+    localEdits: ['etc'],
+    check: checkRollbackTree,
     noTrees: true,
   },
   {

@@ -22,6 +22,7 @@ import type { BaseState, Failure, MergeReport } from '../state/schema.js';
 import { applyTransition } from '../store/apply-transition.js';
 import type { CommandResult } from '../util/run-command.js';
 import { commitFinalize, prepareFinalize } from './finalize.js';
+import { keepForRollback } from './rollback-tree.js';
 
 export interface ApplyLiveOptions {
   /** A MachineConfiguration (YAML or JSON) whose node disruption policies decide again, merged over the MCO defaults (default: the decision recorded at stage). */
@@ -206,7 +207,8 @@ export async function applyLive(ctx: Context, s: BaseState, o: ApplyLiveOptions 
   step('commit');
   const live = { at: ctx.now().toISOString(), from: running, actions: [...a.actions], paths: j.entries.length };
   commitFinalize(ctx, prepared, (st) => applyLiveTransition(st, live), 'apply-live');
-  ctx.dfs.removeTree(ctx.layout.liveApply);
+  // The running tree becomes the rollback: its before-images go back into it once it no longer runs.
+  keepForRollback(ctx, ctx.layout.liveApply, running);
   return { id: staged.id, running, paths: j.entries.map((e) => e.path), actions: [...a.actions], merge: prepared.report };
 }
 

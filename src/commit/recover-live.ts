@@ -4,6 +4,7 @@ import { restoreEntries } from '../activation/live/write-entries.js';
 import type { Context } from '../context.js';
 import { exists } from '../fs/core/host-paths.js';
 import type { BaseState } from '../state/schema.js';
+import { keepForRollback } from './rollback-tree.js';
 
 /**
  * What recovery does about a live apply a crash cut short (the resume step of apply-live):
@@ -25,8 +26,8 @@ export function recoverLive(ctx: Context, s: BaseState, actions: string[]): Base
     return s;
   }
   if (s.current === j.deployment && s.activeLive?.deployment === j.deployment) {
-    ctx.dfs.removeTree(dir);
-    actions.push(`completed the live apply of ${j.deployment} (its journal removed)`);
+    keepForRollback(ctx, dir, s.activeLive.runningIn);
+    actions.push(`completed the live apply of ${j.deployment} (its journal kept for the rollback tree ${s.activeLive.runningIn})`);
     return s;
   }
   restoreEntries(j.root, dir, j.entries, ctx.faults);

@@ -1,5 +1,6 @@
 import { recoverFinalize } from '../commit/finish.js';
 import { recoverLive } from '../commit/recover-live.js';
+import { restoreRollbackTrees } from '../commit/rollback-tree.js';
 import { upgradeSharedLayout } from '../persistent-dirs/upgrade.js';
 import type { ResumeStep } from '../store/recover.js';
 
@@ -12,5 +13,7 @@ export const RESUME_STEPS: readonly ResumeStep[] = [
   { operation: 'shared-directory layout upgrade', resume: upgradeSharedLayout },
   // Before finalize's: a merge redone into a staged deployment must read the running /etc as it was before the live apply.
   { operation: 'apply-live', resume: recoverLive },
+  // After it: a completed apply's journal has just been kept for the tree it wrote into.
+  { operation: 'live-apply rollback tree', resume: restoreRollbackTrees },
   { operation: 'finalize', resume: recoverFinalize },
 ];

@@ -121,6 +121,13 @@ export class Layout {
   get liveApply(): string {
     return path.join(this.root, 'live-apply');
   }
+  /** The before-images of the live applies into deployment `id`'s tree while it ran, one directory each in order: restored into it once it no longer runs. */
+  get liveUndoRoot(): string {
+    return path.join(this.root, 'live-undo');
+  }
+  liveUndo(id: string): string {
+    return path.join(this.root, 'live-undo', id);
+  }
   mergeMarker(id: string): string {
     return path.join(this.deployDir, id, 'merging.json');
   }

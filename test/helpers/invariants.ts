@@ -16,7 +16,7 @@ import { verifyTree, type Drift } from '../../src/fs/manifests/verify-tree.js';
 import { manifestDigest } from '../../src/fs/manifests/manifest-overlay.js';
 
 /** What may be at the top of a sysroot when no writer runs (no lock, no temp files). */
-export const ALLOWED_ROOT_ENTRIES = new Set(['state.json', 'state.json.bak', 'current', 'deploy', 'work', 'trash', 'shared', 'shared.list', 'kept', 'boot-tries', 'fallback', 'rollback', 'boot-entries.json']);
+export const ALLOWED_ROOT_ENTRIES = new Set(['state.json', 'state.json.bak', 'current', 'deploy', 'work', 'trash', 'shared', 'shared.list', 'kept', 'boot-tries', 'fallback', 'rollback', 'boot-entries.json', 'live-undo']);
 
 /** The state a reader sees, without recovering anything. */
 export function readState(dir: string): BaseState {
@@ -111,6 +111,14 @@ export function expectConsistent(sysroot: Sysroot, dir: string, where: string, t
   // Kept copies live as long as their deployment: none of one that is gone.
   const recorded = new Set(state.deployments.map((d) => d.id));
   if (fs.existsSync(kept)) expect(fs.readdirSync(kept).filter((n) => !n.endsWith('.partial') && !recorded.has(n)), `${where}: kept/ of removed deployments`).toEqual([]);
+  // A live apply's before-images are kept for the tree it wrote into, and live no longer than it (no half-removed one).
+  const undo = path.join(dir, 'live-undo');
+  if (fs.existsSync(undo)) {
+    for (const id of fs.readdirSync(undo)) {
+      expect(recorded.has(id), `${where}: live-undo/${id} of a removed deployment`).toBe(true);
+      for (const n of fs.readdirSync(path.join(undo, id))) expect(fs.existsSync(path.join(undo, id, n, 'journal.json')), `${where}: live-undo/${id}/${n} holds its journal`).toBe(true);
+    }
+  }
   for (const d of state.deployments) expect(fs.existsSync(path.join(dir, 'deploy', d.id, 'merging.json')), `${where}: merge marker of ${d.id}`).toBe(false);
   expect(fs.readdirSync(path.join(dir, 'deploy')).sort(), `${where}: deploy/ holds exactly the recorded deployments`).toEqual(state.deployments.map((d) => d.id).sort());
 
