@@ -56,6 +56,6 @@ describe('recovery runs the resume steps it is given', () => {
   });
 
   it('the writers run the shared-layout upgrade, then undo or complete a live apply, before finalize resumes (its merge must read the running /etc as it was)', () => {
-    expect(RESUME_STEPS.map((s) => s.operation)).toEqual(['shared-directory layout upgrade', 'apply-live', 'finalize']);
+    expect(RESUME_STEPS.map((s) => s.operation)).toEqual(['shared-directory layout upgrade', 'apply-live', 'live-apply rollback tree', 'finalize']);
   });
 });
