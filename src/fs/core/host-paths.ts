@@ -61,19 +61,42 @@ export function freeSpace(p: string): { free: number; total: number } {
   return { free: s.bavail * s.bsize, total: s.blocks * s.bsize };
 }
 
-/** Reads a file of at most `max` bytes (a guard against huge inputs), or null when absent. */
+/**
+ * Reads a file of at most `max` bytes (a guard against huge inputs), or null when absent.
+ * The size it says is checked first, then at most `max` + 1 bytes are read: a file that
+ * grows meanwhile, or says less than it gives (a FIFO, a /proc file), is refused too.
+ */
 export function readBytes(file: string, max: number): Buffer | null {
-  let st: fs.Stats;
+  let fd: number;
+  let size: number;
   try {
-    st = fs.statSync(file);
+    fd = fs.openSync(file, 'r');
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return null;
     throw ioError(err, file, file, 'sysroot');
   }
-  if (st.size > max) {
-    throw new StagedrootError('UNSAFE_ENTRY', `${file} is ${st.size} bytes, more than the ${max} allowed`, { path: file });
+  try {
+    try {
+      size = fs.fstatSync(fd).size;
+    } catch (err) {
+      throw ioError(err, file, file, 'sysroot');
+    }
+    if (size > max) {
+      throw new StagedrootError('UNSAFE_ENTRY', `${file} is ${size} bytes, more than the ${max} allowed`, { path: file });
+    }
+    const parts: Buffer[] = [];
+    let total = 0;
+    while (total <= max) {
+      const buf = Buffer.allocUnsafe(Math.min(max + 1 - total, Math.max(size - total + 1, 64 * 1024), 1 << 20));
+      const got = fs.readSync(fd, buf, 0, buf.length, null);
+      if (got === 0) return Buffer.concat(parts, total);
+      parts.push(buf.subarray(0, got));
+      total += got;
+    }
+    throw new StagedrootError('UNSAFE_ENTRY', `${file} is more than the ${max} bytes allowed (it gave more than its size, ${size}, said)`, { path: file });
+  } finally {
+    fs.closeSync(fd);
   }
-  return fs.readFileSync(file);
 }
 
 /** The first bytes of a file (for detecting its kind). */
