@@ -22,9 +22,12 @@ export function storedStack(store: LayerStore, diffIds: readonly string[]): Stor
  * being its store object: streamed from it, or hardlinked (`linkFrom`) where the stage
  * links. Read from each layer's index line by line: memory does not grow with the stack.
  */
-export function* stackOps(store: LayerStore, layers: readonly StoredLayer[]): Generator<ChangeOp> {
-  yield { op: 'clear', path: '' };
-  for (const layer of layers) {
+export function* stackOps(store: LayerStore, layers: readonly StoredLayer[], o: { onto?: number } = {}): Generator<ChangeOp> {
+  // onto: the tree already holds the first `onto` layers applied (a copy of a deployment
+  // of them): only the layers above are applied, and nothing is cleared.
+  const onto = o.onto ?? 0;
+  if (onto === 0) yield { op: 'clear', path: '' };
+  for (const layer of layers.slice(onto)) {
     for (const l of layerLines(layer)) {
       switch (l.t) {
         case 'd':
@@ -74,8 +77,19 @@ export function* layerLines(layer: StoredLayer): Generator<IndexLine> {
 }
 
 /** How many ops stackOps yields (for progress): one per index line, and the clear. */
-export function countStackOps(layers: readonly StoredLayer[]): number {
-  return 1 + layers.reduce((n, l) => n + l.record.entries, 0);
+export function countStackOps(layers: readonly StoredLayer[], o: { onto?: number } = {}): number {
+  const onto = o.onto ?? 0;
+  return (onto === 0 ? 1 : 0) + layers.slice(onto).reduce((n, l) => n + l.record.entries, 0);
+}
+
+/**
+ * How many layers at the bottom of `next` a tree of the stack `base` already holds: all of
+ * `base` when it is a strict prefix of `next` (new layers on top), else 0 (the tree is
+ * built from the store whole).
+ */
+export function sharedPrefix(base: readonly string[] | undefined, next: readonly string[]): number {
+  if (base === undefined || base.length === 0 || base.length >= next.length) return 0;
+  return base.every((d, i) => next[i] === d) ? base.length : 0;
 }
 
 /** Whether some layer of the stack has an entry at `p` (its own line; a higher whiteout not looked at). */

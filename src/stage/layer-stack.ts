@@ -3,7 +3,7 @@ import type { Context } from '../context.js';
 import { isUnder } from '../fs/core/paths.js';
 import type { CopyPolicy } from '../fs/trees/copy-tree.js';
 import { importLayer } from '../layer-store/import-layer.js';
-import { countStackOps, stackHasPath, stackOps } from '../layer-store/stack-ops.js';
+import { countStackOps, sharedPrefix, stackHasPath, stackOps } from '../layer-store/stack-ops.js';
 import { LayerStore } from '../layer-store/store.js';
 import type { LayerLimits } from '../sources/layer/entry-checks.js';
 import type { LayerStoreHandle } from '../sources/source.js';
@@ -13,6 +13,13 @@ export interface StageLayers {
   handle: LayerStoreHandle;
   /** The diff_ids of the image's layers, bottom first, once planned (null: no image). */
   diffIds: string[] | null;
+  /**
+   * How many of the image's bottom layers the base deployment's tree already holds (its
+   * origin.layers a strict prefix of the image's): the new tree starts from a copy of the
+   * base tree, as other stages start, and only the layers above are applied. 0: the tree
+   * is built from the store whole (cleared first).
+   */
+  readonly onto: number;
   /** Where an applied op may hardlink its store file (null: nowhere, everything written). */
   linkAt(): ((rel: string) => boolean) | null;
 }
@@ -28,13 +35,17 @@ const SELINUX_CONFIG = 'etc/selinux/config';
  * copied elsewhere; nowhere when the image carries an SELinux policy, since the stage
  * then labels what it wrote in place, which must never touch a shared object.
  */
-export function stageLayers(ctx: Context, policy: () => CopyPolicy): StageLayers {
+export function stageLayers(ctx: Context, policy: () => CopyPolicy, base?: { layers?: readonly string[] }): StageLayers {
   const store = new LayerStore(ctx.layout.layersDir, ctx.faults);
   let diffIds: string[] | null = null;
   let labelled = false;
+  let onto = 0;
   return {
     get diffIds() {
       return diffIds;
+    },
+    get onto() {
+      return onto;
     },
     handle: {
       async stack(blobs: readonly StorableLayer[], o: { limits?: Partial<LayerLimits> } = {}) {
@@ -43,7 +54,10 @@ export function stageLayers(ctx: Context, policy: () => CopyPolicy): StageLayers
         for (const b of blobs) layers.push((await importLayer(store, b, { xattrPolicy: ctx.xattrPolicy, ...(o.limits ? { limits: o.limits } : {}) })).layer);
         diffIds = layers.map((l) => l.record.diffId);
         labelled = stackHasPath(layers, SELINUX_CONFIG);
-        return { ops: stackOps(store, layers), count: countStackOps(layers) };
+        // New layers on top of the base deployment's image: start from its tree. Not where
+        // the image labels its tree (the stage labels what it wrote; a fresh apply labels every entry).
+        onto = labelled ? 0 : sharedPrefix(base?.layers, diffIds);
+        return { ops: stackOps(store, layers, { onto }), count: countStackOps(layers, { onto }) };
       },
       has: (ref) => store.find(ref) !== null,
     },

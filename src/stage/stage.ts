@@ -200,7 +200,7 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageRun
     disruptionPolicy: loadDisruptionPolicy(new ReadOnlyTree(layout.tree(base.id)), opts.disruptionPolicy),
     commands: planCommandValidators(opts.commands ?? []),
     policy,
-    layers: stageLayers(ctx, () => run.policy),
+    layers: stageLayers(ctx, () => run.policy, base.origin?.kind === 'oci-image' ? base.origin : undefined),
     base,
     id,
     work: layout.work(id),
@@ -296,11 +296,12 @@ async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
   ctx.dfs.mkdir(layout.workDir);
   const shared = sharedDirs(state);
   const divert = new SharedDivert({ shared, mode: changes.sharedContent ?? 'initial', contentRoot: `${run.work}/shared`, liveShared: (rel) => layout.shared(rel), faults: ctx.faults, warn: ctx.warn });
-  // An image from the layer store replaces the tree (not copied: it would be cleared), its files linked where the policy links.
+  // An image from the layer store replaces the tree (not copied: it would be cleared), its files linked where the policy links;
+  // one whose lower layers are the base's image starts from a copy of the base tree (run.layers.onto).
   const linkAt = run.layers.linkAt();
   const built = await buildTree(ctx, {
     work: run.work,
-    from: { tree: layout.tree(base.id), manifest: layout.manifest(base.id), entries: base.entries, policy: run.policy, manifestSha256: base.manifestSha256, replaced: run.layers.diffIds !== null },
+    from: { tree: layout.tree(base.id), manifest: layout.manifest(base.id), entries: base.entries, policy: run.policy, manifestSha256: base.manifestSha256, replaced: run.layers.diffIds !== null && run.layers.onto === 0 },
     ...(linkAt === null ? {} : { linkAt }),
     changes,
     onStep: (step) => {

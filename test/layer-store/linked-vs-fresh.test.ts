@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { importLayer } from '../../src/layer-store/import-layer.js';
 import { linkLayersNow } from '../../src/layer-store/link-tree.js';
 import { LayerStore } from '../../src/layer-store/store.js';
-import { hashTree } from '../../src/testing/index.js';
+import { hashTree, reboot, tempSysroot } from '../../src/testing/index.js';
 import { prng, seedFrom } from '../helpers/random.js';
 import { blobOf, describeTree, expectSameLinks, freshApply, makeTar, scratch, writeLayout, type GenEntry } from './helpers.js';
 
@@ -164,5 +164,47 @@ describe(`a tree linked from the layer store is the fresh apply of its layers (s
     // The generator makes real trees, not mostly rejected stacks.
     expect(trees).toBeGreaterThan(CASES);
     expect(entries).toBeGreaterThan(CASES * 5);
+  }, 300_000);
+});
+
+/** The generated image's own entries (usr, etc, a: hex names) of a staged tree, without what a stage adds beside them. */
+const ofImage = (lines: string[]): string[] => lines.filter((l) => /^(757372|657463|61)(2f| )/.test(l));
+const PREFIX_CASES = Number(process.env.STAGEDROOT_LAYER_PREFIX_CASES ?? 12);
+const NO_CHECKS = { builtins: { unsafeModes: false, wantsLinks: false, requiredPaths: false, systemdVerify: false, freeSpace: false } } as const;
+
+describe(`an image stage whose lower layers the booted deployment's image is starts from its tree (seed ${SEED})`, () => {
+  it(`${PREFIX_CASES} generated stacks: v1 booted, v2 = v1 + new layers on top, staged from v1's tree, is the fresh apply of v2`, async () => {
+    const rand = prng(SEED ^ 0x5eed);
+    let onto = 0;
+    for (let c = 0; c < PREFIX_CASES; c++) {
+      const lower = Array.from({ length: 1 + Math.floor(rand() * 2) }, () => genLayer(rand));
+      const upper = Array.from({ length: 1 + Math.floor(rand() * 2) }, () => genLayer(rand));
+      const what = `prefix case ${c} of seed ${SEED}: ${JSON.stringify([...lower, ...upper].map((l) => l.map((e) => `${e.type} ${Buffer.from(e.path).toString('latin1')}`)))}`;
+      const t = await tempSysroot({ tree: { 'etc/hostname': 'node\n' } });
+      try {
+        const v1 = path.join(t.scratch, 'v1');
+        const v2 = path.join(t.scratch, 'v2');
+        writeLayout(v1, lower.map((l) => ({ tar: makeTar(l) })));
+        const layers2 = writeLayout(v2, [...lower, ...upper].map((l) => ({ tar: makeTar(l) })));
+        const reference = await fresh(t.scratch, v2);
+        const first = await fresh(path.join(t.scratch, 'v1-fresh-dir'), v1).catch(() => ({ error: 'x' }) as Built);
+        if (reference.error !== undefined || first.error !== undefined) continue;
+        const r1 = await t.sysroot.stage(v1, NO_CHECKS);
+        await reboot(t.sysroot);
+        expect(t.sysroot.status().booted, what).toBe(r1.id);
+        const seen: string[] = [];
+        const r2 = await t.sysroot.stage(v2, { ...NO_CHECKS, onProgress: (p) => void (p.phase === 'copy' && p.done > 0 ? seen.push('copied') : undefined) });
+        expect(t.sysroot.status().deployments.find((d) => d.id === r2.id)!.origin?.layers, what).toEqual(layers2.map((l) => l.diffId));
+        if (seen.length > 0) onto += 1;
+        expect(ofImage(describeTree(r2.path)), what).toEqual(ofImage(describeTree(reference.tree)));
+        expectSameLinks(reference.tree, r2.path);
+        // verify: the manifest written from v1's lines and the new layers' entries is the tree's.
+        expect((await t.sysroot.verify(r2.id)).drift, what).toEqual([]);
+      } finally {
+        t.cleanup();
+      }
+    }
+    // The stacks do take the path: most cases stage v2 from a copy of v1's tree.
+    expect(onto).toBeGreaterThan(PREFIX_CASES / 2);
   }, 300_000);
 });
