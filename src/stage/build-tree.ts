@@ -6,8 +6,8 @@ import { writeJson } from '../fs/trees/durable.js';
 import { ManifestWriter } from '../fs/manifests/manifest.js';
 import type { ManifestEntry } from '../fs/manifests/manifest-line.js';
 import { displayPath } from '../fs/core/names.js';
+import { readNames } from '../fs/core/walk.js';
 import { RootFs, type TouchEvent } from '../fs/trees/root-fs.js';
-import { listDir } from '../fs/core/host-paths.js';
 import { runTreeTask, treeWorkersAvailable } from '../fs/jobs/tree-jobs.js';
 import { treeTasks } from '../fs/trees/tasks.js';
 import { manifestTasks } from '../fs/manifests/tasks.js';
@@ -123,7 +123,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   // The change set replaces the whole tree (it starts by clearing it: an image from the
   // layer store): nothing is copied, and the manifest step is told that every top-level
   // entry of the base went, as the clear of a copy would have said.
-  const replaced = trusted !== null && trusted.replaced === true ? listDir(trusted.tree).map((name): TouchEvent => ({ kind: 'remove', path: name })) : null;
+  const replaced = trusted !== null && trusted.replaced === true ? readNames(trusted.tree).map((name): TouchEvent => ({ kind: 'remove', path: name })) : null;
   if (replaced !== null) {
     await runTreeTask(treeTasks.makeTree, { kind: storage, path: tree }, { faults: ctx.faults });
     o.onStep?.('copy');

@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
@@ -66,6 +67,23 @@ describe('stage of an OCI image through the layer store', () => {
     expect(fs.readFileSync(path.join(r2.path, 'etc/os-release'), 'utf8')).toBe('ID=store\nVERSION_ID=2\n');
     // The unchanged file of the lower layer is the store's inode still: stored once, for every image.
     expect(inodes.has(fs.statSync(path.join(r2.path, 'usr/lib/a.so')).ino)).toBe(true);
+  });
+
+  it('a base whose top-level name is not UTF-8: the image stage says that name went, byte for byte (escaped), not a lossy decoding', async () => {
+    const src = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-image-latin1-'));
+    try {
+      fs.writeFileSync(path.join(src, 'etc-hostname'), 'node\n');
+      fs.writeFileSync(Buffer.concat([Buffer.from(`${src}/`), Buffer.from('caf\xe9', 'latin1')]), 'x\n');
+      t = await tempSysroot({ fromDirectory: src });
+    } finally {
+      fs.rmSync(src, { recursive: true, force: true });
+    }
+    const v1 = path.join(t.scratch, 'v1');
+    writeLayout(v1, [{ tar: makeTar(base), gzip: true }]);
+    const r = await t.sysroot.stage(v1);
+    expect(r.delta).toContain('caf\udce9');
+    expect(r.delta.filter((p) => p.includes('\ufffd'))).toEqual([]);
+    expect(fs.readdirSync(r.path, { encoding: 'buffer' }).some((n) => n.equals(Buffer.from('caf\xe9', 'latin1')))).toBe(false);
   });
 
   it('a layer that fails its checks imports nothing: the stage is rejected and the store keeps no part of it', async () => {
