@@ -11,6 +11,7 @@ import { overlayFile } from '../fs/manifests/manifest-overlay.js';
 import { labelTouched } from '../fs/trees/selinux.js';
 import { RootFs, type TouchEvent } from '../fs/trees/root-fs.js';
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
+import { entriesAtMost } from '../fs/core/walk.js';
 import { rowTasks } from './row-tasks.js';
 import type { Layout } from '../state/layout.js';
 import { planMerge, rowsAlwaysPlanned, typeConflictPaths, type MergeAction, type TypeConflict, type UpdatePaths } from './plan.js';
@@ -79,8 +80,10 @@ const defaultWhere = (layout: Layout, staged: string): { manifest: string; delta
 
 /**
  * Plans the merge of the booted deployment's local changes into the staged one: reads
- * the two manifests and walks the live merged directories; writes nothing. The walk runs
- * on a worker thread (a tree task) and hands back only the rows the planner acts on;
+ * the two manifests and walks the live merged directories; writes nothing. The walk of
+ * a large directory runs on a worker thread (a tree task) and hands back only the rows
+ * the planner acts on; a small one (INLINE_ROWS_MAX_ENTRIES) on the caller's thread
+ * unless `{ thread: 'worker' }` asks for the worker whatever the size;
  * recovery, which runs synchronously when a sysroot is opened, walks on its own thread
  * (`{ thread: 'caller' }`): the same rows, the same plan.
  */
@@ -93,10 +96,22 @@ export function planEtcMerge(layout: Layout, booted: string, staged: string, mer
   if (o.thread === 'caller') return plan(walks.map((w) => changedRows(w)));
   return (async () => {
     const rows: Row[][] = [];
-    for (const w of walks) rows.push(await runTreeTask(rowTasks.changedRows, w));
+    for (const w of walks) rows.push(o.thread === undefined && entriesAtMost(`${w.liveTree}/${w.dir}`, INLINE_ROWS_MAX_ENTRIES) ? changedRows(w) : await runTreeTask(rowTasks.changedRows, w));
     return plan(rows);
   })();
 }
+
+/**
+ * Up to how many live entries a merged directory's rows are read on the caller's thread
+ * rather than on a worker. Starting the worker (a thread, its isolate, the bundle's
+ * evaluation) costs ~200 ms of CPU on the benchmark host and 10-25x that under TCG
+ * (BENCHMARKS.md, "Live apply against the reboot it replaces"), more than walking and
+ * comparing a small etc/: the rows of a few thousand entries take less (an lstat each,
+ * a hash only where the inode changed since the manifest recorded it). Above it the
+ * walk goes to the worker as before, so that a library user's event loop is not held
+ * for a large tree's walk. Counting stops past the limit (entriesAtMost).
+ */
+export const INLINE_ROWS_MAX_ENTRIES = 4000;
 
 /**
  * The type conflicts of the merge, as planEtcMerge would find them, from the rows of the

@@ -1,7 +1,8 @@
 /**
  * planEtcMerge is one planner for finalize (rows walked on a worker thread) and for
- * recovery (walked on the caller's thread, as recovery runs synchronously): the same
- * sources give the same plan either way.
+ * recovery (walked on the caller's thread, as recovery runs synchronously), and a small
+ * etc/ is walked on the caller's thread by finalize too: the same sources give the same
+ * plan every way.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -25,9 +26,11 @@ it('plans the same merge on the caller thread as on a worker thread', async () =
   fs.writeFileSync(path.join(booted, 'etc/local.conf'), 'mine\n'); // an addition, carried
   fs.unlinkSync(path.join(booted, 'etc/gone.conf')); // a removal, carried
   const layout = new Layout(t.dir);
-  const onWorker = await planEtcMerge(layout, t.sysroot.status().booted!, r.id, ['etc']);
+  const onWorker = await planEtcMerge(layout, t.sysroot.status().booted!, r.id, ['etc'], { thread: 'worker' });
+  const bySize = await planEtcMerge(layout, t.sysroot.status().booted!, r.id, ['etc']); // a small etc/: on the caller's thread
   const onCaller = planEtcMerge(layout, t.sysroot.status().booted!, r.id, ['etc'], { thread: 'caller' });
   expect(onWorker.actions.length).toBeGreaterThanOrEqual(2);
   expect(onWorker.conflicts.map((c) => c.path)).toEqual(['etc/app.conf']);
   expect(onCaller).toEqual(onWorker);
+  expect(bySize).toEqual(onWorker);
 });
