@@ -45,9 +45,10 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 // commit/finish.js and recover-live.js are finalize's and apply-live's resume steps, which
 // every writer's recovery runs (the boot hook and mark-good are writers): the tail of a
 // finalize, or a live apply, a crash cut short; carry-live.js is what the boot hook does
-// after a live apply (the /etc edits made since). The rest of commit/ (finalize and
-// apply-live themselves) is not loaded.
-const HEAVY = [/(^|\/)node_modules\/(execa|tar|yaml)\//, /^dist\/(sources|stage|validate|install)\//, /^dist\/commit\/(?!(finish|recover-live|carry-live)\.js$)/];
+// after a live apply (the /etc edits made since); rollback-tree.js is the resume step that
+// gives a tree booted after a live apply its own files back (restoreRollbackTrees). The rest
+// of commit/ (finalize and apply-live themselves) is not loaded.
+const HEAVY = [/(^|\/)node_modules\/(execa|tar|yaml)\//, /^dist\/(sources|stage|validate|install)\//, /^dist\/commit\/(?!(finish|recover-live|carry-live|rollback-tree)\.js$)/];
 
 describe('the boot path loads only what it runs', () => {
   for (const args of [['status'], ['boot'], ['mark-good'], ['--version']]) {
