@@ -1,3 +1,5 @@
+import { changedSharedPaths } from '../persistent-dirs/changed-shared.js';
+import { readSharedOps } from '../persistent-dirs/apply.js';
 import { HOST_SYSTEMCTL, actionText, currentBootId, systemctl, systemctlArgs, undoSteps, type ServiceManager } from '../activation/live/actions.js';
 import { markProgress, type LiveJournal } from '../activation/live/journal.js';
 import { prepareJournal, type LiveChange } from '../activation/live/prepare.js';
@@ -123,6 +125,7 @@ function decideAgain(ctx: Context, s: BaseState, id: string, file: string): Acti
     base,
     next: staged,
     changed: () => changedByManifests(layout.manifest(base.id), layout.manifest(id), [...u.changed.keys(), ...u.removed]),
+    sharedChanged: () => changedSharedPaths(layout, readSharedOps(layout, id), sharedDirs(s), layout.sharedContent(id)),
     baseTree: new ReadOnlyTree(layout.tree(base.id)),
     newTree: new ReadOnlyTree(layout.tree(id)),
     policy: loadDisruptionPolicy(new ReadOnlyTree(layout.tree(base.id)), file),

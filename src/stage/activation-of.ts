@@ -87,6 +87,8 @@ export interface ActivationInput {
   next: Pick<DeploymentRecord, 'origin' | 'kernelArguments'>;
   /** The paths whose entry the update changed (asked only when nothing forces a reboot already). */
   changed: () => readonly string[];
+  /** The paths under shared directories (the machine's /var) the update changes: written at finalize, or at a live apply's commit. */
+  sharedChanged?: () => readonly string[];
   baseTree: ReadOnlyTree;
   newTree: ReadOnlyTree;
   policy: DisruptionPolicy;
@@ -98,7 +100,14 @@ export function activationOf(i: ActivationInput): Activation {
   // An update with no image of its own (a config, a spec) keeps the image; its paths decide.
   if (i.next.origin !== undefined && i.base.origin?.digest !== i.next.origin.digest) forced.push({ field: 'osImageURL', why: `the OS image changed (${i.base.origin?.digest ?? 'none'} -> ${i.next.origin?.digest ?? 'none'})` });
   if (JSON.stringify(i.base.kernelArguments ?? []) !== JSON.stringify(i.next.kernelArguments ?? [])) forced.push({ field: 'kernelArguments', why: 'the kernel arguments changed' });
-  const changed = forced.length > 0 ? [] : i.changed();
+  const shared = forced.length > 0 ? [] : (i.sharedChanged?.() ?? []);
+  if (shared.length > 0) {
+    // Outside the live apply's journal, written at its commit after the actions ran: live only where the policies ask for no action.
+    const alone = decideActivation({ ...summarize(shared, forced), forced: [...forced] }, i.policy);
+    if (alone.mode !== 'live') forced.push(...alone.reasons);
+    else if (alone.actions.some((a) => a.type !== 'None')) forced.push({ path: `/${shared[0]}`, why: `it is under a shared directory, written when the deployment becomes current, after the live actions (${alone.actions.map((a) => a.type).join(', ')}) would run` });
+  }
+  const changed = forced.length > 0 ? [] : [...i.changed(), ...shared];
   const summary: ChangeSummary = { ...summarize(changed, forced), forced };
   const rc = REGISTRIES_CONF.slice(1);
   if (summary.files.includes(REGISTRIES_CONF)) summary.registriesConf = { before: textIn(i.baseTree, rc), after: textIn(i.newTree, rc) };

@@ -1,3 +1,4 @@
+import { changedSharedPaths } from '../persistent-dirs/changed-shared.js';
 import type { Context } from '../context.js';
 import { StagedrootError, type Issue } from '../errors.js';
 import type { PathChange } from '../fs/manifests/diff-manifests.js';
@@ -104,7 +105,7 @@ export async function dryRun(ctx: Context, state: BaseState, source: Source, o: 
     const policy = loadDisruptionPolicy(new ReadOnlyTree(tree), o.disruptionPolicy);
     const next = { origin: checked.checked.info.origin, kernelArguments: applyKernelArguments(base.kernelArguments ?? [], cs.kernelArguments) };
     const changed = result.changes.map((c) => c.path);
-    result.activation = activationOf({ base, next, changed: () => changed, baseTree: new ReadOnlyTree(tree), newTree: new ReadOnlyTree(tree, io), policy });
+    result.activation = activationOf({ base, next, changed: () => changed, sharedChanged: () => changedSharedPaths(layout, divert.ops, shared, null), baseTree: new ReadOnlyTree(tree), newTree: new ReadOnlyTree(tree, io), policy });
 
     // The built-in checks that read the new tree, reading it through the layer.
     const staged = new ReadOnlyTree(tree, io);

@@ -1,3 +1,5 @@
+import { readSharedOps } from '../persistent-dirs/apply.js';
+import { changedSharedPaths } from '../persistent-dirs/changed-shared.js';
 import type { Context } from '../context.js';
 import { StagedrootError, formatIssues, type Issue } from '../errors.js';
 import type { CopyPolicy } from '../fs/trees/copy-tree.js';
@@ -429,7 +431,7 @@ async function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: 
   rec.locked = run.opts.lock ?? false;
   if (run.checked?.info.origin) rec.origin = { ...run.checked.info.origin, ...(run.layers.diffIds !== null ? { layers: run.layers.diffIds } : {}) };
   if (run.checked?.signature) rec.signature = run.checked.signature;
-  rec.activation = activationOf({ base: run.base, next: rec, changed: () => changedByManifests(layout.manifest(run.base.id), layout.manifest(id), changedPaths(built)), baseTree: new ReadOnlyTree(layout.tree(run.base.id)), newTree: new ReadOnlyTree(layout.tree(id)), policy: run.disruptionPolicy });
+  rec.activation = activationOf({ base: run.base, next: rec, changed: () => changedByManifests(layout.manifest(run.base.id), layout.manifest(id), changedPaths(built)), sharedChanged: () => changedSharedPaths(layout, readSharedOps(layout, id), sharedDirs(state), layout.sharedContent(id)), baseTree: new ReadOnlyTree(layout.tree(run.base.id)), newTree: new ReadOnlyTree(layout.tree(id)), policy: run.disruptionPolicy });
   applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
   return { id, label, path: layout.tree(id), delta: changedPaths(built), warnings: [...built.warnings, ...warnings], entries: rec.entries, bytes: rec.bytes, hooks: run.hooks, activation: rec.activation };
 }
