@@ -35,7 +35,8 @@ export function osImageSource(store: string, url: string, o: Pick<ImageOptions, 
     (chosen ??= whole.inspect!().then(
       () => whole,
       async (err: unknown) => {
-        if (!(err instanceof StagedrootError) || !err.message.includes('has no manifest named')) throw err;
+        // The layout names no manifest by the whole URL (resolve.ts says so by option 'ref'): try its tag.
+        if (!(err instanceof StagedrootError) || err.code !== 'SOURCE_UNSUPPORTED' || err.option !== 'ref' || err.value !== url) throw err;
         const byTag = imageSource(store, { ...o, ref: ref.tag });
         await byTag.inspect!();
         return byTag;

@@ -82,7 +82,8 @@ export async function resolveOci(store: BlobStore, o: ImageOptions): Promise<Res
     const named = cands.filter((d) => refOf(d) === o.ref);
     if (named.length === 0) {
       const names = cands.map(refOf).filter((r) => r !== undefined);
-      return reject('SOURCE_UNSUPPORTED', `${where} has no manifest named ${JSON.stringify(o.ref)} (${names.length ? `names: ${names.join(', ')}` : 'its index names none'})`, 'index.json');
+      // option and value say which: a caller trying another name (os-image.ts) reads them, not the message.
+      throw new StagedrootError('SOURCE_UNSUPPORTED', `${where} has no manifest named ${JSON.stringify(o.ref)} (${names.length ? `names: ${names.join(', ')}` : 'its index names none'})`, { path: 'index.json', option: 'ref', value: o.ref });
     }
     cands = named;
   }
