@@ -1,9 +1,9 @@
-import * as fs from 'node:fs';
 import { z } from 'zod';
 import { parseJsonState } from '../../util/json-state.js';
 import { readEntry, typeName } from './manifest.js';
 import { manifestEntrySchema, type ManifestEntry } from './manifest-line.js';
 import { hostPath } from '../core/names.js';
+import { lstatInTree } from '../core/tree-lstat.js';
 import { compareEntry, type Drift } from './verify-tree.js';
 
 /**
@@ -21,25 +21,19 @@ export function parseDelta(text: string, file: string): Delta {
 /** Checks the delta's entries against the tree: changed entries as recorded, removed paths absent. */
 export function verifyDelta(tree: string, delta: Delta): Drift[] {
   const drift: Drift[] = [];
+  // Entries are looked up inside the tree: a symlink above a path is not followed out of it.
+  const dirs = new Set<string>();
   for (const want of delta.changed) {
-    const host = hostPath(tree, want.p);
-    let st: fs.Stats;
-    try {
-      st = fs.lstatSync(host);
-    } catch {
+    const st = lstatInTree(tree, want.p, dirs);
+    if (st === null) {
       drift.push({ path: want.p, kind: 'missing', expected: typeName(want.t) });
       continue;
     }
-    const have: ManifestEntry = readEntry(want.p, host, st);
+    const have: ManifestEntry = readEntry(want.p, hostPath(tree, want.p), st);
     drift.push(...compareEntry(want, have));
   }
   for (const p of delta.removed) {
-    try {
-      fs.lstatSync(hostPath(tree, p));
-      drift.push({ path: p, kind: 'extra', actual: 'present although the update removed it' });
-    } catch {
-      // absent, as it should be
-    }
+    if (lstatInTree(tree, p, dirs) !== null) drift.push({ path: p, kind: 'extra', actual: 'present although the update removed it' });
   }
   return drift;
 }

@@ -6,7 +6,7 @@ import { ManifestCursor } from './manifest-cursor.js';
 import { RemovedLines, changesOf, deltaOf, type PatchResult, type TouchEvent, type TreeChanges } from './patch-manifest.js';
 import { readOverlay, type ManifestOverlay } from './manifest-overlay.js';
 import { OverlaySink, OverlayTooBig, WholeSink, composeLinked, linkWithOverlay, overlayBound, type ManifestSink } from './linked-manifest.js';
-import { hostPath } from '../core/names.js';
+import { lstatInTree } from '../core/tree-lstat.js';
 import type { TaskHooks } from '../jobs/tree-tasks.js';
 import { walk } from '../core/walk.js';
 import { readXattrs, xattrDigest, xattrsSupported } from '../core/xattr.js';
@@ -133,15 +133,11 @@ function manifestPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'ch
    * that file is unchanged since (see unchangedSince): what the copy read is what `old`
    * hashed. The copy keeps size and mtime; the staging tree is private to this stage.
    */
+  const baseDirs = new Set<string>();
   const copiedUnchanged = (old: ManifestEntry, st: fs.Stats, rel: string): boolean => {
     if (a.baseTree === undefined || old.s !== st.size || old.mt !== Math.trunc(st.mtimeMs)) return false;
-    let base: fs.Stats;
-    try {
-      base = fs.lstatSync(hostPath(a.baseTree, rel));
-    } catch {
-      return false;
-    }
-    return unchangedSince(old, base);
+    const base = lstatInTree(a.baseTree, rel, baseDirs);
+    return base !== null && unchangedSince(old, base);
   };
   const withXattrs = xattrsSupported(a.tree);
   const digest = (host: string | Buffer): string | undefined => (withXattrs ? xattrDigest(readXattrs(host)) : undefined);

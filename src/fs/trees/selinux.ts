@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { StagedrootError } from '../../errors.js';
 import { bytesOfName, hostPath } from '../core/names.js';
+import { lstatInTree } from '../core/tree-lstat.js';
 import type { RootFs } from './root-fs.js';
 import type { TouchEvent } from '../manifests/patch-manifest.js';
 import { readXattrs, writeXattrs, type XattrPolicy } from '../core/xattr.js';
@@ -97,14 +98,12 @@ export interface LabelOptions {
 export function labelWritten(tree: string, policy: TreePolicy, rels: Iterable<string>, o: LabelOptions = {}): number {
   const byType = new Map<string, string[]>();
   const stats = new Map<string, fs.Stats>();
+  const dirs = new Set<string>();
   for (const rel of rels) {
     if (rel === '' || o.keep?.has(rel) || stats.has(rel)) continue;
-    let st: fs.Stats;
-    try {
-      st = fs.lstatSync(hostPath(tree, rel));
-    } catch {
-      continue;
-    }
+    // Inside the tree: a path under a symlink a later layer made is gone, not the link's target.
+    const st = lstatInTree(tree, rel, dirs);
+    if (st === null) continue;
     if (st.isFile() && st.nlink > 1) continue;
     const type = lookupType(st);
     if (type === null) continue;
