@@ -256,15 +256,16 @@ export class Sysroot {
       const h = OPERATIONS.boot.hooks;
       const { outcome, state: booted } = applyPlan(this.ctx, s, 'boot', bootInput(this.ctx, { runDir: o.runDir, rootDir: o.rootDir }));
       // A crash after a live apply skipped the shutdown's carry of the /etc edits made since: done now, before the services start.
-      const state = await carryLiveEdits(this.ctx, booted, 'boot');
+      const actions: string[] = [];
+      const state = await carryLiveEdits(this.ctx, booted, 'boot', actions);
       // Then the tree the apply wrote into, if it no longer runs, gets its own files back (a rollback boots its config).
-      restoreRollbackTrees(this.ctx, state, []);
+      restoreRollbackTrees(this.ctx, state, actions);
       const { event, finalizeFailure } = outcome;
       const id = event.kind === 'booted' ? event.id : event.to;
       const d = mustFind(state, id);
       if (event.kind === 'fell-back' && h.onRollback === 'when-fell-back') await this.hooks('on-rollback', { id, label: d.label, tree: this.ctx.layout.tree(id), reason: event.reason }, o);
       await this.hooks(h.post, { id, label: d.label, tree: this.ctx.layout.tree(id) }, o);
-      return { event, finalizeFailure };
+      return { event, finalizeFailure, actions };
     });
   }
 

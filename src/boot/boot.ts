@@ -13,6 +13,8 @@ export interface BootResult {
   event: BootEvent;
   /** A finalize failure from the last shutdown, reported once (the boot hook exits non-zero). */
   finalizeFailure: Failure | null;
+  /** What the boot did besides recording it: the /etc edits of a live apply carried, a rollback tree's files restored. */
+  actions: string[];
 }
 
 /**

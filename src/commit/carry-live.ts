@@ -12,9 +12,10 @@ import { applyTransition } from '../store/apply-transition.js';
  * deployment's manifest as the base and no update path: every local change wins), at the
  * next finalize when nothing else is staged, or at the next boot when a crash skipped the
  * shutdown. A boot of anything else (a fallback, an older entry picked) leaves the edits
- * where they are and clears the record. Returns the state after.
+ * where they are and clears the record. What it did goes to `actions` (the boot reports
+ * it), else to the caller's warnings. Returns the state after.
  */
-export async function carryLiveEdits(ctx: Context, s: BaseState, when: 'finalize' | 'boot'): Promise<BaseState> {
+export async function carryLiveEdits(ctx: Context, s: BaseState, when: 'finalize' | 'boot', actions?: string[]): Promise<BaseState> {
   const a = s.activeLive;
   if (!a) return s;
   // At boot, the old tree booted again (picked in the menu) still runs the live config: the next finalize carries.
@@ -26,6 +27,10 @@ export async function carryLiveEdits(ctx: Context, s: BaseState, when: 'finalize
   const sha = plan.actions.length === 0 ? d.manifestSha256 : applyEtcMerge(ctx, plan, dirs, d.manifestSha256);
   const next = applyTransition(ctx, s, liveCarriedTransition(s, sha), 'live-carry');
   ctx.dfs.unlink(ctx.layout.mergeMarker(a.deployment));
-  if (plan.carried > 0) ctx.warn(`carried ${plan.carried} local change${plan.carried === 1 ? '' : 's'} made after the live apply into deployment ${a.deployment}`);
+  if (plan.carried > 0) {
+    const did = `carried ${plan.carried} local change${plan.carried === 1 ? '' : 's'} made after the live apply into deployment ${a.deployment}`;
+    if (actions) actions.push(did);
+    else ctx.warn(did);
+  }
   return next;
 }

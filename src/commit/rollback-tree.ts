@@ -24,13 +24,13 @@ export function keepForRollback(ctx: Context, dir: string, running: string): voi
   const root = ctx.layout.liveUndo(running);
   ctx.dfs.mkdir(ctx.layout.liveUndoRoot, 0o700);
   ctx.dfs.mkdir(root, 0o700);
-  const next = Math.max(0, ...applies(root).map((n) => n + 1));
+  const next = Math.max(0, ...applies(listDir(root)).map((n) => n + 1));
   ctx.dfs.rename(dir, path.join(root, String(next)));
 }
 
-/** The kept applies of one tree, oldest first. */
-function applies(root: string): number[] {
-  return listDir(root)
+/** The kept applies of one tree (from its directory's names), oldest first. */
+function applies(names: string[]): number[] {
+  return names
     .filter((n) => /^\d+$/.test(n))
     .map(Number)
     .sort((a, b) => a - b);
@@ -49,7 +49,8 @@ export function restoreRollbackTrees(ctx: Context, s: BaseState, actions: string
   for (const id of listDir(layout.liveUndoRoot)) {
     const root = layout.liveUndo(id);
     if (s.activeLive?.runningIn === id) continue;
-    const kept = applies(root);
+    const names = listDir(root);
+    const kept = applies(names);
     if (s.deployments.every((d) => d.id !== id)) {
       dfs.removeTree(root);
       actions.push(`removed the live-apply before-images of removed deployment ${id}`);
@@ -64,7 +65,7 @@ export function restoreRollbackTrees(ctx: Context, s: BaseState, actions: string
       continue;
     }
     let paths = 0;
-    for (const name of listDir(root).filter((n) => n.endsWith(DONE))) dfs.removeTree(path.join(root, name));
+    for (const name of names.filter((n) => n.endsWith(DONE))) dfs.removeTree(path.join(root, name));
     for (const n of [...kept].reverse()) {
       const dir = path.join(root, String(n));
       const j = readJournal(dir);

@@ -33,7 +33,8 @@ describe('the rollback tree after a live apply', () => {
     expect(read(b.oldTree, 'etc/containers/policy.json'), 'the running tree has the new file').toBe(POLICY);
     expect(fs.readdirSync(path.join(t.dir, 'live-undo'))).toEqual([b.old]);
 
-    await t.sysroot.boot({ runDir: '/nonexistent' });
+    const bootResult = await t.sysroot.boot({ runDir: '/nonexistent' });
+    expect(bootResult.actions, 'the boot says what it restored').toEqual([`restored 1 live-applied path of deployment ${b.old} as they were before the apply (it no longer runs)`]);
     expect(t.sysroot.status()).toMatchObject({ booted: r.id, rollback: b.old });
     expect(read(b.oldTree, 'etc/containers/policy.json'), 'the rollback tree as it was before the apply').toBe('{}\n');
     expect(fs.statSync(path.join(b.oldTree, 'etc/containers/policy.json')).mode & 0o7777).toBe(0o644);

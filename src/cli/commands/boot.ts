@@ -15,6 +15,7 @@ export function bootCommand(program: Command, env: CliEnv): void {
         } else {
           env.io.out(`automatic rollback: ${r.event.reason}; booted ${r.event.to} instead\n`);
         }
+        if (!o.json) for (const a of r.actions) env.io.out(`${a}\n`);
         if (r.finalizeFailure) {
           env.io.err(`stagedroot: the last finalize FAILED for deployment ${r.finalizeFailure.id} (${r.finalizeFailure.label}): ${r.finalizeFailure.reason}\n`);
           return 1;
