@@ -35,13 +35,18 @@ export interface LockOptions {
   waitSeconds?: number;
   operation?: string;
   faults?: FaultHook;
+  /** The lock directory's name in `sysroot` (default `lock`; its break mutex is `NAME.break`): another lock made the same way (a blob directory's). */
+  name?: string;
+  /** What a BUSY error says is busy (default `The sysroot DIR`). */
+  what?: string;
 }
 
 const BREAK_MUTEX_STALE_MS = 10_000;
 
 export async function acquireLock(sysroot: string, opts: LockOptions = {}): Promise<LockHandle> {
   const faults = opts.faults ?? noFaults;
-  const lockDir = path.join(sysroot, 'lock');
+  const name = opts.name ?? 'lock';
+  const lockDir = path.join(sysroot, name);
   const wait = opts.waitSeconds ?? 0;
   const deadline = Date.now() + wait * 1000;
   const owner = newOwner(opts.operation ?? 'write');
@@ -52,7 +57,7 @@ export async function acquireLock(sysroot: string, opts: LockOptions = {}): Prom
     const holder = readOwner(lockDir);
     if (holder === 'gone') continue;
     // A live holder blocks; a stale lock is broken, unless another live process is breaking it.
-    const blocker = holder !== null && isAlive(holder) ? holder : breakStale(sysroot, lockDir, holder, faults);
+    const blocker = holder !== null && isAlive(holder) ? holder : breakStale(sysroot, lockDir, `${name}.break`, holder, faults);
     if (blocker === null) continue;
     if (Date.now() >= deadline) {
       const who = blocker === 'unknown'
@@ -60,7 +65,7 @@ export async function acquireLock(sysroot: string, opts: LockOptions = {}): Prom
         : `process ${blocker.pid} holds the lock for "${blocker.operation}" since ${blocker.since}`;
       throw new StagedrootError(
         'BUSY',
-        `The sysroot ${sysroot} is busy: ${who}` + (opts.waitSeconds ? ` (waited ${opts.waitSeconds}s)` : ' (use --wait SECONDS to wait for it)'),
+        `${opts.what ?? `The sysroot ${sysroot}`} is busy: ${who}` + (opts.waitSeconds ? ` (waited ${opts.waitSeconds}s)` : ' (use --wait SECONDS to wait for it)'),
         { path: lockDir, value: blocker },
       );
     }
@@ -132,8 +137,8 @@ function isAlive(o: Owner): boolean {
  * once, or who blocks it: the live process breaking the lock now ('unknown' when the
  * mutex's owner cannot be read yet).
  */
-function breakStale(sysroot: string, lockDir: string, seen: Owner | null, faults: FaultHook): Owner | 'unknown' | null {
-  const mutex = path.join(sysroot, 'lock.break');
+function breakStale(sysroot: string, lockDir: string, mutexName: string, seen: Owner | null, faults: FaultHook): Owner | 'unknown' | null {
+  const mutex = path.join(sysroot, mutexName);
   const me = newOwner('break a stale lock');
   if (!tryTake(sysroot, mutex, me, faults)) {
     const breaker = readOwner(mutex);

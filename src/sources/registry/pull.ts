@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import { StagedrootError } from '../../errors.js';
 import { freeSpace } from '../../fs/core/host-paths.js';
+import { withFileLock } from '../../fs/lock/file-lock.js';
 import { DurableFs } from '../../fs/trees/durable.js';
 import { fileSize, PartialFile, readSmallFile } from '../../fs/trees/fetch-file.js';
 import { blobPath, digestOf } from '../oci/digest.js';
@@ -32,6 +33,17 @@ export interface PullOptions extends RegistryClientOptions {
   registriesD?: string;
   /** Told when a mirror could not serve the image and the next endpoint is tried. */
   onMirrorFailed?: (e: { mirror: string; error: StagedrootError }) => void;
+  /** Seconds to wait for another pull writing the same blob of the directory, or its index.json (default 3600). */
+  lockWaitSeconds?: number;
+}
+
+/**
+ * A blob of the directory written under its lock (fs/lock/file-lock.ts), so that two
+ * pulls into one directory at once (two stages sharing a --blob-dir) never write the
+ * same `DEST.partial` together: the second waits, then finds the blob whole.
+ */
+function underLock<T>(dest: string, what: string, o: PullOptions, fn: () => Promise<T>): Promise<T> {
+  return withFileLock(dest, `${what} (${dest}), being written by another pull,`, o.lockWaitSeconds ?? 3600, fn);
 }
 
 export interface PulledImage {
@@ -116,18 +128,21 @@ async function resolveAt(ref: ImageReference, ep: Endpoint, dir: string, o: Pull
   for (const m of [...(r.index ? [r.index] : []), r.manifest]) {
     const dest = path.join(dir, blobPath(m.digest));
     if ((await fileSize(dest)) === m.bytes.length) continue;
-    const part = await PartialFile.open(dest);
-    try {
-      await part.truncate();
-      await part.append(m.bytes);
-      await part.commit(dest);
-    } finally {
-      await part.close();
-    }
+    await underLock(dest, `The blob ${m.digest}`, o, async () => {
+      if ((await fileSize(dest)) === m.bytes.length) return;
+      const part = await PartialFile.open(dest);
+      try {
+        await part.truncate();
+        await part.append(m.bytes);
+        await part.commit(dest);
+      } finally {
+        await part.close();
+      }
+    });
   }
   if (r.config.size > MAX_JSON_BYTES) throw new StagedrootError('UNSAFE_ENTRY', `${client.image}: the config ${r.config.digest} is ${r.config.size} bytes (limit ${MAX_JSON_BYTES} for an image document)`, { path: r.config.digest });
   const configPath = path.join(dir, blobPath(r.config.digest));
-  const f = await client.fetchBlob(r.config, configPath, 'the config');
+  const f = await underLock(configPath, `The blob ${r.config.digest}`, o, () => client.fetchBlob(r.config, configPath, 'the config'));
   o.onBlob?.({ digest: r.config.digest, what: 'the config', size: r.config.size, ...f });
   const config = await readSmallFile(configPath, MAX_JSON_BYTES);
   if (config === null || digestOf(config, r.config.digest.slice(0, r.config.digest.indexOf(':'))) !== r.config.digest) {
@@ -163,23 +178,15 @@ export async function fetchLayers(rp: ResolvedPull, o: PullOptions = {}): Promis
   const worker = async (): Promise<void> => {
     for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
       const { l, what } = next;
-      const f = await client.fetchBlob(l, path.join(dir, blobPath(l.digest)), what, o.onProgress && ((p) => o.onProgress!({ digest: l.digest, what, ...p })));
+      const dest = path.join(dir, blobPath(l.digest));
+      const f = await underLock(dest, `The blob ${l.digest}`, o, () => client.fetchBlob(l, dest, what, o.onProgress && ((p) => o.onProgress!({ digest: l.digest, what, ...p }))));
       fetched += f.fetched;
       cached += f.cached;
       o.onBlob?.({ digest: next.l.digest, what: next.what, size: next.l.size, ...f });
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(o.parallel ?? 3, queue.length)) }, worker));
-  const dfs = new DurableFs();
-  dfs.writeFileAtomic(path.join(dir, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }) + '\n');
-  dfs.writeFileAtomic(
-    path.join(dir, 'index.json'),
-    JSON.stringify({
-      schemaVersion: 2,
-      mediaType: 'application/vnd.oci.image.index.v1+json',
-      manifests: [{ mediaType: r.manifest.mediaType, digest: r.manifest.digest, size: r.manifest.bytes.length, annotations: { [REF_ANNOTATION]: ref.tag ?? formatReference(ref) } }],
-    }) + '\n',
-  );
+  await addToIndex(dir, { mediaType: r.manifest.mediaType, digest: r.manifest.digest, size: r.manifest.bytes.length, annotations: { [REF_ANNOTATION]: ref.tag ?? formatReference(ref) } }, o);
   const resolvedDigest = (r.index ?? r.manifest).digest;
   return {
     dir,
@@ -194,6 +201,41 @@ export async function fetchLayers(rp: ResolvedPull, o: PullOptions = {}): Promis
     fetched,
     cached,
   };
+}
+
+interface IndexEntry {
+  mediaType: string;
+  digest: string;
+  size: number;
+  annotations: Record<string, string>;
+}
+
+/**
+ * Adds the manifest to the directory's `index.json` (and writes `oci-layout`), keeping
+ * every other image it names: the directory is shared by every pull into it, and a
+ * stage reads its image from it by digest after the pull. The read, merge and write
+ * (a temp file renamed over it) run under the index's lock, so that two pulls ending
+ * at once both find their image named (none overwrites the other's entry). The newest
+ * comes first: a tag pulled again names its new manifest first (resolveOci by ref).
+ */
+async function addToIndex(dir: string, entry: IndexEntry, o: PullOptions): Promise<void> {
+  const file = path.join(dir, 'index.json');
+  await underLock(file, `The index ${file}`, o, async () => {
+    const dfs = new DurableFs();
+    if ((await fileSize(path.join(dir, 'oci-layout'))) === null) dfs.writeFileAtomic(path.join(dir, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }) + '\n');
+    const kept: unknown[] = [];
+    const old = await readSmallFile(file, MAX_JSON_BYTES).catch(() => null);
+    if (old !== null) {
+      try {
+        const doc = JSON.parse(old.toString('utf8')) as { manifests?: unknown };
+        // What is not a descriptor of another manifest is dropped (the index is the pulls' own; its blobs stay).
+        if (Array.isArray(doc.manifests)) for (const m of doc.manifests) if (m && typeof m === 'object' && typeof (m as { digest?: unknown }).digest === 'string' && (m as { digest: string }).digest !== entry.digest) kept.push(m);
+      } catch {
+        // An index.json that is not JSON (an older writer cut short) is replaced.
+      }
+    }
+    dfs.writeFileAtomic(file, JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.oci.image.index.v1+json', manifests: [entry, ...kept] }) + '\n');
+  });
 }
 
 /**

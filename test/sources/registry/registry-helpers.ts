@@ -112,8 +112,8 @@ export async function push(reg: TestRegistry, layout: string, repoTag: string, o
     '--quiet',
     ...(o.format ? ['--format', o.format] : []),
     ...(o.all ? ['--all'] : []),
-    '--dest-cert-dir',
-    path.join(reg.certsDir, reg.host),
+    // a plain-http registry (tls: false) has no CA: skopeo is told not to speak TLS to it
+    ...(reg.caFile ? ['--dest-cert-dir', path.join(reg.certsDir, reg.host)] : ['--dest-tls-verify=false']),
     ...(reg.user ? ['--dest-creds', `${reg.user.name}:${reg.user.password}`] : []),
     `oci:${layout}:${o.all ? '' : tag}`.replace(/:$/, ''),
     `docker://${reg.host}/${repoTag}`,
