@@ -1,4 +1,3 @@
-import { readSharedOps } from '../persistent-dirs/apply.js';
 import { changedSharedPaths } from '../persistent-dirs/changed-shared.js';
 import type { Context } from '../context.js';
 import { StagedrootError, formatIssues, type Issue } from '../errors.js';
@@ -26,6 +25,7 @@ import { ensurePackageDbPlaces } from '../install/package-db.js';
 import { divertRunVar } from '../persistent-dirs/run-content.js';
 import { RootFs } from '../fs/trees/root-fs.js';
 import { SharedDivert } from '../persistent-dirs/divert.js';
+import type { SharedOp } from '../persistent-dirs/ops.js';
 import { mergedDirs, sharedDirs } from '../persistent-dirs/config.js';
 import { settleMountPoints } from '../persistent-dirs/mount-points.js';
 import { planShared } from '../persistent-dirs/apply.js';
@@ -291,7 +291,10 @@ async function preflight(run: Run, changes: ChangeSet): Promise<void> {
  * directories are set aside for finalize (SharedDivert), the mount points left empty;
  * then conflicts finalize could not merge are refused now when they exist now.
  */
-async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
+/** The built tree, and the entries set aside for the shared directories (what deploy/ID/shared-ops.json holds). */
+type StagedBuild = BuiltTree & { sharedOps: readonly SharedOp[] };
+
+async function build(run: Run, changes: ChangeSet): Promise<StagedBuild> {
   const { ctx, base, state } = run;
   const { layout } = ctx;
   const progress = run.opts.onProgress ?? (() => {});
@@ -322,7 +325,7 @@ async function build(run: Run, changes: ChangeSet): Promise<BuiltTree> {
   const config = changes.config ?? carriedConfig(run.prior ?? null, run.checked?.info.origin !== undefined);
   if (config !== null) writeConfigRecord(ctx.dfs, run.work, config);
   await checkMergeConflicts(run, built, divert);
-  return built;
+  return { ...built, sharedOps: divert.ops };
 }
 
 /**
@@ -421,7 +424,7 @@ function startTreeSync(work: string): Promise<void> {
 }
 
 /** commit: the tree moves into deploy/ID and one atomic state write stages it. */
-async function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: Issue[]): Promise<StageResult> {
+async function commit(run: Run, changes: ChangeSet, built: StagedBuild, warnings: Issue[]): Promise<StageResult> {
   const { ctx, state, id, label } = run;
   const { layout } = ctx;
   enter(run, 'commit');
@@ -431,7 +434,7 @@ async function commit(run: Run, changes: ChangeSet, built: BuiltTree, warnings: 
   rec.locked = run.opts.lock ?? false;
   if (run.checked?.info.origin) rec.origin = { ...run.checked.info.origin, ...(run.layers.diffIds !== null ? { layers: run.layers.diffIds } : {}) };
   if (run.checked?.signature) rec.signature = run.checked.signature;
-  rec.activation = activationOf({ base: run.base, next: rec, changed: () => changedByManifests(layout.manifest(run.base.id), layout.manifest(id), changedPaths(built)), sharedChanged: () => changedSharedPaths(layout, readSharedOps(layout, id), sharedDirs(state), layout.sharedContent(id)), baseTree: new ReadOnlyTree(layout.tree(run.base.id)), newTree: new ReadOnlyTree(layout.tree(id)), policy: run.disruptionPolicy });
+  rec.activation = activationOf({ base: run.base, next: rec, changed: () => changedByManifests(layout.manifest(run.base.id), layout.manifest(id), changedPaths(built)), sharedChanged: () => changedSharedPaths(layout, built.sharedOps, sharedDirs(state), layout.sharedContent(id)), baseTree: new ReadOnlyTree(layout.tree(run.base.id)), newTree: new ReadOnlyTree(layout.tree(id)), policy: run.disruptionPolicy });
   applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
   return { id, label, path: layout.tree(id), delta: changedPaths(built), warnings: [...built.warnings, ...warnings], entries: rec.entries, bytes: rec.bytes, hooks: run.hooks, activation: rec.activation };
 }
