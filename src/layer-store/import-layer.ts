@@ -3,10 +3,9 @@ import { createHash, type Hash } from 'node:crypto';
 import type { StorableLayer } from '../changeset.js';
 import { StagedrootError } from '../errors.js';
 import { tempNameIn } from '../fs/core/temp-names.js';
-import { exists } from '../fs/core/host-paths.js';
+import { exists, listDir } from '../fs/core/host-paths.js';
 import { syncFilesystem, writeJson } from '../fs/trees/durable.js';
-import { LineWriter, mkdirUnsynced, renameUnsynced } from '../fs/trees/layer-store-io.js';
-import { RootFs } from '../fs/trees/root-fs.js';
+import { LineWriter, mkdirUnsynced, renameUnsynced, StoreFile } from '../fs/trees/layer-store-io.js';
 import type { XattrPolicy } from '../fs/core/xattr.js';
 import { LayerChecker } from '../sources/layer/checker.js';
 import { DEFAULT_LAYER_LIMITS, type LayerLimits } from '../sources/layer/entry-checks.js';
@@ -39,7 +38,10 @@ export interface ImportResult {
  * entry checked by the layer checker as for a hostile archive (the first unsafe entry
  * rejects the layer, and nothing of it stays). Each regular file is written once to a
  * temp object (its content hashed on the way), kept when its object key is new, and
- * recorded in the layer's index by key; whiteouts and opaque markers are recorded as
+ * recorded in the layer's index by key. A temp object is a file of the import's own
+ * directory (StoreFile: its host path as it is, named by a counter, never by the
+ * archive), not a write through RootFs: the checker has already refused every unsafe
+ * name, and no archive name reaches the store's disk; whiteouts and opaque markers are recorded as
  * such. Memory: one chunk, and the checker's path sets (as the two-pass apply holds).
  *
  * Crash-safe: everything is built under tmp/NAME; then one syncfs makes the new objects
@@ -83,7 +85,8 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
   const source = raw ?? toBuffers(blob.open());
   const { head, rest } = await peek(source, 8);
   const unc = new HashedStream(decompress(rest, compressionOf(head, where), where), blob.diffId ?? 'sha256:');
-  const objects = new RootFs(tmp, { faults: store.faults, durability: 'deferred', xattrPolicy: o.xattrPolicy ?? 'strict' });
+  const xattrPolicy = o.xattrPolicy ?? 'strict';
+  store.dfs.mkdir(path.join(tmp, 'o'), 0o700);
   const index = new LineWriter(path.join(tmp, 'index.ndjson'), store.faults);
   const checker = new LayerChecker(limits, where);
   const pending = new Map<string, string>();
@@ -121,13 +124,24 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
         case 'file': {
           // What a fresh apply's write gives the file (RootFs: mode 0644 unless the layer says).
           const attrs = { mode: p.mode ?? 0o644, uid: p.uid, gid: p.gid, mtime: p.mtime, xattrs: p.xattrs };
-          const rel = `o/${n++}`;
+          const host = path.join(tmp, 'o', String(n++));
           const h = createHash('sha256');
-          const size = await objects.writeFileFromStream(rel, hashing(p.open(), h), attrs);
+          const out = new StoreFile(host, p.path, store.faults);
+          try {
+            for await (const c of p.open()) {
+              h.update(c);
+              out.write(c);
+            }
+            out.finish(attrs, { rel: p.path, policy: xattrPolicy });
+          } catch (err) {
+            out.abandon();
+            throw err;
+          }
+          const size = out.size;
           const sha = h.digest('hex');
           const key = objectKey(sha, attrs);
-          if (pending.has(key) || store.hasObject(key)) objects.remove(rel);
-          else pending.set(key, path.join(tmp, rel));
+          if (pending.has(key) || store.hasObject(key)) out.abandon();
+          else pending.set(key, host);
           files += 1;
           bytes += size;
           put({ t: 'f', p: p.path, k: key, s: size, h: sha, m: attrs.mode, u: p.uid, g: p.gid, mt: p.mtime, x: encodeXattrs(p.xattrs), ...(p.xattrs?.some(([x]) => x === 'security.selinux') ? { l: 1 as const } : {}) });
@@ -167,9 +181,15 @@ async function commit(store: LayerStore, tmp: string, u: Unpacked): Promise<Stor
   // 1. The new objects' content and the index on disk, before any name points at them.
   await syncFilesystem(store.dir);
   let added = 0;
+  // objects/KK/: each made once (an EEXIST per object was a tenth of the commit).
+  const made = new Set(listDir(store.objectsDir));
   for (const [key, file] of u.pending) {
     const dst = store.objectPath(key);
-    mkdirUnsynced(path.dirname(dst), store.faults);
+    const kk = key.slice(0, 2);
+    if (!made.has(kk)) {
+      mkdirUnsynced(path.dirname(dst), store.faults);
+      made.add(kk);
+    }
     if (exists(dst)) continue; // another import committed the same object meanwhile
     renameUnsynced(file, dst, store.faults);
     added += 1;
@@ -188,13 +208,6 @@ async function commit(store: LayerStore, tmp: string, u: Unpacked): Promise<Stor
   // 3. The layer, complete and durable, under its name: the one step that makes it trusted.
   store.dfs.rename(tmp, dir);
   return store.byDiffId(u.diffId)!;
-}
-
-async function* hashing(chunks: AsyncIterable<Uint8Array>, h: Hash): AsyncGenerator<Uint8Array> {
-  for await (const c of chunks) {
-    h.update(c);
-    yield c;
-  }
 }
 
 async function* toBuffers(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Buffer> {

@@ -12,8 +12,8 @@ import { ioError } from './io-error.js';
 
 export function exists(p: string): boolean {
   try {
-    fs.lstatSync(p);
-    return true;
+    // No error built for a missing name (the common answer: a store object not there yet).
+    return fs.lstatSync(p, { throwIfNoEntry: false }) !== undefined;
   } catch {
     return false;
   }

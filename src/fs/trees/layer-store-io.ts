@@ -1,15 +1,107 @@
 import * as fs from 'node:fs';
 import { errnoOf } from '../../errors.js';
+import { CAN_CHOWN } from '../core/entry-attrs.js';
 import type { FaultHook } from '../core/faults.js';
 import { ioError } from '../core/io-error.js';
+import { createFile } from '../core/new-entry.js';
+import { writeXattrs, type XattrList, type Xattrs, type XattrWriteOptions } from '../core/xattr.js';
 import { B } from './tree-io.js';
 
 /**
  * The few system calls of the layer store (src/layer-store/) that the durable layer has
  * no form of: a rename that is not fsynced (the store makes thousands of them durable
- * with one syncfs), an index written line by line, read back line by line. Everything
- * else the store does goes through DurableFs, RootFs and the durable helpers.
+ * with one syncfs), a temp object written straight into the import's own directory, an
+ * index written line by line, read back line by line. Everything else the store does
+ * goes through DurableFs, RootFs and the durable helpers.
  */
+
+/** What a store object's inode carries besides its bytes (the object key's attributes). */
+export interface StoreFileAttrs {
+  mode: number;
+  uid?: number;
+  gid?: number;
+  /** Seconds, as utimes takes it. */
+  mtime?: number;
+  xattrs?: XattrList;
+}
+
+/**
+ * A new temp object of a layer import: a file under the import's own directory
+ * (tmp/NAME/o/, which the import made and nothing else writes into), so its host path is
+ * used as it is, with none of RootFs's resolution of every component, its temp name or
+ * its rename: the name is new (O_EXCL|O_NOFOLLOW), the bytes are written to the
+ * descriptor, the attributes set on it in RootFs's order (owner, extended attributes,
+ * mode, mtime), and it is never fsynced: the import makes every object durable with one
+ * syncfs before any name outside tmp/ points at it. Nothing of the archive names it (its
+ * name is the import's counter), so no archive path reaches the host here.
+ */
+export class StoreFile {
+  private fd: number | null;
+  size = 0;
+
+  constructor(readonly host: string, readonly rel: string, private readonly faults: FaultHook) {
+    try {
+      this.fd = createFile(host, 0o600);
+    } catch (err) {
+      throw ioError(err, rel, host, 'sysroot');
+    }
+    faults.afterMutation('create', host);
+  }
+
+  write(c: Uint8Array): void {
+    try {
+      for (let off = 0; off < c.length; ) off += fs.writeSync(this.fd!, c, off, c.length - off);
+    } catch (err) {
+      throw ioError(err, this.rel, this.host, 'sysroot');
+    }
+    this.size += c.length;
+  }
+
+  /** Sets the attributes (after the content: a write clears capabilities) and closes the file. */
+  finish(a: StoreFileAttrs, o: XattrWriteOptions): void {
+    const fd = this.fd!;
+    this.fd = null;
+    try {
+      if (CAN_CHOWN && (a.uid !== undefined || a.gid !== undefined)) fs.fchownSync(fd, a.uid ?? -1, a.gid ?? -1);
+      if (a.xattrs !== undefined && a.xattrs.length > 0) {
+        const list: Xattrs = a.xattrs.map(([n, v]) => [n, Buffer.from(v.buffer, v.byteOffset, v.byteLength)]);
+        list.sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
+        writeXattrs(this.host, list, o);
+      }
+      fs.fchmodSync(fd, a.mode & 0o7777);
+      if (a.mtime !== undefined) fs.futimesSync(fd, a.mtime, a.mtime);
+    } catch (err) {
+      throw ioError(err, this.rel, this.host, 'sysroot');
+    } finally {
+      fs.closeSync(fd);
+    }
+    this.faults.afterMutation('write', this.host);
+  }
+
+  /** Closes and removes the file (the import is failing, or the object was a duplicate). */
+  abandon(): void {
+    if (this.fd !== null) {
+      try {
+        fs.closeSync(this.fd);
+      } catch {
+        // already closed
+      }
+      this.fd = null;
+    }
+    unlinkUnsynced(this.host, this.faults);
+  }
+}
+
+/** Removes a file with no fsync (a temp object: its directory goes whole, or is never trusted). */
+export function unlinkUnsynced(p: string, faults: FaultHook): void {
+  try {
+    fs.unlinkSync(p);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return;
+    throw ioError(err, p, p, 'sysroot');
+  }
+  faults.afterMutation('unlink', p);
+}
 
 /** Renames `from` to `to` with no fsync: the caller makes the result durable (syncFilesystem) before anything that depends on it. */
 export function renameUnsynced(from: string, to: string, faults: FaultHook): void {
