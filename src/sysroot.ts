@@ -165,7 +165,7 @@ export class Sysroot {
   async upgrade(o: UpdateOptions = {}): Promise<UpdateResult> {
     const { trackedImage, updateSource } = await import('./stage/track.js');
     const t = trackedImage(this.state(), this.ctx.layout);
-    const { source, pullspec } = updateSource(t.ref, t, o.pull);
+    const { source, pullspec } = await updateSource(t.ref, t, o.pull);
     // Whether the staged deployment already holds the image is decided by the stage's plan, under the lock.
     return { ...(await this.stageRun(source, { ...o, unlessStaged: true })), pullspec };
   }
@@ -173,7 +173,7 @@ export class Sysroot {
   /** `stagedroot switch REF`: stages the image REF names (`docker://…` or a bare pullspec), which later upgrades follow. */
   async switch(ref: string, o: UpdateOptions = {}): Promise<UpdateResult> {
     const { switchReference, updateSource } = await import('./stage/track.js');
-    const { source, pullspec } = updateSource(switchReference(ref), null, o.pull);
+    const { source, pullspec } = await updateSource(switchReference(ref), null, o.pull);
     return { ...(await this.stage(source, o)), pullspec };
   }
 

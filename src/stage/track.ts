@@ -3,6 +3,7 @@ import { mustFind } from '../state/model.js';
 import type { Layout } from '../state/layout.js';
 import type { BaseState, DeploymentRecord } from '../state/schema.js';
 import { readConfigRecord } from '../store/config-record.js';
+import { fileSize } from '../fs/trees/fetch-file.js';
 import { checkRegistryImage, type ImageCheck } from '../sources/registry/check.js';
 import { parsePlatform } from '../sources/oci/platform.js';
 import { formatReference, isRegistryReference, parseDockerReference, parsePullspec, type ImageReference } from '../sources/registry/reference.js';
@@ -63,15 +64,40 @@ export function switchReference(input: string): ImageReference {
   return isRegistryReference(input) ? parseDockerReference(input, { what: 'The image' }) : parsePullspec(input, { what: 'The image' });
 }
 
-/** The tracked deployment's platform, kept by the next pull unless another is asked for. */
-function pullOptions(t: Tracked | null, o: RegistrySourceOptions): RegistrySourceOptions {
+/** The options a deployment's pull remembers (origin.pulledWith), with the flag each came from. */
+const REMEMBERED = [
+  ['authfile', '--authfile', 'The credentials file'],
+  ['registriesConf', '--registries-conf', 'The registries configuration'],
+  ['certsDir', '--certs-dir', 'The TLS files directory'],
+  ['blobDir', '--blob-dir', 'The blob directory'],
+] as const;
+
+/**
+ * The tracked deployment's platform and the paths of the options it was pulled with
+ * (--authfile, --registries-conf, --certs-dir, --blob-dir, origin.pulledWith), kept by the
+ * next pull unless others are given. A remembered file that is gone (an authfile, a
+ * registries.conf) is USAGE naming it and the deployment, before anything is fetched:
+ * the pull would otherwise go on anonymously, or without the mirrors it was staged with.
+ */
+async function pullOptions(t: Tracked | null, o: RegistrySourceOptions): Promise<RegistrySourceOptions> {
   const p = t?.deployment.origin?.platform;
-  return o.platform === undefined && p !== undefined ? { ...o, platform: parsePlatform(p) } : o;
+  const r: RegistrySourceOptions = o.platform === undefined && p !== undefined ? { ...o, platform: parsePlatform(p) } : { ...o };
+  const w = t?.deployment.origin?.pulledWith;
+  if (t === null || w === undefined) return r;
+  for (const [key, flag, what] of REMEMBERED) {
+    const v = w[key];
+    if (v === undefined || r[key] !== undefined) continue;
+    if ((key === 'authfile' || key === 'registriesConf') && (await fileSize(v)) === null) {
+      throw new StagedrootError('USAGE', `${what} ${v} that deployment ${t.deployment.id} (${t.deployment.label}) was pulled with (${flag}) does not exist: restore it, or give ${flag} again`, { option: key, value: v, path: v });
+    }
+    r[key] = v;
+  }
+  return r;
 }
 
 /** The source an upgrade (the tracked deployment given) or a switch (none) stages, and its pullspec. */
-export function updateSource(ref: ImageReference, t: Tracked | null, o: RegistrySourceOptions = {}): { source: Source; pullspec: string } {
-  return { source: registrySource(ref, pullOptions(t, o)), pullspec: formatReference(ref) };
+export async function updateSource(ref: ImageReference, t: Tracked | null, o: RegistrySourceOptions = {}): Promise<{ source: Source; pullspec: string }> {
+  return { source: registrySource(ref, await pullOptions(t, o)), pullspec: formatReference(ref) };
 }
 
 /** What `upgrade --check` and `switch --check` say: the pull's check, and whether there is anything to do. */
@@ -83,7 +109,7 @@ export interface UpdateCheck extends ImageCheck {
 }
 
 export async function checkUpdate(s: BaseState, ref: ImageReference, t: Tracked | null, o: RegistrySourceOptions = {}): Promise<UpdateCheck> {
-  const c = await checkRegistryImage(ref, pullOptions(t, o));
+  const c = await checkRegistryImage(ref, await pullOptions(t, o));
   const d = t?.deployment ?? mustFind(s, s.booted ?? s.current);
   return { ...c, against: d.id, upToDate: d.origin?.digest === c.digest };
 }

@@ -89,6 +89,15 @@ export const originSchema = z
     mirror: z.string().optional(),
     /** The index the pullspec resolved to, when it named one (`digest` is then the platform's manifest in it). */
     indexDigest: z.string().optional(),
+    /**
+     * The paths of the pull's options it was staged with (absolute; never what the files
+     * hold), given again by `upgrade` when it is not given them: --authfile, --certs-dir,
+     * --blob-dir, --registries-conf.
+     */
+    pulledWith: z
+      .object({ authfile: z.string().optional(), certsDir: z.string().optional(), blobDir: z.string().optional(), registriesConf: z.string().optional() })
+      .strict()
+      .optional(),
     /** The diff_ids of its layers, bottom first, as the layer store keeps them (a deployment linked from the store). */
     layers: z.array(z.string()).optional(),
   })

@@ -34,8 +34,19 @@ export interface RegistrySourceOptions extends PullOptions {
  * manifest's digest. Its origin keeps the pullspec, the digest and the registry that
  * served it.
  */
+/** The paths of the options a later `upgrade` gives again (origin.pulledWith), absolute; none given: undefined. */
+export function pullPaths(o: RegistrySourceOptions): NonNullable<Origin['pulledWith']> | undefined {
+  const w: NonNullable<Origin['pulledWith']> = {};
+  if (o.authfile !== undefined) w.authfile = path.resolve(o.authfile);
+  if (o.certsDir !== undefined) w.certsDir = path.resolve(o.certsDir);
+  if (o.blobDir !== undefined) w.blobDir = path.resolve(o.blobDir);
+  if (typeof o.registriesConf === 'string') w.registriesConf = path.resolve(o.registriesConf);
+  return Object.keys(w).length > 0 ? w : undefined;
+}
+
 export function registrySource(ref: ImageReference, o: RegistrySourceOptions = {}): Source {
   const dir = o.blobDir ?? DEFAULT_BLOB_DIR;
+  const pulledWith = pullPaths(o);
   const name = formatReference(ref);
   let resolving: Promise<ResolvedPull> | undefined;
   const resolve = () =>
@@ -71,6 +82,7 @@ export function registrySource(ref: ImageReference, o: RegistrySourceOptions = {
         registry: rp.client.origin,
         ...(rp.mirror ? { mirror: rp.mirror } : {}),
         ...(index ? { indexDigest: index.digest } : {}),
+        ...(pulledWith ? { pulledWith } : {}),
       };
       return {
         // The manifest is what a signature of a pulled image covers (given with --signature).

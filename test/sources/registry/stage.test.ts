@@ -72,6 +72,8 @@ describe('stage docker://… (library)', () => {
       platform: `linux/${hostPlatform().architecture}`,
       pullspec: `${reg.host}/os/node:1`,
       registry: `https://${reg.host}`,
+      // The paths of the pull's options, which a later upgrade gives again (never what the files hold).
+      pulledWith: { authfile: auth, certsDir: reg.certsDir, blobDir },
       // Its one layer, by diff_id, as the layer store keeps it.
       layers: [expect.stringMatching(/^sha256:[0-9a-f]{64}$/)],
     });
