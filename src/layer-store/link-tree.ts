@@ -6,7 +6,7 @@ import { runTreeTask, type TreeJobOptions } from '../fs/jobs/tree-jobs.js';
 import { defineTreeTask } from '../fs/jobs/tree-tasks.js';
 import { RootFs } from '../fs/trees/root-fs.js';
 import { decodeXattrs } from './index-lines.js';
-import { layerLines, storedStack } from './stack-ops.js';
+import { keptApart, layerLines, storedStack } from './stack-ops.js';
 import { LayerStore } from './store.js';
 
 export interface LinkLayersArgs {
@@ -103,8 +103,17 @@ export function linkLayersNow(a: LinkLayersArgs, faults: FaultHook = noFaults, o
   return res;
 }
 
+export interface KeptApartArgs {
+  store: string;
+  /** The stack's layers, bottom first, by diff_id. */
+  diffIds: string[];
+  kept: string;
+  shared: string[];
+}
+
 /** The tree tasks of the layer store (run with runTreeTask: on a worker thread where there is one). */
 export const layerStoreTasks = {
+  keptApart: defineTreeTask(import.meta.url, 'layerStore.keptApart', (a: KeptApartArgs) => keptApart(storedStack(new LayerStore(a.store), a.diffIds), a.kept, a.shared)),
   linkLayers: defineTreeTask(import.meta.url, 'layerStore.linkLayers', (a: LinkLayersArgs, h): LinkResult =>
     linkLayersNow(a, h.faults, (p) => h.progress(p), () => h.checkAbort()),
   ),

@@ -1,6 +1,7 @@
 import type { ChangeOp } from '../changeset.js';
 import { StagedrootError } from '../errors.js';
 import { SourceFile } from '../fs/core/file-chunks.js';
+import { isUnder } from '../fs/core/paths.js';
 import { readLines } from '../fs/trees/layer-store-io.js';
 import { decodeXattrs, parseIndexLine, type IndexLine } from './index-lines.js';
 import type { LayerStore, StoredLayer } from './store.js';
@@ -22,13 +23,17 @@ export function storedStack(store: LayerStore, diffIds: readonly string[]): Stor
  * being its store object: streamed from it, or hardlinked (`linkFrom`) where the stage
  * links. Read from each layer's index line by line: memory does not grow with the stack.
  */
-export function* stackOps(store: LayerStore, layers: readonly StoredLayer[], o: { onto?: number } = {}): Generator<ChangeOp> {
-  // onto: the tree already holds the first `onto` layers applied (a copy of a deployment
-  // of them): only the layers above are applied, and nothing is cleared.
+export function* stackOps(store: LayerStore, layers: readonly StoredLayer[], o: StackStart = {}): Generator<ChangeOp> {
+  // onto: the tree already holds, under `kept`, the first `onto` layers applied (that part
+  // of a copy of a deployment of them, the only part copied): the rest of the tree is built
+  // from those layers' other lines, then the layers above are applied whole; nothing is cleared.
   const onto = o.onto ?? 0;
   if (onto === 0) yield { op: 'clear', path: '' };
-  for (const layer of layers.slice(onto)) {
+  const kept = onto === 0 ? null : (o.kept ?? null);
+  for (const [i, layer] of layers.entries()) {
+    if (i < onto && kept === null) continue;
     for (const l of layerLines(layer)) {
+      if (i < onto && !replayedOnKept(l, kept!)) continue;
       switch (l.t) {
         case 'd':
           yield { op: 'mkdir', path: l.p, mode: (l.m ?? 0o755) | 0o700, uid: l.u, gid: l.g, replace: true, xattrs: decodeXattrs(l.x) };
@@ -76,10 +81,100 @@ export function* layerLines(layer: StoredLayer): Generator<IndexLine> {
   for (const l of parsed(layer.index)) if (l.t !== 'o' && l.t !== 'w') yield l;
 }
 
-/** How many ops stackOps yields (for progress): one per index line, and the clear. */
-export function countStackOps(layers: readonly StoredLayer[], o: { onto?: number } = {}): number {
+/**
+ * Where a stack's ops start (stackOps): `onto` bottom layers already in the tree under
+ * `kept` (absent: the whole tree holds them, nothing of them applied); `lowerOutside`, how
+ * many lines of those layers are outside `kept` (keptApart's count, for countStackOps).
+ */
+export interface StackStart {
+  onto?: number;
+  kept?: string;
+  lowerOutside?: number;
+}
+
+/** How many ops stackOps yields (for progress): one per index line applied, and the clear. */
+export function countStackOps(layers: readonly StoredLayer[], o: StackStart = {}): number {
   const onto = o.onto ?? 0;
-  return (onto === 0 ? 1 : 0) + layers.slice(onto).reduce((n, l) => n + l.record.entries, 0);
+  return (onto === 0 ? 1 : (o.lowerOutside ?? 0)) + layers.slice(onto).reduce((n, l) => n + l.record.entries, 0);
+}
+
+/** Whether a lower layer's line is applied to a tree that holds the stack's `kept` part (see keptApart): not under it, or a hardlink from it to the rest. */
+export function replayedOnKept(l: IndexLine, kept: string): boolean {
+  return !isUnder(l.p, kept) || (l.t === 'h' && !isUnder(l.to, kept));
+}
+
+/**
+ * Whether the tree a stack of layers builds is, under `kept` (usr), independent of their
+ * lines outside it and the other way round, so that a tree holding those layers' `kept`
+ * part (a copy of a deployment's usr/) plus their other lines applied in order (and the
+ * hardlinks from `kept` to the rest: replayedOnKept) is the fresh apply of the stack. It
+ * is not when a line's path (or a hardlink's target) has a symlink of the tree above it
+ * when the line applies (a write through it may land on the other side), when the root is
+ * an opaque directory, when a shared directory is inside `kept` (the stage diverts the
+ * entries there), or when a hardlink joins the two sides and a later line replaces either
+ * end (the link's content at that layer is not the tree's). Simulated in apply order
+ * (layerLines) over the paths alone: the symlinks of the tree at each line. Also counts the
+ * lines replayed.
+ */
+export function keptApart(layers: readonly StoredLayer[], kept: string, shared: readonly string[] = []): { apart: boolean; outside: number } {
+  if (shared.some((d) => isUnder(d, kept))) return { apart: false, outside: 0 };
+  const symlinks = new Set<string>();
+  const throughSymlink = (p: string): boolean => {
+    if (symlinks.size === 0) return false;
+    for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) if (symlinks.has(p.slice(0, i))) return true;
+    return false;
+  };
+  const dropUnder = (p: string, self: boolean): void => {
+    for (const s of symlinks) if ((self || s !== p) && isUnder(s, p)) symlinks.delete(s);
+  };
+  const crossing: { at: number; ends: [string, string] }[] = [];
+  let outside = 0;
+  let n = 0;
+  for (const layer of layers) {
+    for (const l of layerLines(layer)) {
+      n += 1;
+      if (replayedOnKept(l, kept)) outside += 1;
+      if (throughSymlink(l.p) || (l.t === 'h' && throughSymlink(l.to))) return { apart: false, outside };
+      switch (l.t) {
+        case 'l':
+          symlinks.add(l.p);
+          break;
+        case 'h':
+          if (isUnder(l.p, kept) !== isUnder(l.to, kept)) crossing.push({ at: n, ends: [l.p, l.to] });
+          symlinks.delete(l.p);
+          break;
+        case 'f':
+        case 'd':
+          symlinks.delete(l.p);
+          break;
+        case 'w':
+          dropUnder(l.p, true);
+          break;
+        case 'o':
+          if (l.p === '') return { apart: false, outside };
+          dropUnder(l.p, false);
+          break;
+        case 'a':
+          break;
+      }
+    }
+  }
+  if (crossing.length === 0) return { apart: true, outside };
+  // A later line that replaces or removes an end of a crossing hardlink (or what is above it).
+  const replaces = (l: IndexLine, end: string): boolean => {
+    if (l.t === 'a') return false;
+    if (l.t === 'o') return l.p !== end && isUnder(end, l.p);
+    if (l.t === 'd') return l.p === end;
+    return isUnder(end, l.p);
+  };
+  n = 0;
+  for (const layer of layers) {
+    for (const l of layerLines(layer)) {
+      n += 1;
+      for (const c of crossing) if (c.at < n && (replaces(l, c.ends[0]) || replaces(l, c.ends[1]))) return { apart: false, outside };
+    }
+  }
+  return { apart: true, outside };
 }
 
 /**

@@ -14,6 +14,8 @@ import { manifestTasks } from '../fs/manifests/tasks.js';
 import { copyTreeSplit } from '../fs/trees/copy-split.js';
 import type { PatchResult } from '../fs/manifests/patch-manifest.js';
 import { ManifestIndex } from '../fs/manifests/manifest-index.js';
+import { compareEntry } from '../fs/manifests/verify-tree.js';
+import { isUnder } from '../fs/core/paths.js';
 import { overlayFile } from '../fs/manifests/manifest-overlay.js';
 import { noFaults, type FaultHook } from '../fs/core/faults.js';
 import type { TreeIo } from '../fs/trees/tree-io.js';
@@ -26,7 +28,12 @@ export interface BuildTreeOptions {
   /** The private work dir: the tree goes to `work/tree`, its manifest and delta beside it. */
   work: string;
   /** The tree to start from (omitted: an empty tree), with its manifest when it has one. */
-  from?: { tree: string; manifest?: string; entries?: number | null; policy: CopyPolicy; exclude?: CopyExclude; manifestSha256?: string | null; replaced?: boolean };
+  /**
+   * `replaced`: the change set replaces the whole tree (nothing is copied). `keep`: only
+   * these top-level entries of the base are copied, the change set builds the rest (the
+   * others are reported removed, as a replaced tree's are); a base with a manifest only.
+   */
+  from?: { tree: string; manifest?: string; entries?: number | null; policy: CopyPolicy; exclude?: CopyExclude; manifestSha256?: string | null; replaced?: boolean; keep?: string[] };
   changes?: ChangeSet;
   onCopy?: (p: CopyProgress) => void;
   onApply?: (p: ApplyProgress) => void;
@@ -119,11 +126,16 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   // snapshot is: the new manifest is written in one pass after the change set, from the
   // base manifest's lines there and a walk of the rest (snapshotManifest).
   const trusted = o.from && o.from.manifest !== undefined ? { ...o.from, manifest: o.from.manifest } : null;
-  const snapshotOf = trusted !== null && !trusted.replaced && snapshotsFrom(ctx.layout.root, ctx.storage, trusted.tree) ? trusted : null;
+  const keep = trusted?.keep;
+  const snapshotOf = trusted !== null && !trusted.replaced && keep === undefined && snapshotsFrom(ctx.layout.root, ctx.storage, trusted.tree) ? trusted : null;
   // The change set replaces the whole tree (it starts by clearing it: an image from the
   // layer store): nothing is copied, and the manifest step is told that every top-level
-  // entry of the base went, as the clear of a copy would have said.
-  const replaced = trusted !== null && trusted.replaced === true ? readNames(trusted.tree).map((name): TouchEvent => ({ kind: 'remove', path: name })) : null;
+  // entry of the base went, as the clear of a copy would have said. With `keep`, the
+  // others went (the change set makes them again from nothing).
+  const left = trusted === null ? [] : trusted.replaced === true ? readNames(trusted.tree) : keep !== undefined ? readNames(trusted.tree).filter((n) => !keep.includes(n)) : [];
+  const replaced = trusted !== null && trusted.replaced === true ? left.map((name): TouchEvent => ({ kind: 'remove', path: name })) : null;
+  const omitted = keep !== undefined && replaced === null ? left.map((name): TouchEvent => ({ kind: 'remove', path: name })) : [];
+  const exclude: CopyExclude | undefined = omitted.length === 0 ? o.from?.exclude : { hollow: o.from?.exclude?.hollow ?? [], omit: [...(o.from?.exclude?.omit ?? []), ...left], ...(o.from?.exclude?.device === undefined ? {} : { device: o.from.exclude.device }) };
   if (replaced !== null) {
     await runTreeTask(treeTasks.makeTree, { kind: storage, path: tree }, { faults: ctx.faults });
     o.onStep?.('copy');
@@ -138,7 +150,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     if (o.from) {
       // On worker threads (split in parts on a big tree): the caller's event loop keeps running.
       // Trusting the base manifest, the copy writes none (see below); otherwise it writes the pre-manifest.
-      const base = { src: o.from.tree, dst: tree, policy: o.from.policy, srcManifest: o.from.manifest, total: o.from.entries ?? null, xattrPolicy: ctx.xattrPolicy, ...(o.from.exclude ? { exclude: o.from.exclude } : {}) };
+      const base = { src: o.from.tree, dst: tree, policy: o.from.policy, srcManifest: o.from.manifest, total: o.from.entries ?? null, xattrPolicy: ctx.xattrPolicy, ...(exclude ? { exclude } : {}) };
       const args = trusted !== null ? { ...base, trust: true } : { ...base, manifestOut: pre };
       const parts = copyParts(o.from.entries ?? null, ctx.faults);
       const copied = parts > 1 ? await copyTreeSplit(args, parts, { ...jobs, onProgress: o.onCopy }) : { result: await runTreeTask(treeTasks.copyTree, args, { ...jobs, onProgress: o.onCopy }), manifests: trusted !== null ? [] : [pre] };
@@ -158,7 +170,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   const applied = await applyUpdate(ctx, tree, o);
   bytes += applied.bytes;
   const { warnings } = applied;
-  const events = replaced === null ? applied.events : [...replaced, ...applied.events];
+  const events = replaced === null ? [...omitted, ...applied.events] : [...replaced, ...applied.events];
   o.onStep?.('manifest');
   let patched: PatchResult;
   let overlay: string | undefined;
@@ -174,7 +186,9 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     patched = await runTreeTask(manifestTasks.patchManifest, { tree, before: preParts, after: manifest, events }, jobs);
     for (const p of preParts) dfs.unlink(p);
   }
-  if (o.afterApply && trusted !== null) patched = { ...patched, ...(await deltaAgainst(trusted.manifest, manifest)) };
+  if ((o.afterApply || replaced !== null) && trusted !== null) patched = { ...patched, ...(await deltaAgainst(trusted.manifest, manifest)) };
+  // A tree built again outside `keep`: what was rebuilt as the base had it is no change (finalize's merge carries the local edits there).
+  else if (keep !== undefined && trusted !== null) patched = { ...patched, ...narrowDelta(trusted.manifest, patched, (p) => !keep.some((k) => isUnder(p, k))) };
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
   return { tree, manifest, delta: patched.delta, changed: patched.changed, removed: patched.removed, entries: patched.entries, bytes, storage, warnings, ...(patched.sha256 === undefined ? {} : { manifestSha256: patched.sha256 }), ...(overlay === undefined ? {} : { overlay }) };
 }
@@ -242,6 +256,25 @@ function ensureMountPoints(root: RootFs): void {
   };
   if (!has('/sbin/init') && !has('/usr/sbin/init')) return;
   for (const p of MOUNT_POINTS) if (root.lstat(`/${p}`) === null) root.mkdir(`/${p}`, { mode: 0o755 });
+}
+
+/**
+ * The delta without the entries, among those `only` selects, that the base manifest has
+ * the same (type, mode, owner, content, target, extended attributes): written again as
+ * they were. O(those entries) lookups (ManifestIndex), not a read of the manifest.
+ */
+function narrowDelta(base: string, d: Pick<PatchResult, 'delta' | 'changed' | 'removed'>, only: (p: string) => boolean): Pick<PatchResult, 'delta' | 'changed' | 'removed'> {
+  const index = new ManifestIndex(base);
+  try {
+    const changed = d.changed.filter((e) => {
+      if (!only(e.p)) return true;
+      const b = index.find(e.p);
+      return b === null || compareEntry(b, e).length > 0;
+    });
+    return { delta: changed.map((e) => e.p), changed, removed: d.removed };
+  } finally {
+    index.close();
+  }
 }
 
 /** What changed from one manifest to another, as a delta: the new entries of added and modified paths, the removed paths. */

@@ -1,8 +1,11 @@
+import * as path from 'node:path';
 import type { StorableLayer } from '../changeset.js';
 import type { Context } from '../context.js';
 import { isUnder } from '../fs/core/paths.js';
 import type { CopyPolicy } from '../fs/trees/copy-tree.js';
+import { runTreeTask } from '../fs/jobs/tree-jobs.js';
 import { importLayer } from '../layer-store/import-layer.js';
+import { layerStoreTasks } from '../layer-store/link-tree.js';
 import { countStackOps, sharedPrefix, stackHasPath, stackOps } from '../layer-store/stack-ops.js';
 import { LayerStore } from '../layer-store/store.js';
 import type { LayerLimits } from '../sources/layer/entry-checks.js';
@@ -16,13 +19,20 @@ export interface StageLayers {
   /**
    * How many of the image's bottom layers the base deployment's tree already holds (its
    * origin.layers a strict prefix of the image's): the new tree starts from a copy of the
-   * base tree, as other stages start, and only the layers above are applied. 0: the tree
-   * is built from the store whole (cleared first).
+   * base tree's `kept` (usr/, trusted as every stage trusts it), the rest of the tree is
+   * built from those layers' other lines (what the running system changed there is not
+   * the image's), then the layers above are applied whole. 0: the tree is built from the
+   * store whole (cleared first).
    */
   readonly onto: number;
+  /** The base tree's top-level entry copied when onto > 0 (usr). */
+  readonly kept: string;
   /** Where an applied op may hardlink its store file (null: nowhere, everything written). */
   linkAt(): ((rel: string) => boolean) | null;
 }
+
+/** What a stage onto the base's image copies of its tree (see StageLayers.onto). */
+const KEPT = 'usr';
 
 /** The file whose presence makes a tree label what a stage writes (fs/trees/selinux.ts's treePolicy). */
 const SELINUX_CONFIG = 'etc/selinux/config';
@@ -35,7 +45,7 @@ const SELINUX_CONFIG = 'etc/selinux/config';
  * copied elsewhere; nowhere when the image carries an SELinux policy, since the stage
  * then labels what it wrote in place, which must never touch a shared object.
  */
-export function stageLayers(ctx: Context, policy: () => CopyPolicy, base?: { layers?: readonly string[] }): StageLayers {
+export function stageLayers(ctx: Context, policy: () => CopyPolicy, base?: { layers?: readonly string[] }, shared: readonly string[] = []): StageLayers {
   const store = new LayerStore(ctx.layout.layersDir, ctx.faults);
   let diffIds: string[] | null = null;
   let labelled = false;
@@ -47,6 +57,7 @@ export function stageLayers(ctx: Context, policy: () => CopyPolicy, base?: { lay
     get onto() {
       return onto;
     },
+    kept: KEPT,
     handle: {
       async stack(blobs: readonly StorableLayer[], o: { limits?: Partial<LayerLimits> } = {}) {
         store.prepare();
@@ -57,7 +68,11 @@ export function stageLayers(ctx: Context, policy: () => CopyPolicy, base?: { lay
         // New layers on top of the base deployment's image: start from its tree. Not where
         // the image labels its tree (the stage labels what it wrote; a fresh apply labels every entry).
         onto = labelled ? 0 : sharedPrefix(base?.layers, diffIds);
-        return { ops: stackOps(store, layers, { onto }), count: countStackOps(layers, { onto }) };
+        // Only where the base's usr/ and the rest of the tree do not depend on each other (keptApart; on a worker: it reads the lower indexes).
+        const start = onto === 0 ? null : await runTreeTask(layerStoreTasks.keptApart, { store: path.resolve(store.dir), diffIds: diffIds.slice(0, onto), kept: KEPT, shared: [...shared] }, { faults: ctx.faults });
+        if (start !== null && !start.apart) onto = 0;
+        const from = { onto, kept: KEPT, lowerOutside: start?.outside ?? 0 };
+        return { ops: stackOps(store, layers, from), count: countStackOps(layers, from) };
       },
       has: (ref) => store.find(ref) !== null,
     },

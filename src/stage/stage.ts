@@ -202,7 +202,7 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageRun
     disruptionPolicy: loadDisruptionPolicy(new ReadOnlyTree(layout.tree(base.id)), opts.disruptionPolicy),
     commands: planCommandValidators(opts.commands ?? []),
     policy,
-    layers: stageLayers(ctx, () => run.policy, base.origin?.kind === 'oci-image' ? base.origin : undefined),
+    layers: stageLayers(ctx, () => run.policy, base.origin?.kind === 'oci-image' ? base.origin : undefined, sharedDirs(state)),
     base,
     id,
     work: layout.work(id),
@@ -302,11 +302,12 @@ async function build(run: Run, changes: ChangeSet): Promise<StagedBuild> {
   const shared = sharedDirs(state);
   const divert = new SharedDivert({ shared, mode: changes.sharedContent ?? 'initial', contentRoot: `${run.work}/shared`, liveShared: (rel) => layout.shared(rel), faults: ctx.faults, warn: ctx.warn });
   // An image from the layer store replaces the tree (not copied: it would be cleared), its files linked where the policy links;
-  // one whose lower layers are the base's image starts from a copy of the base tree (run.layers.onto).
+  // one whose lower layers are the base's image starts from a copy of the base tree's usr/ (run.layers.onto), the rest built from the store.
   const linkAt = run.layers.linkAt();
+  const image = run.layers.diffIds !== null;
   const built = await buildTree(ctx, {
     work: run.work,
-    from: { tree: layout.tree(base.id), manifest: layout.manifest(base.id), entries: base.entries, policy: run.policy, manifestSha256: base.manifestSha256, replaced: run.layers.diffIds !== null && run.layers.onto === 0 },
+    from: { tree: layout.tree(base.id), manifest: layout.manifest(base.id), entries: base.entries, policy: run.policy, manifestSha256: base.manifestSha256, replaced: image && run.layers.onto === 0, ...(image && run.layers.onto > 0 ? { keep: [run.layers.kept] } : {}) },
     ...(linkAt === null ? {} : { linkAt }),
     changes,
     onStep: (step) => {
