@@ -27,6 +27,12 @@
  *                            changed middle layer against cp -al + tar -xzf of the new
  *                            layers, each + sync -f); replaces their section of BENCHMARKS.md
  *   BENCH_IMAGE_FILES=20000  the image rows' base layer, in files
+ *   --registry               only the registry pull rows (scripts/bench/registry-pull.mjs:
+ *                            a first pull from docker-registry on loopback against skopeo
+ *                            copy docker://… oci:DIR, interleaved, and the bytes an update
+ *                            sharing the base layer fetches); replaces their section of
+ *                            BENCHMARKS.md
+ *   BENCH_PULL_MB=48         the registry rows' base layer, in MiB
  *   BENCH_REPS=5             repetitions per measurement (median reported; 1 with --quick)
  *   BENCH_SIZES=10000,100000 tree sizes in files
  *   BENCH_SEED=20240611      the seed of the generated trees and update
@@ -48,6 +54,7 @@ import { measureBootDir } from './bench/boot-dir.mjs';
 import { finalizeRow, measureFinalize } from './bench/finalize.mjs';
 import { measureStageRows } from './bench/stage-rows.mjs';
 import { imageSection, measureImageRows, spliceImageSection } from './bench/image-stage.mjs';
+import { measureRegistryPull, registryPullMissing, registrySection, spliceRegistrySection } from './bench/registry-pull.mjs';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const quick = process.argv.includes('--quick');
@@ -55,6 +62,7 @@ const cliOnly = process.argv.includes('--cli');
 const finalizeOnly = process.argv.includes('--finalize');
 const stageOnly = process.argv.includes('--stage');
 const imageOnly = process.argv.includes('--image');
+const registryOnly = process.argv.includes('--registry');
 const reps = Number(process.env.BENCH_REPS ?? (quick ? 1 : 5));
 const sizes = (process.env.BENCH_SIZES ?? '10000,100000').split(',').map((s) => Number(s.trim()));
 const seed = Number(process.env.BENCH_SEED ?? 20240611);
@@ -82,6 +90,27 @@ if (cliOnly) {
   console.log(`\n${section}\n(run took ${((performance.now() - started) / 60000).toFixed(1)} min)`);
   if (out !== '-' && fs.existsSync(out)) {
     fs.writeFileSync(out, spliceCliSection(fs.readFileSync(out, 'utf8'), section));
+    log(`updated its section of ${out}`);
+  }
+  process.exit(0);
+}
+
+/** The registry rows, or why they could not be measured here. */
+async function registryRows(o) {
+  const why = registryPullMissing();
+  if (why) {
+    log(`NOTE: no registry rows: ${why}`);
+    return { why };
+  }
+  return measureRegistryPull({ base: process.env.BENCH_DIR ?? '/var/tmp', log, ...o });
+}
+
+if (registryOnly) {
+  const when = `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npm run bench -- --registry\`.`;
+  const section = registrySection(await registryRows({ reps: Number(process.env.BENCH_REPS ?? 5) }), targetsTable, when);
+  console.log(`\n${section}\n(run took ${((performance.now() - started) / 60000).toFixed(1)} min)`);
+  if (out !== '-' && fs.existsSync(out)) {
+    fs.writeFileSync(out, spliceRegistrySection(fs.readFileSync(out, 'utf8'), section));
     log(`updated its section of ${out}`);
   }
   process.exit(0);
@@ -151,6 +180,9 @@ log('the image rows (the layer store)');
 const imageWhen = `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC in this run.`;
 const images = await measureImageRows({ base, reps: quick ? 1 : Math.min(reps, 3), log });
 const bootDirSamples = await measureBootDir({ dir: path.join(base, 'boot-dir'), log });
+log('the registry pull rows');
+const registryWhen = `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC in this run.`;
+const pulls = await registryRows({ reps: quick ? 1 : reps });
 
 const results = [];
 /** Rows of the other filesystems: name -> { results } or { why } when it could not be made. */
@@ -214,6 +246,7 @@ same run, on the same trees and the same update.
 
 ${cliSection(cli, targetsTable, cliWhenFull, bootDirSamples)}
 ${imageSection(images, targetsTable, imageWhen)}
+${registrySection(pulls, targetsTable, registryWhen)}
 ${FILESYSTEM_HEADING}
 
 ${filesystemTable}
