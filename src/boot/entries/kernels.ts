@@ -8,8 +8,15 @@ import { isDirectory, readBytes, readLink, readText } from '../../fs/core/host-p
 import { hashFile } from '../../fs/core/hash.js';
 import { ctimeUs } from '../../fs/manifests/manifest-line.js';
 import { copiedNames, kernelDir, type KernelImage } from '../../state/boot-entry-text.js';
+import type { DeploymentRecord } from '../../state/schema.js';
 import { parseJsonState } from '../../util/json-state.js';
 import { SeenPaths } from './seen-paths.js';
+
+/** A deployment that gets a boot entry, with the kernel it boots. */
+export interface Bootable {
+  deployment: DeploymentRecord;
+  kernel: KernelImage;
+}
 
 const MAX_IMAGE = 512 << 20;
 
