@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds, once, the slow part of the real-boot test's machine: a debootstrap bookworm
 # userspace as a Debian install has it (systemd, udev, Debian's cloud kernel with an
-# initramfs-tools initramfs, busybox for it), plus the packages the machines install
+# initramfs-tools initramfs, busybox for it; docker-registry, its unit disabled, for the
+# scenario that runs a registry inside the guest, registry.mjs), plus the packages the machines install
 # later from local files, fetched now so that no guest needs the network:
 #   debs/grub-pc/       grub-pc and what it needs (the SeaBIOS machine's bootloader)
 #   debs/systemd-boot/  systemd-boot and what it needs (the OVMF machine's)
@@ -29,8 +30,10 @@ fail() {
 	exit 1
 }
 debootstrap --variant=minbase \
-	--include=systemd-sysv,udev,kmod,e2fsprogs,busybox,initramfs-tools,linux-image-cloud-amd64 \
+	--include=systemd-sysv,udev,kmod,e2fsprogs,busybox,initramfs-tools,linux-image-cloud-amd64,docker-registry \
 	bookworm "$tmp/root" "$url" >"$log" 2>&1 || fail "debootstrap failed"
+# The registry runs only when a scenario starts it (on its own disk), not at every boot.
+systemctl --root="$tmp/root" disable docker-registry.service >>"$log" 2>&1 || fail "cannot disable docker-registry.service"
 
 # Download (not install) each later package set with the userspace's own apt, so that
 # the set is exactly what this userspace lacks.
