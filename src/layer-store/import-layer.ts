@@ -13,7 +13,7 @@ import { VerifiedStream } from '../sources/oci/digest.js';
 import { compressionOf, decompress } from '../sources/tar/decompress.js';
 import { readTarEntries } from '../sources/tar/reader.js';
 import { encodeXattrs, type IndexLine } from './index-lines.js';
-import { LAYER_RECORD_VERSION, objectKey, type LayerRecord, type LayerStore, type StoredLayer } from './store.js';
+import { LAYER_RECORD_VERSION, SELINUX_CONFIG, objectKey, type LayerRecord, type LayerStore, type StoredLayer } from './store.js';
 
 /** A layer blob to import, as a registry pull or an image layout has it (changeset.ts). */
 export type LayerBlob = StorableLayer;
@@ -76,6 +76,8 @@ interface Unpacked {
   bytes: number;
   /** New object key -> its temp file under tmp/o/. */
   pending: Map<string, string>;
+  /** The layer has a line at the SELinux policy's path (LayerRecord.selinuxConfig). */
+  selinuxConfig: boolean;
 }
 
 async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: ImportOptions): Promise<Unpacked> {
@@ -93,7 +95,11 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
   let files = 0;
   let bytes = 0;
   let n = 0;
-  const put = (l: IndexLine): void => index.line(JSON.stringify(l));
+  let selinuxConfig = false;
+  const put = (l: IndexLine): void => {
+    if (l.p === SELINUX_CONFIG) selinuxConfig = true;
+    index.line(JSON.stringify(l));
+  };
   try {
     for await (const e of readTarEntries(unc, where, limits)) {
       let p;
@@ -159,7 +165,7 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
       throw new StagedrootError('SOURCE_CORRUPT', `${where} does not match its digest ${blob.diffId} (its diff_id, of the uncompressed tar): that content hashes to ${diffId}`, { path: where, digest: blob.diffId });
     }
     await raw?.finish();
-    return { diffId, entries: checker.entries, files, bytes, pending };
+    return { diffId, entries: checker.entries, files, bytes, pending, selinuxConfig };
   } catch (err) {
     index.abandon();
     // A blob that does not match its digest is the reason, whatever the tar reader tripped over
@@ -176,7 +182,7 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
 }
 
 async function commit(store: LayerStore, tmp: string, u: Unpacked): Promise<StoredLayer> {
-  const record: LayerRecord = { version: LAYER_RECORD_VERSION, diffId: u.diffId, digests: [], entries: u.entries, files: u.files, bytes: u.bytes, newObjects: u.pending.size, importedAt: new Date().toISOString() };
+  const record: LayerRecord = { version: LAYER_RECORD_VERSION, diffId: u.diffId, digests: [], entries: u.entries, files: u.files, bytes: u.bytes, newObjects: u.pending.size, importedAt: new Date().toISOString(), selinuxConfig: u.selinuxConfig };
   writeJson(store.dfs, path.join(tmp, 'layer.json'), record);
   // 1. The new objects' content and the index on disk, before any name points at them.
   await syncFilesystem(store.dir);

@@ -187,15 +187,6 @@ export function sharedPrefix(base: readonly string[] | undefined, next: readonly
   return base.every((d, i) => next[i] === d) ? base.length : 0;
 }
 
-/** Whether some layer of the stack has an entry at `p` (its own line; a higher whiteout not looked at). */
-export function stackHasPath(layers: readonly StoredLayer[], p: string): boolean {
-  const needle = `"p":${JSON.stringify(p)}`;
-  return layers.some((l) => {
-    for (const line of readLines(l.index)) if (line.includes(needle) && parseIndexLine(line, l.index).p === p) return true;
-    return false;
-  });
-}
-
 async function* objectChunks(file: string): AsyncGenerator<Buffer> {
   const f = SourceFile.open(file);
   try {

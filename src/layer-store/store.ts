@@ -8,6 +8,8 @@ import type { XattrList } from '../fs/core/xattr.js';
 import { exists, listDir, readLink } from '../fs/core/host-paths.js';
 import { DurableFs, readJsonState, writeJson } from '../fs/trees/durable.js';
 import { checkDigest } from '../sources/oci/digest.js';
+import { readLines } from '../fs/trees/layer-store-io.js';
+import { parseIndexLine } from './index-lines.js';
 
 /**
  * The layer store: every image layer a sysroot has staged, unpacked once and shared by
@@ -40,8 +42,17 @@ const recordSchema = z.object({
   /** Objects this import added (the others were in the store already). */
   newObjects: z.number().int().nonnegative(),
   importedAt: z.string(),
+  /**
+   * Whether the layer has a line (an entry, or a whiteout) at SELINUX_CONFIG, so that a
+   * stage knows whether the stack carries an SELinux policy without reading its index.
+   * Absent in a record written before it was kept: read from the index once, then recorded.
+   */
+  selinuxConfig: z.boolean().optional(),
 });
 export type LayerRecord = z.infer<typeof recordSchema>;
+
+/** The file whose presence makes a tree label what a stage writes (fs/trees/selinux.ts's treePolicy). */
+export const SELINUX_CONFIG = 'etc/selinux/config';
 
 /** A layer in the store. */
 export interface StoredLayer {
@@ -149,6 +160,17 @@ export class LayerStore {
     return { ...layer, record };
   }
 
+  /**
+   * Whether the layer has a line at SELINUX_CONFIG: its record's flag, or (a record from
+   * before the flag) its index read once and the flag recorded.
+   */
+  hasSelinuxConfig(layer: StoredLayer): boolean {
+    if (layer.record.selinuxConfig !== undefined) return layer.record.selinuxConfig;
+    const has = layerHasPath(layer, SELINUX_CONFIG);
+    writeJson(this.dfs, path.join(layer.dir, 'layer.json'), { ...layer.record, selinuxConfig: has });
+    return has;
+  }
+
   /** Every layer in the store, by diff_id. */
   layers(): StoredLayer[] {
     const out: StoredLayer[] = [];
@@ -165,6 +187,13 @@ export class LayerStore {
   hasObject(key: string): boolean {
     return exists(this.objectPath(key));
   }
+}
+
+/** Whether the layer's index has a line at `p` (its own line; whatever another layer does there not looked at). */
+export function layerHasPath(layer: StoredLayer, p: string): boolean {
+  const needle = `"p":${JSON.stringify(p)}`;
+  for (const line of readLines(layer.index)) if (line.includes(needle) && parseIndexLine(line, layer.index).p === p) return true;
+  return false;
 }
 
 export { recordSchema as layerRecordSchema };

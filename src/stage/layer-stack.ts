@@ -6,7 +6,7 @@ import type { CopyPolicy } from '../fs/trees/copy-tree.js';
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
 import { importLayer } from '../layer-store/import-layer.js';
 import { layerStoreTasks } from '../layer-store/link-tree.js';
-import { countStackOps, sharedPrefix, stackHasPath, stackOps } from '../layer-store/stack-ops.js';
+import { countStackOps, sharedPrefix, stackOps } from '../layer-store/stack-ops.js';
 import { LayerStore } from '../layer-store/store.js';
 import type { LayerLimits } from '../sources/layer/entry-checks.js';
 import type { LayerStoreHandle } from '../sources/source.js';
@@ -33,9 +33,6 @@ export interface StageLayers {
 
 /** What a stage onto the base's image copies of its tree (see StageLayers.onto). */
 const KEPT = 'usr';
-
-/** The file whose presence makes a tree label what a stage writes (fs/trees/selinux.ts's treePolicy). */
-const SELINUX_CONFIG = 'etc/selinux/config';
 
 /**
  * The sysroot's layer store as a stage's planner sees it (PlanContext.layerStore): an
@@ -64,7 +61,8 @@ export function stageLayers(ctx: Context, policy: () => CopyPolicy, base?: { lay
         const layers = [];
         for (const b of blobs) layers.push((await importLayer(store, b, { xattrPolicy: ctx.xattrPolicy, ...(o.limits ? { limits: o.limits } : {}) })).layer);
         diffIds = layers.map((l) => l.record.diffId);
-        labelled = stackHasPath(layers, SELINUX_CONFIG);
+        // Each layer's record says whether it has the policy (no index read at every stage).
+        labelled = layers.some((l) => store.hasSelinuxConfig(l));
         // New layers on top of the base deployment's image: start from its tree. Not where
         // the image labels its tree (the stage labels what it wrote; a fresh apply labels every entry).
         onto = labelled ? 0 : sharedPrefix(base?.layers, diffIds);
