@@ -8,6 +8,7 @@ import { RootFs } from '../fs/trees/root-fs.js';
 import { decodeXattrs } from './index-lines.js';
 import { keptApart, layerLines, storedStack } from './stack-ops.js';
 import { LayerStore } from './store.js';
+import { keptDelta, type KeptDelta } from './kept-delta.js';
 
 export interface LinkLayersArgs {
   /** The layer store's directory. */
@@ -111,8 +112,19 @@ export interface KeptApartArgs {
   shared: string[];
 }
 
+export interface KeptDeltaArgs extends KeptApartArgs {
+  /** The base deployment's stack, bottom first. */
+  base: string[];
+}
+
 /** The tree tasks of the layer store (run with runTreeTask: on a worker thread where there is one). */
 export const layerStoreTasks = {
+  keptDelta: defineTreeTask(import.meta.url, 'layerStore.keptDelta', (a: KeptDeltaArgs): KeptDelta | null => {
+    const store = new LayerStore(a.store);
+    const all = [...a.base, ...a.diffIds].map((d) => store.byDiffId(d));
+    if (all.some((l) => l === null)) return null; // a base layer released: the tree is built whole
+    return keptDelta(storedStack(store, a.base), storedStack(store, a.diffIds), a.kept, a.shared);
+  }),
   keptApart: defineTreeTask(import.meta.url, 'layerStore.keptApart', (a: KeptApartArgs) => keptApart(storedStack(new LayerStore(a.store), a.diffIds), a.kept, a.shared)),
   linkLayers: defineTreeTask(import.meta.url, 'layerStore.linkLayers', (a: LinkLayersArgs, h): LinkResult =>
     linkLayersNow(a, h.faults, (p) => h.progress(p), () => h.checkAbort()),

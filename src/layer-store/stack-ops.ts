@@ -27,6 +27,7 @@ export function* stackOps(store: LayerStore, layers: readonly StoredLayer[], o: 
   // onto: the tree already holds, under `kept`, the first `onto` layers applied (that part
   // of a copy of a deployment of them, the only part copied): the rest of the tree is built
   // from those layers' other lines, then the layers above are applied whole; nothing is cleared.
+  // With `keptLines`, the copy is of a deployment of another stack: those lines turn its `kept` part into this stack's.
   const onto = o.onto ?? 0;
   if (onto === 0) yield { op: 'clear', path: '' };
   const kept = onto === 0 ? null : (o.kept ?? null);
@@ -34,32 +35,31 @@ export function* stackOps(store: LayerStore, layers: readonly StoredLayer[], o: 
     if (i < onto && kept === null) continue;
     for (const l of layerLines(layer)) {
       if (i < onto && !replayedOnKept(l, kept!)) continue;
-      switch (l.t) {
-        case 'd':
-          yield { op: 'mkdir', path: l.p, mode: (l.m ?? 0o755) | 0o700, uid: l.u, gid: l.g, replace: true, xattrs: decodeXattrs(l.x) };
-          break;
-        case 'f': {
-          const file = store.objectPath(l.k);
-          yield { op: 'write', path: l.p, content: { kind: 'stream', size: l.s, open: () => objectChunks(file), linkFrom: { file, sha256: l.h } }, mode: l.m, uid: l.u, gid: l.g, mtime: l.mt, replace: true, xattrs: decodeXattrs(l.x) };
-          break;
-        }
-        case 'l':
-          yield { op: 'symlink', path: l.p, target: l.to, uid: l.u, gid: l.g, replace: true, xattrs: decodeXattrs(l.x) };
-          break;
-        case 'h':
-          yield { op: 'hardlink', path: l.p, target: l.to, replace: true };
-          break;
-        case 'a':
-          yield { op: 'setattr', path: l.p, mode: l.m, mtime: l.mt };
-          break;
-        case 'o':
-          yield { op: 'clear', path: l.p };
-          break;
-        case 'w':
-          yield { op: 'remove', path: l.p, recursive: true, missingOk: true };
-          break;
-      }
+      yield lineOp(store, l);
     }
+  }
+  for (const l of o.keptLines ?? []) yield lineOp(store, l);
+}
+
+/** The change set op of an index line (a file's content its store object, streamed or linked). */
+function lineOp(store: LayerStore, l: IndexLine): ChangeOp {
+  switch (l.t) {
+    case 'd':
+      return { op: 'mkdir', path: l.p, mode: (l.m ?? 0o755) | 0o700, uid: l.u, gid: l.g, replace: true, xattrs: decodeXattrs(l.x) };
+    case 'f': {
+      const file = store.objectPath(l.k);
+      return { op: 'write', path: l.p, content: { kind: 'stream', size: l.s, open: () => objectChunks(file), linkFrom: { file, sha256: l.h } }, mode: l.m, uid: l.u, gid: l.g, mtime: l.mt, replace: true, xattrs: decodeXattrs(l.x) };
+    }
+    case 'l':
+      return { op: 'symlink', path: l.p, target: l.to, uid: l.u, gid: l.g, replace: true, xattrs: decodeXattrs(l.x) };
+    case 'h':
+      return { op: 'hardlink', path: l.p, target: l.to, replace: true };
+    case 'a':
+      return { op: 'setattr', path: l.p, mode: l.m, mtime: l.mt };
+    case 'o':
+      return { op: 'clear', path: l.p };
+    case 'w':
+      return { op: 'remove', path: l.p, recursive: true, missingOk: true };
   }
 }
 
@@ -90,12 +90,14 @@ export interface StackStart {
   onto?: number;
   kept?: string;
   lowerOutside?: number;
+  /** Lines applied last, under `kept` (keptDelta's: the copy is of another stack's tree). */
+  keptLines?: IndexLine[];
 }
 
 /** How many ops stackOps yields (for progress): one per index line applied, and the clear. */
 export function countStackOps(layers: readonly StoredLayer[], o: StackStart = {}): number {
   const onto = o.onto ?? 0;
-  return (onto === 0 ? 1 : (o.lowerOutside ?? 0)) + layers.slice(onto).reduce((n, l) => n + l.record.entries, 0);
+  return (onto === 0 ? 1 : (o.lowerOutside ?? 0)) + layers.slice(onto).reduce((n, l) => n + l.record.entries, 0) + (o.keptLines?.length ?? 0);
 }
 
 /** Whether a lower layer's line is applied to a tree that holds the stack's `kept` part (see keptApart): not under it, or a hardlink from it to the rest. */

@@ -31,6 +31,11 @@ export interface StageLayers {
   linkAt(): ((rel: string) => boolean) | null;
 }
 
+/** Whether the policy hardlinks every file under `kept`. */
+function linksAll(p: CopyPolicy, kept: string): boolean {
+  return p.hardlinkPrefixes.some((h) => isUnder(kept, h)) && !(p.copyPrefixes ?? []).some((c) => isUnder(c, kept) || isUnder(kept, c));
+}
+
 /** What a stage onto the base's image copies of its tree (see StageLayers.onto). */
 const KEPT = 'usr';
 
@@ -69,7 +74,15 @@ export function stageLayers(ctx: Context, policy: () => CopyPolicy, base?: { lay
         // Only where the base's usr/ and the rest of the tree do not depend on each other (keptApart; on a worker: it reads the lower indexes).
         const start = onto === 0 ? null : await runTreeTask(layerStoreTasks.keptApart, { store: path.resolve(store.dir), diffIds: diffIds.slice(0, onto), kept: KEPT, shared: [...shared] }, { faults: ctx.faults });
         if (start !== null && !start.apart) onto = 0;
-        const from = { onto, kept: KEPT, lowerOutside: start?.outside ?? 0 };
+        // Another change (a layer in the middle, or below): the base tree's usr/ all the same, changed where the new stack's
+        // differs (keptDelta: both stacks' usr/ modelled from the indexes on a worker), the rest built from the store.
+        // Only where every file under usr/ is linked from its object (a hardlink inside usr/ is then the object's inode too).
+        const delta =
+          onto === 0 && !labelled && base?.layers !== undefined && base.layers.length > 0 && base.layers[0] === diffIds[0] && linksAll(policy(), KEPT)
+            ? await runTreeTask(layerStoreTasks.keptDelta, { store: path.resolve(store.dir), base: [...base.layers], diffIds, kept: KEPT, shared: [...shared] }, { faults: ctx.faults })
+            : null;
+        if (delta !== null) onto = diffIds.length;
+        const from = delta !== null ? { onto, kept: KEPT, lowerOutside: delta.outside, keptLines: delta.lines } : { onto, kept: KEPT, lowerOutside: start?.outside ?? 0 };
         return { ops: stackOps(store, layers, from), count: countStackOps(layers, from) };
       },
       has: (ref) => store.find(ref) !== null,

@@ -255,3 +255,52 @@ describe(`an image stage whose lower layers the booted deployment's image is sta
     expect(drifted).toBeGreaterThan(0);
   }, 300_000);
 });
+
+const MIDDLE_CASES = Number(process.env.STAGEDROOT_LAYER_MIDDLE_CASES ?? 12);
+
+describe(`an image stage whose changed layer is in the middle starts from the booted tree's usr/ (seed ${SEED})`, () => {
+  it(`${MIDDLE_CASES} generated stacks: v1 booted, v2 = v1 with a middle layer changed, staged from v1's usr/, is the fresh apply of v2`, async () => {
+    const rand = prng(SEED ^ 0x3141);
+    let staged = 0;
+    let tameStaged = 0;
+    let copied = 0;
+    let tameCopied = 0;
+    for (let c = 0; c < MIDDLE_CASES; c++) {
+      // Every other case has no symlink or hardlink: usr/ and the rest apart, the path always taken there.
+      const tame = c % 2 === 0;
+      const v1Layers = Array.from({ length: 3 + Math.floor(rand() * 2) }, () => genLayer(rand, tame));
+      const mid = 1 + Math.floor(rand() * (v1Layers.length - 2));
+      const v2Layers = [...v1Layers.slice(0, mid), genLayer(rand, tame), ...v1Layers.slice(mid + 1)];
+      const what = `middle case ${c} of seed ${SEED} (layer ${mid} changed): ${JSON.stringify([...v1Layers, v2Layers[mid]!].map((l) => l.map((e) => `${e.type} ${Buffer.from(e.path).toString('latin1')}`)))}`;
+      const t = await tempSysroot({ tree: { 'etc/hostname': 'node\n' } });
+      try {
+        const v1 = path.join(t.scratch, 'v1');
+        const v2 = path.join(t.scratch, 'v2');
+        writeLayout(v1, v1Layers.map((l) => ({ tar: makeTar(l) })));
+        const layers2 = writeLayout(v2, v2Layers.map((l) => ({ tar: makeTar(l) })));
+        const reference = await fresh(t.scratch, v2);
+        const first = await fresh(path.join(t.scratch, 'v1-fresh-dir'), v1).catch(() => ({ error: 'x' }) as Built);
+        if (reference.error !== undefined || first.error !== undefined) continue;
+        staged += 1;
+        if (tame) tameStaged += 1;
+        const r1 = await t.sysroot.stage(v1, NO_CHECKS);
+        await reboot(t.sysroot);
+        expect(t.sysroot.status().booted, what).toBe(r1.id);
+        driftOutsideUsr(r1.path, reference.tree);
+        let seen = false;
+        const r2 = await t.sysroot.stage(v2, { ...NO_CHECKS, onProgress: (p) => void (p.phase === 'copy' && p.done > 0 ? (seen = true) : undefined) });
+        expect(t.sysroot.status().deployments.find((d) => d.id === r2.id)!.origin?.layers, what).toEqual(layers2.map((l) => l.diffId));
+        if (seen) copied += 1;
+        if (seen && tame) tameCopied += 1;
+        expect(ofImage(describeTree(r2.path)), what).toEqual(ofImage(describeTree(reference.tree)));
+        expectSameLinks(reference.tree, r2.path);
+        expect((await t.sysroot.verify(r2.id)).drift, what).toEqual([]);
+      } finally {
+        t.cleanup();
+      }
+    }
+    console.log(`middle cases of seed ${SEED}: ${staged} staged (${tameStaged} tame), ${copied} from v1's usr/ (${tameCopied} tame)`);
+    expect(tameCopied).toBe(tameStaged);
+    expect(tameStaged).toBeGreaterThan(2);
+  }, 300_000);
+});
