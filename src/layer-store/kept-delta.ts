@@ -111,9 +111,11 @@ function cloneDir(d: Dir): Dir {
   return { ...d, children };
 }
 
+type LinesOf = (layer: StoredLayer) => Iterable<IndexLine>;
+
 /** Simulates `layers` onto `m` (under kept only); false when a line is not modelled. */
-function simulate(m: Model, layers: readonly StoredLayer[]): boolean {
-  for (const layer of layers) for (const l of layerLines(layer)) if (isUnder(l.p, m.kept) && !m.apply(l)) return false;
+function simulate(m: Model, layers: readonly StoredLayer[], linesOf: LinesOf): boolean {
+  for (const layer of layers) for (const l of linesOf(layer)) if (isUnder(l.p, m.kept) && !m.apply(l)) return false;
   return true;
 }
 
@@ -180,23 +182,30 @@ export interface KeptDelta {
  * applied in order. Null where the model cannot say (the stage builds the tree whole).
  */
 export function keptDelta(base: readonly StoredLayer[], next: readonly StoredLayer[], kept: string, shared: readonly string[] = []): KeptDelta | null {
-  const nextApart = keptApart(next, kept, shared);
-  if (!nextApart.apart || !keptApart(base, kept, shared).apart) return null;
-  if (crosses(base, kept) || crosses(next, kept)) return null;
+  // Each layer's index read and parsed once (in apply order), whatever the passes over it.
+  const parsed = new Map<string, IndexLine[]>();
+  const linesOf: LinesOf = (layer) => {
+    let ls = parsed.get(layer.record.diffId);
+    if (ls === undefined) parsed.set(layer.record.diffId, (ls = [...layerLines(layer)]));
+    return ls;
+  };
+  if (crosses(base, kept, linesOf) || crosses(next, kept, linesOf)) return null;
+  const nextApart = keptApart(next, kept, shared, linesOf);
+  if (!nextApart.apart || !keptApart(base, kept, shared, linesOf).apart) return null;
   let common = 0;
   while (common < base.length && common < next.length && base[common]!.record.diffId === next[common]!.record.diffId) common += 1;
   const bottom = new Model(kept);
-  if (!simulate(bottom, base.slice(0, common))) return null;
+  if (!simulate(bottom, base.slice(0, common), linesOf)) return null;
   const from = bottom.clone();
-  if (!simulate(from, base.slice(common))) return null;
+  if (!simulate(from, base.slice(common), linesOf)) return null;
   const to = bottom;
-  if (!simulate(to, next.slice(common))) return null;
+  if (!simulate(to, next.slice(common), linesOf)) return null;
   const outside = nextApart.outside;
   return { lines: diff(from, to), outside };
 }
 
 /** Whether a hardlink of the stack joins `kept` and the rest. */
-function crosses(layers: readonly StoredLayer[], kept: string): boolean {
-  for (const layer of layers) for (const l of layerLines(layer)) if (l.t === 'h' && isUnder(l.p, kept) !== isUnder(l.to, kept)) return true;
+function crosses(layers: readonly StoredLayer[], kept: string, linesOf: LinesOf): boolean {
+  for (const layer of layers) for (const l of linesOf(layer)) if (l.t === 'h' && isUnder(l.p, kept) !== isUnder(l.to, kept)) return true;
   return false;
 }

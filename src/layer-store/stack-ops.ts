@@ -33,7 +33,8 @@ export function* stackOps(store: LayerStore, layers: readonly StoredLayer[], o: 
   const kept = onto === 0 ? null : (o.kept ?? null);
   for (const [i, layer] of layers.entries()) {
     if (i < onto && kept === null) continue;
-    for (const l of layerLines(layer)) {
+    // Below onto, the lines under kept are passed over unparsed (but a hardlink's, whose target may be outside).
+    for (const l of layerLines(layer, i < onto ? (raw) => rawUnder(raw, kept!) : undefined)) {
       if (i < onto && !replayedOnKept(l, kept!)) continue;
       yield lineOp(store, l);
     }
@@ -69,16 +70,41 @@ function lineOp(store: LayerStore, l: IndexLine): ChangeOp {
  * entries in archive order. The index is read twice, the first time keeping only those
  * few lines: memory grows with the whiteouts, never with the layer.
  */
-export function* layerLines(layer: StoredLayer): Generator<IndexLine> {
+export function* layerLines(layer: StoredLayer, skip?: (raw: string) => boolean): Generator<IndexLine> {
   const opaque: IndexLine[] = [];
   const whiteouts: IndexLine[] = [];
-  for (const l of parsed(layer.index)) {
+  // A line's type read from its text (import writes `{"t":"X",…`): the other lines are not parsed in the first pass.
+  for (const line of readLines(layer.index)) {
+    if (line === '') continue;
+    const t = rawType(line);
+    if (t !== null && t !== 'o' && t !== 'w') continue;
+    const l = parseIndexLine(line, layer.index);
     if (l.t === 'o') opaque.push(l);
     else if (l.t === 'w') whiteouts.push(l);
   }
   yield* opaque;
   yield* whiteouts;
-  for (const l of parsed(layer.index)) if (l.t !== 'o' && l.t !== 'w') yield l;
+  for (const line of readLines(layer.index)) {
+    if (line === '') continue;
+    const t = rawType(line);
+    if (t === 'o' || t === 'w') continue;
+    if (skip !== undefined && t !== null && t !== 'h' && skip(line)) continue;
+    const l = parseIndexLine(line, layer.index);
+    if (l.t !== 'o' && l.t !== 'w') yield l;
+  }
+}
+
+/** The type of an index line as import writes it (`{"t":"X","p":…`), or null for any other text (then parsed). */
+function rawType(line: string): string | null {
+  return line.startsWith('{"t":"') && line[7] === '"' ? line[6]! : null;
+}
+
+/** Whether an index line's path (its text, as import writes it) is `kept` or under it; false when unsure. */
+function rawUnder(line: string, kept: string): boolean {
+  const head = `"p":${JSON.stringify(kept).slice(0, -1)}`;
+  if (rawType(line) === null || !line.startsWith(head, 9)) return false;
+  const c = line[9 + head.length];
+  return c === '"' || c === '/';
 }
 
 /**
@@ -118,7 +144,7 @@ export function replayedOnKept(l: IndexLine, kept: string): boolean {
  * (layerLines) over the paths alone: the symlinks of the tree at each line. Also counts the
  * lines replayed.
  */
-export function keptApart(layers: readonly StoredLayer[], kept: string, shared: readonly string[] = []): { apart: boolean; outside: number } {
+export function keptApart(layers: readonly StoredLayer[], kept: string, shared: readonly string[] = [], linesOf: (layer: StoredLayer) => Iterable<IndexLine> = layerLines): { apart: boolean; outside: number } {
   if (shared.some((d) => isUnder(d, kept))) return { apart: false, outside: 0 };
   const symlinks = new Set<string>();
   const throughSymlink = (p: string): boolean => {
@@ -133,7 +159,7 @@ export function keptApart(layers: readonly StoredLayer[], kept: string, shared: 
   let outside = 0;
   let n = 0;
   for (const layer of layers) {
-    for (const l of layerLines(layer)) {
+    for (const l of linesOf(layer)) {
       n += 1;
       if (replayedOnKept(l, kept)) outside += 1;
       if (throughSymlink(l.p) || (l.t === 'h' && throughSymlink(l.to))) return { apart: false, outside };
@@ -171,7 +197,7 @@ export function keptApart(layers: readonly StoredLayer[], kept: string, shared: 
   };
   n = 0;
   for (const layer of layers) {
-    for (const l of layerLines(layer)) {
+    for (const l of linesOf(layer)) {
       n += 1;
       for (const c of crossing) if (c.at < n && (replaces(l, c.ends[0]) || replaces(l, c.ends[1]))) return { apart: false, outside };
     }
@@ -196,8 +222,4 @@ async function* objectChunks(file: string): AsyncGenerator<Buffer> {
   } finally {
     f.close();
   }
-}
-
-function* parsed(file: string): Generator<IndexLine> {
-  for (const line of readLines(file)) if (line !== '') yield parseIndexLine(line, file);
 }
