@@ -259,7 +259,7 @@ export class Sysroot {
       const actions: string[] = [];
       const state = await carryLiveEdits(this.ctx, booted, 'boot', actions);
       // Then the tree the apply wrote into, if it no longer runs, gets its own files back (a rollback boots its config).
-      restoreRollbackTrees(this.ctx, state, actions);
+      restoreRollbackTrees(this.ctx, state, actions, { bootRecorded: true });
       const { event, finalizeFailure } = outcome;
       const id = event.kind === 'booted' ? event.id : event.to;
       const d = mustFind(state, id);

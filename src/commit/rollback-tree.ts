@@ -43,8 +43,16 @@ function applies(names: string[]): number[] {
  * booted again in a later boot (a rollback before the reboot, or an entry picked in the
  * menu) has run with those files since, which are its own now: the record goes. So does
  * the record of a removed deployment.
+ *
+ * Whether the tree was booted again is read from `booted`, which is this boot's only once
+ * the boot hook has recorded it: `o.bootRecorded` says the caller knows (the boot hook,
+ * after its record). Recovery does not: at the boot hook's own recovery, before its
+ * record, `booted` is still the last boot's, the very tree the apply ran in, and a clean
+ * shutdown's finalize has carried the edits already; taking that for "booted again" would
+ * drop the record and leave the rollback with the live-applied files. There the record
+ * waits for the boot hook's step.
  */
-export function restoreRollbackTrees(ctx: Context, s: BaseState, actions: string[]): BaseState {
+export function restoreRollbackTrees(ctx: Context, s: BaseState, actions: string[], o: { bootRecorded?: boolean } = {}): BaseState {
   const { layout, dfs } = ctx;
   for (const id of listDir(layout.liveUndoRoot)) {
     const root = layout.liveUndo(id);
@@ -60,6 +68,7 @@ export function restoreRollbackTrees(ctx: Context, s: BaseState, actions: string
       const last = kept.length ? readJournal(path.join(root, String(kept[kept.length - 1]))) : null;
       const now = currentBootId();
       if (last?.bootId === undefined || now === null || last.bootId === now) continue; // still the running tree
+      if (o.bootRecorded !== true) continue; // another boot, not recorded yet: the boot hook decides
       dfs.removeTree(root);
       actions.push(`dropped the live-apply before-images of ${id}: it was booted again with the live-applied files`);
       continue;

@@ -48,6 +48,24 @@ describe('the rollback tree after a live apply', () => {
     expect(read(b.oldTree, 'etc/containers/policy.json')).toBe('{}\n');
   });
 
+  it('after a clean shutdown (its finalize carries the /etc edits): the next boot, of the live-applied deployment, puts the old files back', async () => {
+    const b = await booted();
+    t = b.t;
+    const r = await t.sysroot.stage({ files: [{ path: '/etc/containers/policy.json', contents: POLICY }] });
+    await t.sysroot.applyLive({ services: b.services });
+    fs.writeFileSync(path.join(b.oldTree, 'etc/hosts'), '127.0.0.1 edited-after-the-apply\n');
+    await t.sysroot.finalize();
+    expect(t.sysroot.status().activeLive, 'the shutdown carried the edits').toBeNull();
+    // The next boot is another one than the apply's (the record names the boot it ran in).
+    const journal = path.join(t.dir, 'live-undo', b.old, '0', 'journal.json');
+    fs.writeFileSync(journal, JSON.stringify({ ...JSON.parse(fs.readFileSync(journal, 'utf8')), bootId: 'an-earlier-boot' }) + '\n');
+    await t.sysroot.boot({ runDir: '/nonexistent' });
+    expect(t.sysroot.status()).toMatchObject({ booted: r.id, rollback: b.old });
+    expect(read(r.path, 'etc/hosts'), 'the edit carried').toBe('127.0.0.1 edited-after-the-apply\n');
+    expect(read(b.oldTree, 'etc/containers/policy.json'), 'the rollback tree as it was before the apply').toBe('{}\n');
+    expect(fs.readdirSync(path.join(t.dir, 'live-undo'))).toEqual([]);
+  });
+
   it('two live applies in one boot are undone in the tree newest first: a file the second added is gone, one both changed is the original', async () => {
     const b = await booted();
     t = b.t;
