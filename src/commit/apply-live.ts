@@ -1,13 +1,9 @@
-import { changedSharedPaths } from '../persistent-dirs/changed-shared.js';
-import { readSharedOps } from '../persistent-dirs/apply.js';
 import { HOST_SYSTEMCTL, actionText, currentBootId, systemctl, systemctlArgs, undoSteps, type ServiceManager } from '../activation/live/actions.js';
 import { markProgress, type LiveJournal } from '../activation/live/journal.js';
 import { prepareJournal, type LiveChange } from '../activation/live/prepare.js';
 import { restoreEntries, writeEntries } from '../activation/live/write-entries.js';
 import { runHealthChecks, type HealthOptions } from '../boot/health.js';
 import type { Context } from '../context.js';
-import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
-import { activationOf, changedByManifests, loadDisruptionPolicy } from '../stage/activation-of.js';
 import type { Activation } from '../state/activation.js';
 import { StagedrootError } from '../errors.js';
 import { hostPath } from '../fs/core/names.js';
@@ -115,8 +111,19 @@ export async function undoLive(ctx: Context, j: LiveJournal, m: ServiceManager):
   return problems;
 }
 
-/** The activation decision of the staged deployment under another policy file (as stage would have made it). */
-function decideAgain(ctx: Context, s: BaseState, id: string, file: string): Activation {
+/**
+ * The activation decision of the staged deployment under another policy file (as stage
+ * would have made it). Its modules (the policy document's parser, YAML and the
+ * MachineConfig schemas among them) are loaded only here: an apply-live of the decision
+ * stage recorded never evaluates them (a few hundred ms of its start under TCG).
+ */
+async function decideAgain(ctx: Context, s: BaseState, id: string, file: string): Promise<Activation> {
+  const [{ activationOf, changedByManifests, loadDisruptionPolicy }, { changedSharedPaths }, { readSharedOps }, { ReadOnlyTree }] = await Promise.all([
+    import('../stage/activation-of.js'),
+    import('../persistent-dirs/changed-shared.js'),
+    import('../persistent-dirs/apply.js'),
+    import('../fs/trees/read-only-tree.js'),
+  ]);
   const staged = mustFind(s, id);
   const base = mustFind(s, staged.parent ?? s.current);
   const { layout } = ctx;
@@ -149,7 +156,7 @@ export async function applyLive(ctx: Context, s: BaseState, o: ApplyLiveOptions 
   if (s.staged === null) throw new StagedrootError('NOTHING_STAGED', 'Nothing is staged: stage an update first');
   const staged = mustFind(s, s.staged);
   if (staged.locked) throw new StagedrootError('INVALID_TRANSITION', `Deployment ${staged.id} is held by a finalization lock: unlock it first`, { value: staged.id });
-  const a = o.disruptionPolicy === undefined ? staged.activation : decideAgain(ctx, s, staged.id, o.disruptionPolicy);
+  const a = o.disruptionPolicy === undefined ? staged.activation : await decideAgain(ctx, s, staged.id, o.disruptionPolicy);
   if (a === undefined) throw new StagedrootError('INVALID_TRANSITION', `Deployment ${staged.id} has no activation decision (it was staged by an older stagedroot): stage it again`, { value: staged.id });
   if (a.mode !== 'live') {
     const why = a.reasons.map((r) => `${r.path ?? r.unit ?? r.field ?? ''}: ${r.why}`).join('; ');

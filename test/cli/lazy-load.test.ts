@@ -73,7 +73,7 @@ describe('the boot path loads only what it runs', () => {
 });
 
 describe('apply-live loads only what it runs', () => {
-  it('its systemctl actions are spawned without execa (whose import was ~250 ms of the first action)', async () => {
+  it('its systemctl actions are spawned without execa (whose import was ~250 ms of the first action); the decision stage recorded is used without the policy document\'s parser (yaml, the MachineConfig schemas)', async () => {
     const t = await tempSysroot({ tree: { 'etc/containers/policy.json': '{}\n', 'usr/lib/os-release': 'ID=test\n' } });
     try {
       await t.sysroot.boot({ runDir: '/nonexistent' });
@@ -83,6 +83,7 @@ describe('apply-live loads only what it runs', () => {
       expect(fs.readFileSync(log, 'utf8').trim().split('\n')).toEqual(['reload crio.service']);
       expect(loaded).toContain('dist/commit/apply-live.js');
       expect(loaded.filter((f) => /(^|\/)node_modules\/execa\//.test(f))).toEqual([]);
+      expect(loaded.filter((f) => /(^|\/)node_modules\/yaml\/|^dist\/(activation\/policy-document|stage\/activation-of|sources\/)/.test(f))).toEqual([]);
     } finally {
       t.cleanup();
     }
