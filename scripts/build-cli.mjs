@@ -222,7 +222,12 @@ function writeLibraryEntries() {
  * Runs each CLI bundle as the bin does (runBundle, under the same name) for verbs of a
  * scratch sysroot, one after the other in one process: the code cache it leaves beside
  * the bundle at exit holds the functions they compiled (the start, the state file, the
- * lock and a transition). run.cjs runs `status` and `mark-good`; boot.cjs `status`,
+ * lock and a transition). run.cjs runs `status` and `mark-good`, then `apply-live` of a
+ * second scratch sysroot booted and staged beforehand through the library (tsc's dist/,
+ * so that stage's own code stays out of the cache: the bytes a start reads and
+ * deserializes follow what the cache holds), its action run by `true`: a live apply then
+ * deserializes the merge, the journal and the commit instead of compiling them (under
+ * TCG, a few hundred ms of its start, BENCHMARKS.md); boot.cjs `status`,
  * `boot` (with a run and etc directory of the scratch's own: never this machine's
  * /run/stagedroot, so it follows current) and `mark-good`. A build-only driver, bundled
  * to a temp file.
@@ -237,7 +242,10 @@ async function writeCodeCaches() {
     const places = { runDir: path.join(scratch, 'run'), etcDir: path.join(scratch, 'etc') };
     const env = { ...process.env, STAGEDROOT_DEBUG: '', STAGEDROOT_CODE_CACHE: '' };
     const init = spawnSync(process.execPath, [path.join(cliDir, 'main.cjs'), 'init', '--from', tree, '--sysroot', sysroot], { encoding: 'utf8', env: { ...env, STAGEDROOT_CODE_CACHE: '0' } });
-    for (const [file, verbs] of [[runFile, ['status', 'mark-good']], [bootFile, ['status', 'boot', 'mark-good']]]) {
+    const live = await liveScratch(scratch, tree, env);
+    const on = (verbs) => verbs.map((v) => [v, '--sysroot', sysroot]);
+    const runLines = [...on(['status', 'mark-good']), ...(live === null ? [] : [['apply-live', '--sysroot', live, '--systemctl', 'true']])];
+    for (const [file, lines] of [[runFile, runLines], [bootFile, on(['status', 'boot', 'mark-good'])]]) {
       const driver = path.join(scratch, 'cache-driver.cjs');
       await build({
         ...commonJs,
@@ -245,7 +253,7 @@ async function writeCodeCaches() {
           contents: `import { runBundle } from './src/cli/code-cache.js';
 import { processIo } from './src/cli/io.js';
 const cli = runBundle(${JSON.stringify(file)}, { name: ${JSON.stringify(`stagedroot/dist/cli/${path.basename(file)}`)}, sourceMaps: false, env: process.env }) as { main: (argv: string[], io: typeof processIo) => Promise<void> };
-void (async () => { for (const verb of ${JSON.stringify(verbs)}) { await cli.main([verb, '--sysroot', ${JSON.stringify(sysroot)}], { ...processIo, places: ${JSON.stringify(places)} }); if (process.exitCode) return; } })();
+void (async () => { for (const argv of ${JSON.stringify(lines)}) { await cli.main(argv, { ...processIo, places: ${JSON.stringify(places)} }); if (process.exitCode) return; } })();
 `,
           resolveDir: root,
           sourcefile: 'cache-driver.ts',
@@ -262,4 +270,25 @@ void (async () => { for (const verb of ${JSON.stringify(verbs)}) { await cli.mai
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/**
+ * A scratch sysroot with a live-decided deployment staged (/etc/containers/policy.json:
+ * the MCO's default policy reloads crio.service), booted and staged through the library
+ * in its own process; null (with a warning: the cache then lacks apply-live) when that fails.
+ */
+async function liveScratch(scratch, tree, env) {
+  const dir = path.join(scratch, 'live-sysroot');
+  const script = `const { Sysroot } = await import(${JSON.stringify(path.join(root, 'dist/index.js'))});
+const s = await Sysroot.init(${JSON.stringify(dir)}, { fromDirectory: ${JSON.stringify(tree)} });
+await s.boot({ runDir: ${JSON.stringify(path.join(scratch, 'live-run'))} });
+await s.stage({ files: [{ path: '/etc/containers/policy.json', contents: '{"default":[{"type":"insecureAcceptAnything"}]}\\n' }] });
+const st = s.status();
+if (st.deployments.find((d) => d.id === st.staged)?.activation?.mode !== 'live') throw new Error('the scratch stage is not live-decided');`;
+  const file = path.join(scratch, 'live-scratch.mjs');
+  fs.writeFileSync(file, script);
+  const r = spawnSync(process.execPath, [file], { encoding: 'utf8', env });
+  if (r.status === 0) return dir;
+  console.warn(`build-cli: the code cache of run.cjs is written without apply-live: ${(r.stderr || r.stdout).trim().slice(-500)}`);
+  return null;
 }
