@@ -8,9 +8,17 @@
 // undone: files back, the service on the old file, the deployment staged. A third is cut
 // by a power cut while its reload runs: the next boot is the first one's deployment with
 // its files and an /etc edit made after it (carried at boot: the crash skipped finalize),
-// the third undone and staged; its reboot path then boots it. The bench figure: from the
-// end of the first stage to the change being live, against that reboot cycle (finalize at
-// shutdown, firmware, boot to the health service), in the same run.
+// the third undone and staged, and the old deployment's tree (the rollback) has its own
+// files back; its reboot path then boots it. There a fourth config is applied live (a
+// mirror written, a file removed) and the machine rebooted cleanly: the next boot is that
+// deployment with an /etc edit made after the apply (carried by the shutdown's finalize),
+// the tree it ran in has its own files back, and a rollback to it boots them. The bench
+// figure: from the end of the first stage to the change being live, against that reboot
+// cycle (finalize at shutdown, firmware, boot to the health service), in the same run;
+// beside it the uptime of each of apply-live's steps, `node -e 0`, `stagedroot --version`
+// and `stagedroot status` with and without the code cache, and a CPU profile of the second
+// (failing) apply-live (OUT/live-b.cpuprofile.gz).
+import * as fs from 'node:fs';
 import { ADOPTION_COMMANDS, adoptionStep } from './adopt.mjs';
 import { buildMachine } from './image.mjs';
 import { REBOOT, SYSROOT, Scenario, decode, dep, spec } from './scenario.mjs';
@@ -104,13 +112,13 @@ b64() { base64 -w0 "$1" 2>/dev/null; }
 /** A stage of /run/spec.json with --json; reports NAME-exit and NAME (its JSON, base64) and when it ended. */
 const stage = (name) => `stagedroot stage --json /run/spec.json >/run/${name}.json 2>/run/${name}.err; r ${name}-exit $?; r ${name}-ended "$(now)"; r ${name} "$(b64 /run/${name}.json)"; cat /run/${name}.err >/dev/console\n`;
 /** apply-live --json; reports NAME-exit, NAME (stdout, base64) and NAME-err. */
-const applyLiveJson = (name) => `stagedroot apply-live --json >/run/${name}.json 2>/run/${name}.err; r ${name}-exit $?; r ${name} "$(b64 /run/${name}.json)"; r ${name}-err "$(b64 /run/${name}.err)"; cat /run/${name}.err >/dev/console\n`;
+const applyLiveJson = (name) => `mkdir -p /run/prof; node --cpu-prof --cpu-prof-dir=/run/prof "$(readlink -f "$(command -v stagedroot)")" apply-live --json >/run/${name}.json 2>/run/${name}.err; r ${name}-exit $?; r ${name} "$(b64 /run/${name}.json)"; r ${name}-err "$(b64 /run/${name}.err)"; cat /run/${name}.err >/dev/console\n`;
 /**
  * apply-live ARGS as an admin runs it, each line of its output (its steps on stderr) with
  * the uptime it came at (read by the shell itself: a process a line would add to the time
  * measured, under TCG); reports NAME-exit, NAME-log (base64) and NAME-ended.
  */
-const applyLiveTimed = (name, args = '') => `{ stagedroot apply-live ${args} 2>&1; echo "@rc $?"; } | while IFS= read -r l; do read -r up _ </proc/uptime; echo "$up $l"; done >/run/${name}.log
+const applyLiveTimed = (name, args = '') => `{ echo '@start'; stagedroot apply-live ${args} 2>&1; echo "@rc $?"; } | while IFS= read -r l; do read -r up _ </proc/uptime; echo "$up $l"; done >/run/${name}.log
 r ${name}-ended "$(now)"; r ${name}-exit "$(sed -n 's/.* @rc //p' /run/${name}.log)"; r ${name}-log "$(b64 /run/${name}.log)"; cat /run/${name}.log >/dev/console
 `;
 /** The files and services as the running system has them, reported under PREFIX-. */
@@ -151,19 +159,25 @@ function stepTimes(log) {
   for (const line of log.split('\n')) {
     const m = /^(\d+\.\d+) apply-live: (\S+)/.exec(line);
     if (m && !(m[2] in out)) out[m[2]] = Number(m[1]);
+    const e = /^(\d+\.\d+) (@start|@rc|applied live)/.exec(line);
+    if (e && !(e[2] in out)) out[e[2]] = Number(e[1]);
   }
   return out;
 }
 
 export async function liveApplyOnUefi(env) {
-  const s = new Scenario('(e) apply-live under systemd: an SSH key, a mirror (Reload, PID kept) and a Restart live; a failing Restart undone; a power cut in a second live apply: the next boot is the first one with its files and a later /etc edit, the second undone; its reboot path boots', env, env.uefi ?? null);
+  const s = new Scenario('(e) apply-live under systemd: an SSH key, a mirror (Reload, PID kept) and a Restart live; a failing Restart undone; a power cut in a second live apply: the next boot is the first one with its files and a later /etc edit, the second undone; its reboot path boots; the rollback tree has its own files back; a clean reboot after a live apply keeps a later /etc edit, and a rollback boots the old files', env, env.uefi ?? null);
   s.machine = await machineFor(s, env);
 
   // Boot 1: the set-up; the live apply; an /etc edit after it; the failing one; a third cut by a power cut in its reload.
   const a = await s.boot('e-live', `${FNS}${SETUP}${observe('before')}r cli-start "$(now)"; stagedroot status >/dev/null; r cli-end "$(now)"
+r node-start "$(now)"; node -e 0; r node-end "$(now)"
+r version-start "$(now)"; stagedroot --version >/dev/null; r version-end "$(now)"
+r nocache-start "$(now)"; STAGEDROOT_CODE_CACHE=0 stagedroot status >/dev/null; r nocache-end "$(now)"
 ${spec({ label: 'e-live', files: [{ path: `/${KEY}`, contents: key(2), mode: '0600' }, { path: `/${MIRROR}`, contents: mirror(2) }, { path: `/${RESTART_CONF}`, contents: 'v2\n' }] })}${stage('stage-a')}${applyLiveTimed('live-a', '--health')}${observe('after-a')}
 echo "edited after the live apply" >/etc/live-test/after-apply
 ${spec({ label: 'e-fails', files: [{ path: `/${KEY}`, contents: key(3), mode: '0600' }, { path: `/${FAIL_CONF}`, contents: 'bad\n' }] })}${stage('stage-b')}${applyLiveJson('live-b')}${observe('after-b')}
+r prof-b "$(cat /run/prof/*.cpuprofile | gzip -c | base64 -w0)"
 r discard-exit "$(stagedroot discard >/dev/console 2>&1; echo $?)"
 ${spec({ label: 'e-cut', files: [{ path: `/${KEY}`, contents: key(4), mode: '0600' }, { path: `/${MIRROR}`, contents: mirror(4) }, { path: `/${SLOW}`, contents: '# the reload sleeps\n' }] })}${stage('stage-d')}
 stagedroot apply-live >/dev/console 2>&1 &
@@ -233,6 +247,9 @@ sleep 600
   // first; its deployment still staged. Then the reboot path: reboot (bench: its start).
   const b = await s.boot('e-after-cut', `${FNS}${observe('boot2')}r after-apply "$(cat /etc/live-test/after-apply 2>&1)"
 r leftovers "$(ls -A ${SYSROOT}/live-apply 2>&1)"
+r old-tree-mirror "$(grep -o 'mirror-[0-9]*' ${SYSROOT}/deploy/${old}/tree/${MIRROR} 2>&1)"
+r old-tree-restart-conf "$(cat ${SYSROOT}/deploy/${old}/tree/${RESTART_CONF} 2>&1)"
+r old-tree-undo "$(ls -A ${SYSROOT}/live-undo 2>&1 | tr '\\n' ' ')"
 r boot-log "$(journalctl -b -u stagedroot-boot.service --no-pager -o cat 2>&1 | tr '\\n' ' ')"
 r reboot-at "$(now)"
 ${REBOOT}`);
@@ -251,11 +268,19 @@ ${REBOOT}`);
   s.eq(b.results.get('boot2-active'), 'active active active ', 'the services after the power cut');
   s.check(/No such file/.test(b.results.get('leftovers') ?? ''), `live-apply/ should be gone: ${b.results.get('leftovers')}`);
   s.check((b.results.get('boot-log') ?? '').includes(`undid the interrupted live apply of ${cutId}`), `the boot hook should say it undid the live apply of ${cutId}: ${b.results.get('boot-log')}`);
+  // The rollback tree: the tree the first apply wrote into (the old deployment, now the
+  // rollback) has its files as before the apply again, put back by the boot hook once
+  // another deployment runs (docs/lifecycle.md, "The rollback tree").
+  s.eq(b.results.get('old-tree-mirror'), 'mirror-1', "the old deployment's tree: the mirror as before the live apply");
+  s.eq(b.results.get('old-tree-restart-conf'), 'v1', "the old deployment's tree: the restart file as before the live apply");
 
   // Boot 3: the staged one's reboot path: finalized at the shutdown, booted with its files.
+  // Then a fourth config applied live (the mirror, the slow file removed), an /etc edit
+  // after it, and a clean reboot: its shutdown finalize carries the edit.
   const c = await s.boot('e-reboot-path', `${FNS}r health-mono "$(systemctl show -P ActiveEnterTimestampMonotonic stagedroot-health.service)"; r now-up "$(cut -d' ' -f1 /proc/uptime)"; r now-real "$(now)"
-${observe('boot3')}systemctl --no-block poweroff
-`);
+${observe('boot3')}${spec({ label: 'e-live-2', files: [{ path: `/${MIRROR}`, contents: mirror(5) }], remove: [`/${SLOW}`] })}${stage('stage-e')}${applyLiveJson('live-e')}${observe('after-e')}
+echo "edited after the second live apply" >/etc/live-test/after-apply-2
+${REBOOT}`);
   s.clean(c, 'the boot of the reboot path');
   s.rootIs(c, cutId, 'the reboot path');
   s.eq(decode(c.results.get('boot3-status'))?.booted, cutId, 'status.booted on the reboot path');
@@ -263,6 +288,47 @@ ${observe('boot3')}systemctl --no-block poweroff
   s.eq(c.results.get('boot3-slow'), 'present', 'the file it added');
   s.eq(c.results.get('boot3-key'), key(4).trim(), 'the SSH key on the reboot path');
   s.eq(c.results.get('boot3-active'), 'active active active ', 'the services on the reboot path');
+  const stageE = decode(c.results.get('stage-e'));
+  const live2 = stageE?.id ?? null;
+  s.eq(stageE?.activation?.mode, 'live', "the fourth config's activation.mode");
+  s.eq(c.results.get('live-e-exit'), '0', `apply-live of the fourth config: exit code (${Buffer.from(c.results.get('live-e-err') ?? '', 'base64').toString().trim()})`);
+  s.eq(c.results.get('after-e-mirror'), 'mirror-5', 'the mirror after the second live apply');
+  s.eq(c.results.get('after-e-slow'), 'absent', 'the file the second live apply removes');
+  // One Reload per changed path the policy names (the MCO keeps the duplicates): the mirror and the removed file.
+  const reloads = stageE?.activation?.actions?.filter((x) => x.type === 'Reload').length ?? 0;
+  s.eq(reloads, 2, "the fourth config's Reload actions");
+  s.eq(c.results.get('after-e-reload-log'), 'reload mirror-5,'.repeat(reloads), "the reloaded service's reloads in that boot (each reading the new mirror)");
+  s.eq(decode(c.results.get('status'))?.current, live2, 'status.current before the clean reboot');
+
+  // Boot 4: after the clean reboot, the live-applied deployment with its files and the
+  // edit made after it (carried by the shutdown's finalize); the tree it ran in (the
+  // reboot path's) has its files back; then a rollback to it.
+  const d = await s.boot('e-after-clean-reboot', `${FNS}${observe('boot4')}r after-apply-2 "$(cat /etc/live-test/after-apply-2 2>&1)"
+r prev-tree-mirror "$(grep -o 'mirror-[0-9]*' ${SYSROOT}/deploy/${cutId}/tree/${MIRROR} 2>&1)"
+r prev-tree-slow "$(test -e ${SYSROOT}/deploy/${cutId}/tree/${SLOW} && echo present || echo absent)"
+r rollback-exit "$(stagedroot rollback >/dev/console 2>&1; echo $?)"
+${REBOOT}`);
+  s.clean(d, 'the boot after the clean reboot that followed a live apply');
+  s.rootIs(d, live2, 'after the clean reboot that followed a live apply');
+  const st4 = decode(d.results.get('boot4-status'));
+  s.eq(st4?.booted, live2, 'status.booted after the clean reboot');
+  s.eq(st4?.activeLive, null, 'status.activeLive after the clean reboot');
+  s.eq(d.results.get('boot4-mirror'), 'mirror-5', 'the mirror after the clean reboot');
+  s.eq(d.results.get('boot4-slow'), 'absent', 'the removed file after the clean reboot');
+  s.eq(d.results.get('after-apply-2'), 'edited after the second live apply', 'the /etc edit made after the second live apply (carried at the shutdown)');
+  s.eq(d.results.get('boot4-active'), 'active active active ', 'the services after the clean reboot');
+  s.eq(d.results.get('prev-tree-mirror'), 'mirror-4', "the reboot path's tree (now the rollback): the mirror as before the live apply");
+  s.eq(d.results.get('prev-tree-slow'), 'present', "the reboot path's tree: the file the live apply removed, back");
+  s.eq(d.results.get('rollback-exit'), '0', 'stagedroot rollback');
+
+  // Boot 5: the rollback boots the reboot path's deployment with its own files, not the live-applied ones.
+  const e = await s.boot('e-rollback', `${FNS}${observe('boot5')}systemctl --no-block poweroff
+`);
+  s.clean(e, 'the rollback boot');
+  s.rootIs(e, cutId, 'the rollback after the live apply');
+  s.eq(e.results.get('boot5-mirror'), 'mirror-4', 'the mirror after the rollback (as before the live apply)');
+  s.eq(e.results.get('boot5-slow'), 'present', 'the file the live apply removed, after the rollback');
+  s.eq(e.results.get('boot5-active'), 'active active active ', 'the services after the rollback');
 
   // The bench: from the end of the stage to the change being live, against the reboot
   // cycle that makes a staged config active (from `systemctl reboot` through finalize,
@@ -272,11 +338,12 @@ ${observe('boot3')}systemctl --no-block poweroff
   const live = secs(a, 'stage-a-ended', 'live-a-ended');
   const healthAt = Number(c.results.get('now-real')) - Number(c.results.get('now-up')) + Number(c.results.get('health-mono')) / 1e6;
   const cycle = Number(c.results.get('health-mono')) > 0 && Number.isFinite(healthAt) ? healthAt - Number(b.results.get('reboot-at')) : null;
-  s.figures = { liveSeconds: live, applyLiveSteps: steps, cliStartSeconds: secs(a, 'cli-start', 'cli-end'), rebootCycleSeconds: cycle };
+  s.figures = { liveSeconds: live, applyLiveSteps: steps, cliStartSeconds: secs(a, 'cli-start', 'cli-end'), nodeStartSeconds: secs(a, 'node-start', 'node-end'), versionSeconds: secs(a, 'version-start', 'version-end'), statusNoCacheSeconds: secs(a, 'nocache-start', 'nocache-end'), rebootCycleSeconds: cycle };
+  if (a.results.get('prof-b')) fs.writeFileSync(`${env.out}/live-b.cpuprofile.gz`, Buffer.from(a.results.get('prof-b'), 'base64'));
   if (live !== null && cycle !== null) {
     const firstStep = Math.min(...Object.values(steps));
     const stepText = Object.entries(steps).map(([k, t]) => `${k} +${(t - firstStep).toFixed(1)}`).join(', ');
-    s.notes.push(`bench: stage end to live ${live.toFixed(2)} s (apply-live --health; steps at s from the first: ${stepText}; \`stagedroot status\` alone ${s.figures.cliStartSeconds?.toFixed(2)} s) vs the reboot cycle ${cycle.toFixed(1)} s (finalize, firmware, boot to health): 1/${(cycle / live).toFixed(1)} (target <= 1/20: ${cycle / live >= 20 ? 'met' : 'MISSED'})`);
+    s.notes.push(`bench: stage end to live ${live.toFixed(2)} s (apply-live --health; steps at s from the first: ${stepText}; \`stagedroot status\` alone ${s.figures.cliStartSeconds?.toFixed(2)} s, without the code cache ${s.figures.statusNoCacheSeconds?.toFixed(2)} s, \`--version\` ${s.figures.versionSeconds?.toFixed(2)} s, \`node -e 0\` ${s.figures.nodeStartSeconds?.toFixed(2)} s) vs the reboot cycle ${cycle.toFixed(1)} s (finalize, firmware, boot to health): 1/${(cycle / live).toFixed(1)} (target <= 1/20: ${cycle / live >= 20 ? 'met' : 'MISSED'})`);
   } else s.check(false, `the bench figures are missing: live ${live}, cycle ${cycle}`);
   return s;
 }
