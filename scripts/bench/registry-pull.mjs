@@ -16,6 +16,7 @@
  *
  *   node scripts/bench/registry-pull.mjs      (after npm run build; prints the section)
  *   BENCH_PULL_PROF=DIR                       one more pull of ours under the CPU profiler
+ *   BENCH_PULL_ALT=OTHER/dist                 another build's pull in the same rounds (an A/B)
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -53,6 +54,8 @@ export async function measureRegistryPull(o = {}) {
   const dist = o.dist ?? path.join(repo, 'dist');
   const { pullImage } = await import(path.join(dist, 'sources/registry/pull.js'));
   const { parseDockerReference } = await import(path.join(dist, 'sources/registry/reference.js'));
+  const altDist = o.alt ?? process.env.BENCH_PULL_ALT;
+  const altPull = altDist ? (await import(path.join(path.resolve(altDist), 'sources/registry/pull.js'))).pullImage : null;
   const port = await new Promise((resolve) => {
     const s = net.createServer().listen(0, '127.0.0.1', () => {
       const p = s.address().port;
@@ -96,6 +99,7 @@ export async function measureRegistryPull(o = {}) {
 
     const ours = { wall: [], cpu: [] };
     const theirs = { wall: [], cpu: [] };
+    const alt = { wall: [], cpu: [] };
     const start = [];
     const loads = [];
     for (let i = 0; i < reps; i++) {
@@ -103,15 +107,18 @@ export async function measureRegistryPull(o = {}) {
       const a = path.join(dir, `ours-${i}`);
       const b = path.join(dir, `skopeo-${i}`);
       // the order alternates: neither side always follows the other's writes
+      const inProcess = (pull, into, rows) => async () => {
+        const c0 = process.cpuUsage();
+        const t0 = performance.now();
+        await pull(ref('base'), into, opts);
+        rows.wall.push(performance.now() - t0);
+        const c = process.cpuUsage(c0);
+        rows.cpu.push((c.user + c.system) / 1000);
+        fs.rmSync(into, { recursive: true, force: true });
+      };
       const sides = [
-        async () => {
-          const c0 = process.cpuUsage();
-          const t0 = performance.now();
-          await pullImage(ref('base'), a, opts);
-          ours.wall.push(performance.now() - t0);
-          const c = process.cpuUsage(c0);
-          ours.cpu.push((c.user + c.system) / 1000);
-        },
+        inProcess(pullImage, a, ours),
+        ...(altPull ? [inProcess(altPull, `${a}-alt`, alt)] : []),
         async () => {
           const t = timed('skopeo', ['--insecure-policy', 'copy', '--quiet', '--src-tls-verify=false', `docker://${host}/bench/os:base`, `oci:${b}:base`]);
           theirs.wall.push(t.wall);
@@ -152,6 +159,7 @@ export async function measureRegistryPull(o = {}) {
       skopeoVersion,
       ours: { wall: median(ours.wall), cpu: median(ours.cpu), walls: ours.wall },
       skopeo: { wall: median(theirs.wall), cpu: median(theirs.cpu), walls: theirs.wall, start: median(start) },
+      ...(altPull ? { alt: { dist: altDist, wall: median(alt.wall), cpu: median(alt.cpu), walls: alt.wall } } : {}),
       update: { fetched, newBytes },
     };
   } finally {
@@ -172,14 +180,16 @@ export function registryTargets(res) {
 /** The section of BENCHMARKS.md. */
 export function registrySection(res, targetsTable, when) {
   if (res.why) return `${REGISTRY_HEADING}\n\n${when} Not measured: ${res.why}.\n`;
+  const notesFile = new URL('./NOTES-registry.md', import.meta.url);
+  const notes = fs.existsSync(notesFile) ? `\n${fs.readFileSync(notesFile, 'utf8').trim()}\n` : '';
   return `${REGISTRY_HEADING}
 
 ${when} A pull of \`docker://127.0.0.1:PORT/bench/os:base\` from Debian's docker-registry on loopback (plain http; the registry's storage and both destinations on ${res.fsType}): a base layer of ${res.mib} MiB of random bytes and a small one, stagedroot's \`pullImage\` (in the bench's process) against \`skopeo copy docker://… oci:DIR\` (skopeo ${res.skopeoVersion}, a process, its start included: \`skopeo --version\` takes ${res.skopeo.start.toFixed(0)} ms), the two interleaved round by round, medians of ${res.reps}; load average at each round's start ${res.loads.map((x) => x.toFixed(2)).join(', ')} (2 cores) (scripts/bench/registry-pull.mjs).
 
 ${targetsTable(registryTargets(res))}
 
-CPU time (user + sys) of the first pull: stagedroot ${res.ours.cpu.toFixed(0)} ms, skopeo ${res.skopeo.cpu.toFixed(0)} ms. Each round's wall time: stagedroot ${res.ours.walls.map((x) => x.toFixed(0)).join(', ')} ms; skopeo ${res.skopeo.walls.map((x) => x.toFixed(0)).join(', ')} ms.
-`;
+CPU time (user + sys) of the first pull: stagedroot ${res.ours.cpu.toFixed(0)} ms, skopeo ${res.skopeo.cpu.toFixed(0)} ms. Each round's wall time: stagedroot ${res.ours.walls.map((x) => x.toFixed(0)).join(', ')} ms; skopeo ${res.skopeo.walls.map((x) => x.toFixed(0)).join(', ')} ms.${res.alt ? `\n\nIn the same rounds, the build in ${res.alt.dist}: ${res.alt.wall.toFixed(0)} ms (${(res.skopeo.wall / res.alt.wall).toFixed(2)} × skopeo's throughput), CPU ${res.alt.cpu.toFixed(0)} ms; each round ${res.alt.walls.map((x) => x.toFixed(0)).join(', ')} ms.` : ''}
+${notes}`;
 }
 
 /** Replaces the registry section of BENCHMARKS.md (or adds it before the filesystem targets). */
