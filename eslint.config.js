@@ -21,7 +21,7 @@ const LAYERS = [
   ['fs/trees', 'fs/lock'], // trees: the chroot-style RootFs, the read-only tree, copies, removal, storage, SELinux labels; the sysroot's own durable files; the sysroot's writer lock
   ['trust', 'hooks'], // signatures and trusted keys (minisign/signify); phase hooks
   ['systemd'], // systemd units in an offline tree (names, directories, [Install]), for sources and validators
-  ['changeset.ts', 'sources', 'validate', 'activation/closest-policy.ts', 'activation/decide.ts', 'activation/default-policies.ts', 'activation/merge-policies.ts', 'activation/policy-document.ts', 'activation/policy.ts', 'activation/registries-conf-safety.ts'], // what an update is (sources/: every kind, sources/registry/'s pulls from a registry among them), how a tree is judged, and what its activation costs the node (live or reboot)
+  ['changeset.ts', 'apply-changes.ts', 'sources', 'validate', 'activation/closest-policy.ts', 'activation/decide.ts', 'activation/default-policies.ts', 'activation/merge-policies.ts', 'activation/policy-document.ts', 'activation/policy.ts', 'activation/registries-conf-safety.ts'], // what an update is and how it is applied to a tree through RootFs (apply-changes.ts; sources/: every kind, sources/registry/'s pulls from a registry among them), how a tree is judged, and what its activation costs the node (live or reboot)
   ['activation/live'], // a live apply's parts: the intent journal, the entries written into the running root and undone, the systemctl actions, crash recovery
   // A sysroot on disk, in four rows so that no arrow runs back up from the store to what it stores:
   ['context.ts', 'fleetlock'], // the context every operation on a sysroot takes (layout, durable writes, faults, storage); FleetLock settings and client

@@ -6,7 +6,7 @@ import type { ReadOnlyTree } from './fs/trees/read-only-tree.js';
 
 /**
  * The typed filesystem operations every source turns into. Sources build these
- * without touching the disk; src/stage/apply-changes.ts applies them through the
+ * without touching the disk; src/apply-changes.ts applies them through the
  * safe-fs layer, in order.
  */
 export type Content =

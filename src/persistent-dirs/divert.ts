@@ -6,7 +6,7 @@ import { RootFs } from '../fs/trees/root-fs.js';
 import type { FaultHook } from '../fs/core/faults.js';
 import { sharedRootOf } from './config.js';
 import type { SharedOp } from './ops.js';
-import { applyOp } from '../stage/apply-changes.js';
+import { applyOp } from '../apply-changes.js';
 
 export interface SharedDivertOptions {
   shared: readonly string[];

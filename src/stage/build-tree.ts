@@ -22,7 +22,7 @@ import type { TreeIo } from '../fs/trees/tree-io.js';
 import { availableParallelism } from 'node:os';
 import { snapshotsFrom, storageKind, type StorageKind } from '../fs/trees/storage.js';
 import { labelTouched } from '../fs/trees/selinux.js';
-import { applyChanges, type ApplyProgress } from './apply-changes.js';
+import { applyChanges, type ApplyProgress } from '../apply-changes.js';
 
 export interface BuildTreeOptions {
   /** The private work dir: the tree goes to `work/tree`, its manifest and delta beside it. */

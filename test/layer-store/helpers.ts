@@ -8,7 +8,7 @@ import { readXattrs } from '../../src/fs/core/xattr.js';
 import { ReadOnlyTree } from '../../src/fs/trees/read-only-tree.js';
 import { RootFs } from '../../src/fs/trees/root-fs.js';
 import { imageSource } from '../../src/sources/oci/image-source.js';
-import { applyChanges } from '../../src/stage/apply-changes.js';
+import { applyChanges } from '../../src/apply-changes.js';
 
 /** One entry of a generated layer: names and link targets are bytes (a string is UTF-8). */
 export type GenEntry =

@@ -3,7 +3,7 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
-import { applyOp } from '../../src/stage/apply-changes.js';
+import { applyOp } from '../../src/apply-changes.js';
 import type { ChangeOp } from '../../src/changeset.js';
 import { StagedrootError } from '../../src/errors.js';
 import { RootFs } from '../../src/fs/trees/root-fs.js';

@@ -7,7 +7,7 @@ import type { ChangeOp } from '../../../src/changeset.js';
 import { StagedrootError } from '../../../src/errors.js';
 import { RootFs } from '../../../src/fs/trees/root-fs.js';
 import { ReadOnlyTree } from '../../../src/fs/trees/read-only-tree.js';
-import { applyOp } from '../../../src/stage/apply-changes.js';
+import { applyOp } from '../../../src/apply-changes.js';
 import { detectKind, sourceFromPath } from '../../../src/sources/detect.js';
 import { tarLayerSource } from '../../../src/sources/tar/layer-source.js';
 import { hashTree, tempSysroot, type TempSysroot, type TreeSpec } from '../../../src/testing/index.js';

@@ -1,6 +1,6 @@
-import type { ChangeOp, ChangeSet, SharedContent } from '../changeset.js';
-import { StagedrootError, type Issue } from '../errors.js';
-import type { RootFs } from '../fs/trees/root-fs.js';
+import type { ChangeOp, ChangeSet, SharedContent } from './changeset.js';
+import { StagedrootError, type Issue } from './errors.js';
+import type { RootFs } from './fs/trees/root-fs.js';
 import { performance } from 'node:perf_hooks';
 
 export interface ApplyProgress {
