@@ -10,7 +10,7 @@ import { runOperation } from '../operations/run-operation.js';
 import { loadState } from '../store/state-file.js';
 import { checkWaitSeconds } from '../util/options.js';
 import { below, mountPoints, swapFiles } from './mount-table.js';
-import { PACKAGE_DBS, relocatePackageDbs } from './package-db.js';
+import { PACKAGE_DBS, relocatePackageDbs } from '../persistent-dirs/package-db.js';
 import { environmentFile } from './unit-text.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { ChangeOp } from '../changeset.js';
-import { PACKAGE_DBS } from '../install/package-db.js';
+import { PACKAGE_DBS } from './package-db.js';
 import type { RootFs } from '../fs/trees/root-fs.js';
 import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import { directorySource } from '../sources/directory.js';

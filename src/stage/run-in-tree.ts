@@ -1,5 +1,5 @@
 import { StagedrootError } from '../errors.js';
-import { PACKAGE_DBS } from '../install/package-db.js';
+import { PACKAGE_DBS } from '../persistent-dirs/package-db.js';
 import { FRESH_DIRS } from '../sources/command.js';
 import { runCommand, type CommandResult } from '../util/run-command.js';
 

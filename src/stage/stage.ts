@@ -21,7 +21,7 @@ import { buildTree, type BuiltTree } from './build-tree.js';
 import { stageLayers, type StageLayers } from './layer-stack.js';
 import { runInTree, scratchVarLayout } from './run-in-tree.js';
 import { makeBindMountPoints, removeBindMountPoints } from './run-binds.js';
-import { ensurePackageDbPlaces } from '../install/package-db.js';
+import { ensurePackageDbPlaces } from '../persistent-dirs/package-db.js';
 import { divertRunVar } from '../persistent-dirs/run-content.js';
 import { RootFs } from '../fs/trees/root-fs.js';
 import { SharedDivert } from '../persistent-dirs/divert.js';

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { execaSync } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adoptRoot } from '../../src/install/adopt.js';
-import { PACKAGE_DBS } from '../../src/install/package-db.js';
+import { PACKAGE_DBS } from '../../src/persistent-dirs/package-db.js';
 import { countingHook } from '../../src/testing/faults.js';
 import { Sysroot } from '../../src/sysroot.js';
 import { buildTree, hashTree } from '../../src/testing/index.js';

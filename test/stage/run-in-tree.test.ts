@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adoptRoot } from '../../src/install/adopt.js';
-import { PACKAGE_DBS } from '../../src/install/package-db.js';
+import { PACKAGE_DBS } from '../../src/persistent-dirs/package-db.js';
 import { Sysroot } from '../../src/sysroot.js';
 import { hashTree } from '../../src/testing/index.js';
 import { busyboxMachine, WHY_NO_RUN } from '../helpers/busybox-machine.js';
