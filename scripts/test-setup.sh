@@ -84,7 +84,8 @@ cmd python3 python3-minimal
 glob '/usr/lib/python3.*/tarfile.py' python3
 cmd git git
 # The registry source's tests: a real registry (distribution 2.8) on loopback, with
-# htpasswd Basic auth (apache2-utils) and TLS from openssl-made certificates.
+# htpasswd Basic auth (apache2-utils) and TLS from openssl-made certificates; the
+# real-boot test's registry scenario pushes its OS image into one with skopeo.
 cmd docker-registry docker-registry
 cmd htpasswd apache2-utils
 cmd openssl openssl

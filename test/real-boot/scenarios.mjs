@@ -2,11 +2,13 @@
 // before left. Numbered as run.mjs numbers them (STAGEDROOT_BOOT_SCENARIOS): 1 the adoption
 // (adopt.mjs), 2 the update keeping /var and /etc writes, 3 the kernel update (kernel.mjs),
 // 4 the bad updates falling back, 5 the power cut, 6 the UEFI machine (uefi.mjs), 7 apply-live
-// on the UEFI machine (live.mjs).
+// on the UEFI machine (live.mjs), 8 an OS update from a registry in the guest, on the GRUB
+// machine (registry.mjs).
 import * as fs from 'node:fs';
 import { adoptThroughGrub } from './adopt.mjs';
 import { kernelUpdateThroughGrub } from './kernel.mjs';
 import { liveApplyOnUefi } from './live.mjs';
+import { updateFromRegistry } from './registry.mjs';
 import { uefiSystemdBoot } from './uefi.mjs';
 import { POWEROFF, REBOOT, STAGE, SYSROOT, Scenario, decode, dep, spec } from './scenario.mjs';
 
@@ -119,4 +121,4 @@ ${spec({ label: 's3-after', files: [{ path: '/etc/s3', contents: 'y\n' }] })}${S
 /** stagedroot.cfg: bootlib's GRUB menu of the deployments, beside grub.cfg on the physical root. */
 const GRUB_MENU = 'stagedroot.cfg';
 
-export const SCENARIOS = [adoptThroughGrub, updateKeepsLocalWrites, kernelUpdateThroughGrub, badUpdatesFallBack, powerCutDuringStage, uefiSystemdBoot, liveApplyOnUefi];
+export const SCENARIOS = [adoptThroughGrub, updateKeepsLocalWrites, kernelUpdateThroughGrub, badUpdatesFallBack, powerCutDuringStage, uefiSystemdBoot, liveApplyOnUefi, updateFromRegistry];
