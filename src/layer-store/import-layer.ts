@@ -36,19 +36,28 @@ export interface ImportResult {
  * compressed digest): then its blob is not read at all. One streamed pass: the blob is
  * hashed, decompressed (gzip, zstd or none, by content), read by the tar reader and every
  * entry checked by the layer checker as for a hostile archive (the first unsafe entry
- * rejects the layer, and nothing of it stays). Each regular file is written once to a
- * temp object (its content hashed on the way), kept when its object key is new, and
- * recorded in the layer's index by key. A temp object is a file of the import's own
- * directory (StoreFile: its host path as it is, named by a counter, never by the
- * archive), not a write through RootFs: the checker has already refused every unsafe
- * name, and no archive name reaches the store's disk; whiteouts and opaque markers are recorded as
- * such. Memory: one chunk, and the checker's path sets (as the two-pass apply holds).
+ * rejects the layer, and nothing of it stays). Each regular file is written at most once,
+ * as the object of its key when the store lacks it, and recorded in the layer's index by
+ * key. An object is a file of the store's own directories (StoreFile: its host path as
+ * it is, named by its key or the import's counter, never by the archive), not a write
+ * through RootFs: the checker has already refused every unsafe name, and no archive name
+ * reaches the store's disk; whiteouts and opaque markers are recorded as such.
  *
- * Crash-safe: everything is built under tmp/NAME; then one syncfs makes the new objects
- * and the index durable, the new objects are renamed into objects/, a second syncfs
- * makes those renames durable, and the layer's directory is renamed into diff/ last. A
- * crash at any point leaves at most orphan objects (complete, durable, unreferenced)
- * and a temp directory, which the next import removes (LayerStore.prepare).
+ * A file of up to 1 MiB (SMALL_FILE) is hashed before it is written, so it is written at
+ * its object's name directly, or not at all when the store has that object; a larger one
+ * goes to a temp object under tmp/NAME/o/ as it is hashed, renamed to its object's name
+ * once its key is known. Memory: one chunk, one small file, and the checker's path sets
+ * (as the two-pass apply holds).
+ *
+ * Crash-safe: the import's directory tmp/NAME is made durably before its first object,
+ * and the objects it adds are not fsynced; the index is built under tmp/NAME; then one
+ * syncfs makes the new objects (content and names) and the index durable, and the
+ * layer's directory is renamed into diff/ last: the one step that makes the layer, and
+ * so its objects, trusted. An object no complete layer names is never taken as stored
+ * after a crash: a crash before that rename leaves tmp/NAME, and the next
+ * LayerStore.prepare (every import's, every release's first step) removes it and every
+ * object no layer names (possibly cut short or never written back), before any import
+ * looks for an object. A failed import removes the objects it added, then its directory.
  */
 export async function importLayer(store: LayerStore, blob: LayerBlob, o: ImportOptions = {}): Promise<ImportResult> {
   if (blob.digest === undefined && blob.diffId === undefined) {
@@ -57,30 +66,38 @@ export async function importLayer(store: LayerStore, blob: LayerBlob, o: ImportO
   const found = store.find(blob);
   if (found !== null) return { layer: blob.digest === undefined ? found : store.addDigest(found, blob.digest), imported: false };
   store.prepare();
+  // Durable before the first object: from here until the layer is renamed into diff/, a
+  // crash leaves this name under tmp/, and the next prepare() sweeps the objects no layer names.
   const tmp = tempNameIn(store.tmpDir);
   store.dfs.mkdir(tmp, 0o700);
+  const created = new Map<string, string>();
   try {
-    const unpacked = await unpack(store, tmp, blob, o);
+    const unpacked = await unpack(store, tmp, blob, o, created);
     const layer = await commit(store, tmp, unpacked);
     return { layer: blob.digest === undefined ? layer : store.addDigest(layer, blob.digest), imported: true };
   } catch (err) {
+    // The objects this import made (not durable: no later import may take them as stored), then its directory.
+    for (const f of created.values()) store.dfs.unlink(f);
     store.dfs.removeTree(tmp);
     throw err;
   }
 }
+
+/** A file up to this size is read whole before it is written: its object key is known first, so it is written once, at its object's name, or not at all when the store has it. */
+const SMALL_FILE = 1 << 20;
 
 interface Unpacked {
   diffId: string;
   entries: number;
   files: number;
   bytes: number;
-  /** New object key -> its temp file under tmp/o/. */
-  pending: Map<string, string>;
+  /** Objects this import added (key -> its path under objects/). */
+  created: Map<string, string>;
   /** The layer has a line at the SELinux policy's path (LayerRecord.selinuxConfig). */
   selinuxConfig: boolean;
 }
 
-async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: ImportOptions): Promise<Unpacked> {
+async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: ImportOptions, created: Map<string, string>): Promise<Unpacked> {
   const where = blob.where;
   const limits: LayerLimits = { ...DEFAULT_LAYER_LIMITS, ...o.limits };
   const raw = blob.digest === undefined ? null : new VerifiedStream(toBuffers(blob.open()), blob.digest, blob.size ?? null, where);
@@ -91,7 +108,16 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
   store.dfs.mkdir(path.join(tmp, 'o'), 0o700);
   const index = new LineWriter(path.join(tmp, 'index.ndjson'), store.faults);
   const checker = new LayerChecker(limits, where);
-  const pending = new Map<string, string>();
+  // objects/KK/: each made once (an EEXIST per object was a tenth of the import).
+  const made = new Set(listDir(store.objectsDir));
+  const objectAt = (key: string): string => {
+    const kk = key.slice(0, 2);
+    if (!made.has(kk)) {
+      mkdirUnsynced(path.join(store.objectsDir, kk), store.faults);
+      made.add(kk);
+    }
+    return store.objectPath(key);
+  };
   let files = 0;
   let bytes = 0;
   let n = 0;
@@ -130,24 +156,53 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
         case 'file': {
           // What a fresh apply's write gives the file (RootFs: mode 0644 unless the layer says).
           const attrs = { mode: p.mode ?? 0o644, uid: p.uid, gid: p.gid, mtime: p.mtime, xattrs: p.xattrs };
-          const host = path.join(tmp, 'o', String(n++));
           const h = createHash('sha256');
-          const out = new StoreFile(host, p.path, store.faults);
+          const xo = { rel: p.path, policy: xattrPolicy };
+          // Up to SMALL_FILE (by its header's size): read into one buffer of its own as it is
+          // hashed, then written at its object's name. Larger: written to a temp object under
+          // tmp/o/ as it is hashed, then renamed to its object's name.
+          const whole = p.size <= SMALL_FILE ? Buffer.allocUnsafe(p.size) : null;
+          const big = whole === null ? new StoreFile(path.join(tmp, 'o', String(n++)), p.path, store.faults) : null;
+          let size = 0;
           try {
             for await (const c of p.open()) {
               h.update(c);
-              out.write(c);
+              if (big !== null) big.write(c);
+              else if (size + c.length <= whole!.length) whole!.set(c, size);
+              else throw new StagedrootError('SOURCE_CORRUPT', `${where} is rejected: ${p.path} has more content than its header's ${p.size} bytes`, { path: p.path });
+              size += c.length;
             }
-            out.finish(attrs, { rel: p.path, policy: xattrPolicy });
+            if (size !== p.size) throw new StagedrootError('SOURCE_CORRUPT', `${where} is rejected: ${p.path} has ${size} bytes of content, not its header's ${p.size}`, { path: p.path });
+            big?.finish(attrs, xo);
           } catch (err) {
-            out.abandon();
+            big?.abandon();
             throw err;
           }
-          const size = out.size;
           const sha = h.digest('hex');
           const key = objectKey(sha, attrs);
-          if (pending.has(key) || store.hasObject(key)) out.abandon();
-          else pending.set(key, host);
+          if (created.has(key)) big?.abandon();
+          else if (big !== null) {
+            const dst = objectAt(key);
+            if (exists(dst)) big.abandon();
+            else {
+              renameUnsynced(big.host, dst, store.faults);
+              created.set(key, dst);
+            }
+          } else {
+            const dst = objectAt(key);
+            const out = StoreFile.createNew(dst, p.path, store.faults);
+            if (out !== null) {
+              created.set(key, dst);
+              try {
+                out.write(whole!);
+                out.finish(attrs, xo);
+              } catch (err) {
+                out.abandon();
+                created.delete(key);
+                throw err;
+              }
+            }
+          }
           files += 1;
           bytes += size;
           put({ t: 'f', p: p.path, k: key, s: size, h: sha, m: attrs.mode, u: p.uid, g: p.gid, mt: p.mtime, x: encodeXattrs(p.xattrs), ...(p.xattrs?.some(([x]) => x === 'security.selinux') ? { l: 1 as const } : {}) });
@@ -165,7 +220,7 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
       throw new StagedrootError('SOURCE_CORRUPT', `${where} does not match its digest ${blob.diffId} (its diff_id, of the uncompressed tar): that content hashes to ${diffId}`, { path: where, digest: blob.diffId });
     }
     await raw?.finish();
-    return { diffId, entries: checker.entries, files, bytes, pending, selinuxConfig };
+    return { diffId, entries: checker.entries, files, bytes, created, selinuxConfig };
   } catch (err) {
     index.abandon();
     // A blob that does not match its digest is the reason, whatever the tar reader tripped over
@@ -182,27 +237,10 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
 }
 
 async function commit(store: LayerStore, tmp: string, u: Unpacked): Promise<StoredLayer> {
-  const record: LayerRecord = { version: LAYER_RECORD_VERSION, diffId: u.diffId, digests: [], entries: u.entries, files: u.files, bytes: u.bytes, newObjects: u.pending.size, importedAt: new Date().toISOString(), selinuxConfig: u.selinuxConfig };
-  writeJson(store.dfs, path.join(tmp, 'layer.json'), record);
-  // 1. The new objects' content and the index on disk, before any name points at them.
-  await syncFilesystem(store.dir);
-  let added = 0;
-  // objects/KK/: each made once (an EEXIST per object was a tenth of the commit).
-  const made = new Set(listDir(store.objectsDir));
-  for (const [key, file] of u.pending) {
-    const dst = store.objectPath(key);
-    const kk = key.slice(0, 2);
-    if (!made.has(kk)) {
-      mkdirUnsynced(path.dirname(dst), store.faults);
-      made.add(kk);
-    }
-    if (exists(dst)) continue; // another import committed the same object meanwhile
-    renameUnsynced(file, dst, store.faults);
-    added += 1;
-  }
+  const record: LayerRecord = { version: LAYER_RECORD_VERSION, diffId: u.diffId, digests: [], entries: u.entries, files: u.files, bytes: u.bytes, newObjects: u.created.size, importedAt: new Date().toISOString(), selinuxConfig: u.selinuxConfig };
   store.dfs.removeTree(path.join(tmp, 'o'));
-  if (added !== u.pending.size) writeJson(store.dfs, path.join(tmp, 'layer.json'), { ...record, newObjects: added });
-  // 2. The objects' names, before the layer that refers to them.
+  writeJson(store.dfs, path.join(tmp, 'layer.json'), record);
+  // 1. The new objects (content and names) and the index on disk, before the layer that names them.
   await syncFilesystem(store.dir);
   const dir = store.layerDir(u.diffId);
   store.dfs.mkdir(path.dirname(dir), 0o700);
@@ -211,7 +249,7 @@ async function commit(store: LayerStore, tmp: string, u: Unpacked): Promise<Stor
     store.dfs.removeTree(tmp);
     return already;
   }
-  // 3. The layer, complete and durable, under its name: the one step that makes it trusted.
+  // 2. The layer, complete and durable, under its name: the one step that makes it trusted.
   store.dfs.rename(tmp, dir);
   return store.byDiffId(u.diffId)!;
 }

@@ -1,8 +1,5 @@
-import * as path from 'node:path';
 import { tempNameIn } from '../fs/core/temp-names.js';
-import { listDir, readLink } from '../fs/core/host-paths.js';
-import { readLines } from '../fs/trees/layer-store-io.js';
-import { parseIndexLine } from './index-lines.js';
+import { readLink } from '../fs/core/host-paths.js';
 import type { LayerStore } from './store.js';
 
 export interface ReleaseResult {
@@ -35,23 +32,7 @@ export function releaseLayers(store: LayerStore, keep: readonly string[]): Relea
     store.dfs.removeTree(gone);
     res.layers.push(l.record.diffId);
   }
-  // Mark: every object a kept layer names.
-  const marked = new Set<string>();
-  for (const l of layers) {
-    if (!kept.has(l.record.diffId)) continue;
-    for (const line of readLines(l.index)) {
-      if (line === '') continue;
-      const e = parseIndexLine(line, l.index);
-      if (e.t === 'f') marked.add(e.k);
-    }
-  }
-  // Sweep.
-  for (const kk of listDir(store.objectsDir)) {
-    for (const rest of listDir(path.join(store.objectsDir, kk))) {
-      if (marked.has(kk + rest)) continue;
-      store.dfs.unlink(path.join(store.objectsDir, kk, rest));
-      res.objects += 1;
-    }
-  }
+  // Mark and sweep: every object no kept layer names.
+  res.objects = store.sweepObjects(layers.filter((l) => kept.has(l.record.diffId)));
   return res;
 }

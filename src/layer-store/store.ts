@@ -7,9 +7,9 @@ import { isTempName } from '../fs/core/temp-names.js';
 import type { XattrList } from '../fs/core/xattr.js';
 import { exists, listDir, readLink } from '../fs/core/host-paths.js';
 import { DurableFs, readJsonState, writeJson } from '../fs/trees/durable.js';
-import { checkDigest } from '../sources/oci/digest.js';
 import { readLines } from '../fs/trees/layer-store-io.js';
 import { parseIndexLine } from './index-lines.js';
+import { checkDigest } from '../sources/oci/digest.js';
 
 /**
  * The layer store: every image layer a sysroot has staged, unpacked once and shared by
@@ -26,8 +26,12 @@ import { parseIndexLine } from './index-lines.js';
  *                            import are leftovers of a crash and removed, never read
  *
  * A layer directory exists only complete: an import builds it under tmp/, makes
- * everything durable, and renames it into diff/ last (import-layer.ts). Objects are
- * renamed into objects/ only once their content is durable.
+ * everything durable, and renames it into diff/ last (import-layer.ts). An import writes
+ * its new objects into objects/ unsynced, while its tmp/ name exists (made durably
+ * first); they are durable before its layer is renamed into diff/. So an object some
+ * layer names is durable, and one no layer names may be a crash's unfinished write: the
+ * first prepare() after a crash (a tmp/ name left) removes every object no layer names
+ * before anything looks for an object.
  */
 export const LAYER_RECORD_VERSION = 1;
 
@@ -120,13 +124,42 @@ export class LayerStore {
     return path.join(this.dir, 'blob', digestPath(digest, 'the layer digest'));
   }
 
-  /** Makes the store's directories (durably) and removes the imports a crash left under tmp/. Returns the leftovers removed. */
+  /**
+   * Makes the store's directories (durably) and removes what a crash left: an import or a
+   * release cut short (a name under tmp/). The objects no layer names go first (an import
+   * cut short may have left some not written back, which no later import may take as
+   * stored), then the leftovers themselves, so that a crash during this leaves them to
+   * the next. Returns the leftovers removed.
+   */
   prepare(): string[] {
     this.dfs.mkdir(this.dir, 0o700);
     for (const d of ['objects', 'diff', 'blob', 'tmp']) this.dfs.mkdir(path.join(this.dir, d), 0o700);
     const left = listDir(this.tmpDir).filter(isTempName);
+    if (left.length === 0) return left;
+    this.sweepObjects(this.layers());
     for (const n of left) this.dfs.removeTree(path.join(this.tmpDir, n));
     return left;
+  }
+
+  /** Removes every object none of `keep` names (a mark-sweep; memory: their object keys). Returns how many went. */
+  sweepObjects(keep: readonly StoredLayer[]): number {
+    const marked = new Set<string>();
+    for (const l of keep) {
+      for (const line of readLines(l.index)) {
+        if (line === '') continue;
+        const e = parseIndexLine(line, l.index);
+        if (e.t === 'f') marked.add(e.k);
+      }
+    }
+    let removed = 0;
+    for (const kk of listDir(this.objectsDir)) {
+      for (const rest of listDir(path.join(this.objectsDir, kk))) {
+        if (marked.has(kk + rest)) continue;
+        this.dfs.unlink(path.join(this.objectsDir, kk, rest));
+        removed += 1;
+      }
+    }
+    return removed;
   }
 
   /** The layer with this diff_id, or null (a layer directory exists only complete). */

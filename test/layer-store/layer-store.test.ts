@@ -137,7 +137,7 @@ describe('the layer store', () => {
     await expect(importLayer(store, { ...blobOf(w!), diffId: badDigest })).rejects.toMatchObject({ code: 'SOURCE_CORRUPT', digest: badDigest, message: expect.stringContaining('(its diff_id, of the uncompressed tar)') });
     expect(fs.readdirSync(store.tmpDir)).toEqual([]);
     expect(store.layers()).toEqual([]);
-    expect(fs.readdirSync(store.objectsDir)).toEqual([]);
+    for (const kk of fs.readdirSync(store.objectsDir)) expect(fs.readdirSync(path.join(store.objectsDir, kk))).toEqual([]);
   });
 
   it('an unsafe entry rejects the whole layer as the hostile-archive checks do, and nothing of it stays', async () => {
@@ -169,6 +169,30 @@ describe('the layer store', () => {
     await importLayer(store, blobOf(w!));
     expect(fs.existsSync(left)).toBe(false);
     expect(store.find({ diffId: w!.diffId })?.record.files).toBeGreaterThan(0);
+  });
+
+  it('objects an import cut short left under their keys (empty, or never written back) are removed before the next import looks for them', async () => {
+    const d = tmp();
+    const [w] = writeLayout(path.join(d, 'img'), [{ tar: makeTar(stack()[0]!), gzip: true }]);
+    // The objects the layer has, as a whole import writes them.
+    const good = new LayerStore(path.join(d, 'good'));
+    await importLayer(good, blobOf(w!));
+    const objects = fs.readdirSync(good.objectsDir).flatMap((kk) => fs.readdirSync(path.join(good.objectsDir, kk)).map((r) => path.join(kk, r)));
+    expect(objects.length).toBeGreaterThan(2);
+    // A store where an import of that layer died after creating each object: every one is
+    // there under its key, cut short (empty), and its directory is left under tmp/.
+    const store = new LayerStore(path.join(d, 'layers'));
+    store.prepare();
+    fs.mkdirSync(path.join(store.tmpDir, '.stagedroot-tmp-1-abcdef'));
+    for (const o of objects) {
+      fs.mkdirSync(path.dirname(path.join(store.objectsDir, o)), { recursive: true });
+      fs.writeFileSync(path.join(store.objectsDir, o), '');
+    }
+    const r = await importLayer(store, blobOf(w!));
+    expect(r.imported).toBe(true);
+    expect(r.layer.record.newObjects).toBe(objects.length);
+    for (const o of objects) expect(fs.readFileSync(path.join(store.objectsDir, o)), o).toEqual(fs.readFileSync(path.join(good.objectsDir, o)));
+    expect(fs.readdirSync(store.tmpDir)).toEqual([]);
   });
 
   it('the link runs as a tree task, and a layer missing from the store is an error naming it', async () => {

@@ -26,26 +26,40 @@ export interface StoreFileAttrs {
 }
 
 /**
- * A new temp object of a layer import: a file under the import's own directory
- * (tmp/NAME/o/, which the import made and nothing else writes into), so its host path is
- * used as it is, with none of RootFs's resolution of every component, its temp name or
- * its rename: the name is new (O_EXCL|O_NOFOLLOW), the bytes are written to the
- * descriptor, the attributes set on it in RootFs's order (owner, extended attributes,
- * mode, mtime), and it is never fsynced: the import makes every object durable with one
- * syncfs before any name outside tmp/ points at it. Nothing of the archive names it (its
- * name is the import's counter), so no archive path reaches the host here.
+ * A new object of a layer import: a file of the store's own directories (objects/KK/,
+ * or the import's tmp/NAME/o/, which only stagedroot writes into, under the writer
+ * lock), so its host path is used as it is, with none of RootFs's resolution of every
+ * component, its temp name or its rename: the name is new (O_EXCL|O_NOFOLLOW), the
+ * bytes are written to the descriptor, the attributes set on it in RootFs's order
+ * (owner, extended attributes, mode, mtime), and it is never fsynced: the import makes
+ * every object durable with one syncfs before the layer that names it exists (see
+ * import-layer.ts for why an unsynced object is never trusted). Nothing of the archive
+ * names it (its name is its object key or the import's counter), so no archive path
+ * reaches the host here.
  */
 export class StoreFile {
   private fd: number | null;
   size = 0;
 
-  constructor(readonly host: string, readonly rel: string, private readonly faults: FaultHook) {
+  constructor(readonly host: string, readonly rel: string, private readonly faults: FaultHook, fd?: number) {
     try {
-      this.fd = createFile(host, 0o600);
+      this.fd = fd ?? createFile(host, 0o600);
     } catch (err) {
       throw ioError(err, rel, host, 'sysroot');
     }
     faults.afterMutation('create', host);
+  }
+
+  /** A new file at `host`, or null when that name exists (an object the store has). */
+  static createNew(host: string, rel: string, faults: FaultHook): StoreFile | null {
+    let fd: number;
+    try {
+      fd = createFile(host, 0o600);
+    } catch (err) {
+      if (errnoOf(err) === 'EEXIST') return null;
+      throw ioError(err, rel, host, 'sysroot');
+    }
+    return new StoreFile(host, rel, faults, fd);
   }
 
   write(c: Uint8Array): void {
