@@ -76,9 +76,11 @@ export async function importLayer(store: LayerStore, blob: LayerBlob, o: ImportO
     const layer = await commit(store, tmp, unpacked);
     return { layer: blob.digest === undefined ? layer : store.addDigest(layer, blob.digest), imported: true };
   } catch (err) {
-    // The objects this import made (not durable: no later import may take them as stored), then its directory.
+    // The objects this import made (not durable: no later import may take them as stored),
+    // their removal made durable, then its directory; where that sync fails, the directory
+    // stays for the next prepare(), which sweeps them again.
     for (const f of created.values()) store.dfs.unlink(f);
-    store.dfs.removeTree(tmp);
+    if (created.size === 0 || (await syncFilesystem(store.dir).then(() => true, () => false))) store.dfs.removeTree(tmp);
     throw err;
   }
 }
