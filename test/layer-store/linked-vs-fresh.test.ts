@@ -182,6 +182,12 @@ const NO_CHECKS = { builtins: { unsafeModes: false, wantsLinks: false, requiredP
  * turns a directory into a file is a merge conflict the stage refuses). Returns 1 when it
  * changed some of the image's entries.
  */
+/** Whether the tree has a usr/ with something in it (the copy of nothing reports no progress). */
+function hasUsr(tree: string): boolean {
+  const st = fs.lstatSync(path.join(tree, 'usr'), { throwIfNoEntry: false });
+  return st !== undefined && (!st.isDirectory() || fs.readdirSync(path.join(tree, 'usr')).length > 0);
+}
+
 function driftOutsideUsr(tree: string, next: string): number {
   fs.writeFileSync(path.join(tree, 'drift-added'), 'local\n');
   const same = (rel: string, dir: boolean): boolean => {
@@ -195,7 +201,9 @@ function driftOutsideUsr(tree: string, next: string): number {
     fs.chmodSync(path.join(tree, top), 0o750);
     changed += 1;
     for (const n of fs.readdirSync(path.join(tree, top))) {
-      if (!same(`${top}/${n}`, false)) continue;
+      // Not a file with other names: an image's hardlink from here into usr/ shares its store object's inode, and an
+      // in-place write would change that object (a known limit of the store, not what this property is about).
+      if (!same(`${top}/${n}`, false) || fs.lstatSync(path.join(tree, top, n)).nlink > 1) continue;
       fs.chmodSync(path.join(tree, top, n), 0o600);
       fs.writeFileSync(path.join(tree, top, n), 'edited on the machine\n');
       break;
@@ -238,7 +246,7 @@ describe(`an image stage whose lower layers the booted deployment's image is sta
         const r2 = await t.sysroot.stage(v2, { ...NO_CHECKS, onProgress: (p) => void (p.phase === 'copy' && p.done > 0 ? seen.push('copied') : undefined) });
         expect(t.sysroot.status().deployments.find((d) => d.id === r2.id)!.origin?.layers, what).toEqual(layers2.map((l) => l.diffId));
         if (seen.length > 0) onto += 1;
-        if (seen.length > 0 && tame) tameOnto += 1;
+        if (tame && (seen.length > 0 || !hasUsr(r1.path))) tameOnto += 1;
         expect(ofImage(describeTree(r2.path)), what).toEqual(ofImage(describeTree(reference.tree)));
         expectSameLinks(reference.tree, r2.path);
         // verify: the manifest written from v1's lines and the new layers' entries is the tree's.
@@ -291,7 +299,7 @@ describe(`an image stage whose changed layer is in the middle starts from the bo
         const r2 = await t.sysroot.stage(v2, { ...NO_CHECKS, onProgress: (p) => void (p.phase === 'copy' && p.done > 0 ? (seen = true) : undefined) });
         expect(t.sysroot.status().deployments.find((d) => d.id === r2.id)!.origin?.layers, what).toEqual(layers2.map((l) => l.diffId));
         if (seen) copied += 1;
-        if (seen && tame) tameCopied += 1;
+        if (tame && (seen || !hasUsr(r1.path))) tameCopied += 1;
         expect(ofImage(describeTree(r2.path)), what).toEqual(ofImage(describeTree(reference.tree)));
         expectSameLinks(reference.tree, r2.path);
         expect((await t.sysroot.verify(r2.id)).drift, what).toEqual([]);
