@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseJsonState } from '../util/json-state.js';
+import { isTreePath, TREE_PATH_RULE } from '../fs/core/paths.js';
 
 /**
  * What an update does under the shared directories, recorded at stage beside its tree
@@ -16,7 +17,7 @@ import { parseJsonState } from '../util/json-state.js';
 export const sharedOpSchema = z
   .object({
     op: z.enum(['put', 'remove']),
-    path: z.string().min(1),
+    path: z.string().refine(isTreePath, TREE_PATH_RULE),
     when: z.enum(['absent', 'always']),
   })
   .strict();

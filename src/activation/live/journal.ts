@@ -5,6 +5,7 @@ import { parseJsonState } from '../../util/json-state.js';
 import type { DurableFs } from '../../fs/trees/durable.js';
 import { lstatPath, readText } from '../../fs/core/host-paths.js';
 import { hashFile } from '../../fs/core/hash.js';
+import { isTreePath, TREE_PATH_RULE } from '../../fs/core/paths.js';
 import { policyActionSchema } from '../../state/activation.js';
 
 /*
@@ -26,10 +27,7 @@ export const JOURNAL_FILE = 'journal.json';
 export const IMAGES_DIR = 'before';
 
 /** A tree path under the root: relative, no empty, `.` or `..` component. */
-const treePath = z
-  .string()
-  .min(1)
-  .refine((p) => !p.startsWith('/') && p.split('/').every((c) => c !== '' && c !== '.' && c !== '..'), 'a relative tree path without empty, . or .. components');
+const treePath = z.string().refine(isTreePath, TREE_PATH_RULE);
 const imageName = z.string().regex(/^before\/\d+$/, 'before/N');
 const id = z.number().int().nonnegative();
 /** An extended attribute: its name and its value in base64 (security.selinux is one of them). */

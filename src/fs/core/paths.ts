@@ -4,6 +4,17 @@ import { bytesOfName, nameFromBytes } from './names.js';
 const SURROGATE = /[\ud800-\udfff]/;
 
 /**
+ * A tree path as stagedroot records it (journals, shared ops): relative to the root, no
+ * empty, `.` or `..` component. Unlike a source's path (splitSourcePath), nothing is
+ * normalised: a recorded path in another shape was not written by stagedroot.
+ */
+export function isTreePath(p: string): boolean {
+  return p.length > 0 && !p.startsWith('/') && !p.includes('\0') && p.split('/').every((c) => c !== '' && c !== '.' && c !== '..');
+}
+
+export const TREE_PATH_RULE = 'a relative tree path without empty, . or .. components';
+
+/**
  * Splits a path from a source into components, relative to the root. Leading slashes
  * (any number: "////etc/passwd") are stripped: every path is inside the root.
  * `.` and empty components are dropped. `..` is rejected here (defence one); the
