@@ -64,7 +64,9 @@ export interface CreateOptions {
 
 
 /**
- * The one place that writes inside a root tree. Paths are resolved with chroot
+ * The one place that writes inside an existing root tree (the copies that build a new
+ * tree, copy-tree.ts and copy-entry.ts, create names in directories they made, through
+ * new-entry.ts and the same applyAttrs). Paths are resolved with chroot
  * semantics: symlinks in the tree are followed relative to the tree's own root (an
  * absolute `etc -> /etc` means the tree's `etc`), `..` stops at the root, and the final
  * component is opened with O_NOFOLLOW. Every write is temp + rename, so an inode shared
@@ -266,10 +268,7 @@ export class RootFs {
     this.createViaTemp(p, attrs, (tmp) => {
       this.io.symlink(target, tmp);
       this.mutated('symlink', tmp);
-      if (CAN_CHOWN && (attrs.uid !== undefined || attrs.gid !== undefined)) {
-        this.io.lchown(tmp, attrs.uid ?? -1, attrs.gid ?? -1);
-      }
-      if (attrs.xattrs !== undefined && attrs.xattrs.length > 0) this.setXattrs(tmp, attrs.xattrs, p, false);
+      applyAttrs(this.attrCalls, tmp, attrs, { symlink: true, xattrs: () => attrs.xattrs !== undefined && attrs.xattrs.length > 0 && this.setXattrs(tmp, attrs.xattrs, p, false) });
     });
   }
 
@@ -445,7 +444,7 @@ export class RootFs {
     }
     if (r.stat.isSymbolicLink()) {
       if (CAN_CHOWN && (attrs.uid !== undefined || attrs.gid !== undefined)) {
-        this.io.lchown(r.hostPath, attrs.uid ?? -1, attrs.gid ?? -1);
+        applyAttrs(this.attrCalls, r.hostPath, { uid: attrs.uid, gid: attrs.gid }, { symlink: true });
         this.mutated('lchown', r.hostPath);
       }
       this.onTouch({ kind: 'touch', path: r.rel });
@@ -506,12 +505,14 @@ export class RootFs {
     this.onTouch({ kind: 'touch', path: target.rel });
   }
 
+  /** A new file's attributes, on its open descriptor, in applyAttrs's order (its extended attributes after the content: a write clears security.capability). */
   private finishFd(fd: number, attrs: FileAttrs, defaultMode: number, tmp: string, p: string): void {
-    if (CAN_CHOWN && (attrs.uid !== undefined || attrs.gid !== undefined)) this.io.fchown(fd, attrs.uid ?? -1, attrs.gid ?? -1);
-    // After chown (it clears security.capability) and after the content (so does a write).
-    if (attrs.xattrs !== undefined && attrs.xattrs.length > 0) this.setXattrs(tmp, attrs.xattrs, p, false);
-    this.io.fchmod(fd, attrs.mode ?? defaultMode);
-    if (attrs.mtime !== undefined) this.io.futimes(fd, attrs.mtime);
+    const calls: AttrCalls = {
+      lchown: (_h, uid, gid) => this.io.fchown(fd, uid, gid),
+      chmod: (_h, mode) => this.io.fchmod(fd, mode),
+      utimes: (_h, _a, m) => this.io.futimes(fd, Number(m)),
+    };
+    applyAttrs(calls, tmp, { ...attrs, mode: attrs.mode ?? defaultMode }, { xattrs: () => attrs.xattrs !== undefined && attrs.xattrs.length > 0 && this.setXattrs(tmp, attrs.xattrs, p, false) });
   }
 
   /**
