@@ -15,9 +15,10 @@ import { bootedFailure } from './rollback/rollback.js';
 import { effectiveState, mustFind } from './state/model.js';
 import type { RecoveryReport } from './store/recover.js';
 import { applyPlan, recoverIfFree, runOperation } from './operations/run-operation.js';
-import { requirePhaseHooks, runPhaseHooks, type HookTimeout } from './operations/phase-hooks.js';
-import { OPERATIONS, type CreatingOperation, type OperationName } from './operations/table.js';
-import type { BaseState, Phase } from './state/schema.js';
+import type { HookTimeout } from './operations/phase-hooks.js';
+import { preHooksOf, runHooked, type HookPoints } from './operations/hooked.js';
+import type { CreatingOperation, OperationName } from './operations/table.js';
+import type { BaseState, Failure, Phase } from './state/schema.js';
 import { statusView, type Status } from './state/status.js';
 import { loadState } from './store/state-file.js';
 import { checkWaitSeconds } from './util/options.js';
@@ -28,8 +29,6 @@ import type { StageOptions, StageResult, StageRunOptions } from './stage/stage.j
 import type { UpdateCheck, UpdateOptions, UpdateResult } from './stage/track.js';
 import type { RegistrySourceOptions } from './sources/registry/source.js';
 import type { DryRunOptions, DryRunResult } from './stage/dry-run.js';
-import type { HookContext, HookRun } from './hooks/run-hooks.js';
-import type { HookPhase } from './hooks/phases.js';
 import type { BuiltinOptions } from './validate/builtins.js';
 
 export interface SysrootOptions extends ContextOptions {
@@ -143,16 +142,19 @@ export class Sysroot {
     warmTreeWorker(); // its start overlaps loading the stage's modules, the lock, recovery and the source's plan
     const [source, { stage }] = await Promise.all([toSource(input), import('./stage/stage.js')]);
     return this.write('stage', async (s) => {
-      const h = OPERATIONS.stage.hooks;
-      const out = await stage(this.ctx, s, source, { ...o, builtins: { ...this.builtins, ...o.builtins } }, (phase, c) => this.hooks(phase, c, o));
-      if (!out.ok) {
-        // Only a failure the stage recorded (not a bad option) is the update failing.
-        const f = out.failure;
-        if (f !== null && h.onFailure) await this.hooks('on-failure', { id: f.id, label: f.label, reason: f.reason }, o);
+      // Only a failure the stage recorded (not a bad option) is the update failing.
+      let failure: Failure | null = null;
+      const points: HookPoints<StageResult> = {
+        failed: () => (failure === null ? null : { id: failure.id, label: failure.label, reason: failure.reason }),
+        done: (r) => (r.alreadyRunning || r.alreadyStaged ? null : { id: r.id, label: r.label, tree: r.path }),
+      };
+      const { result: r, post } = await runHooked(this.ctx, 'stage', points, o, async () => {
+        const out = await stage(this.ctx, s, source, { ...o, builtins: { ...this.builtins, ...o.builtins } }, preHooksOf(this.ctx, 'stage', o));
+        if (out.ok) return out.result;
+        failure = out.failure;
         throw out.error;
-      }
-      const r = out.result;
-      if (!r.alreadyRunning && !r.alreadyStaged) r.hooks = [...(r.hooks ?? []), ...(await this.hooks(h.post, { id: r.id, label: r.label, tree: r.path }, o))];
+      });
+      if (post.length > 0) r.hooks = [...(r.hooks ?? []), ...post];
       return r;
     });
   }
@@ -191,10 +193,6 @@ export class Sysroot {
     return checkUpdate(this.state(), switchReference(ref), null, o);
   }
 
-  private hooks(phase: HookPhase, c: Omit<HookContext, 'sysroot'>, o: HookTimeout = {}): Promise<HookRun[]> {
-    return runPhaseHooks(this.ctx, phase, c, o);
-  }
-
   /**
    * What `stage` would do, without writing or recording anything: the changes against
    * the booted tree and every check that needs no new tree. Takes no lock.
@@ -210,22 +208,15 @@ export class Sysroot {
    */
   finalize(o: FinalizeOptions & HookTimeout = {}): Promise<FinalizeResult> {
     return this.write('finalize', async (s) => {
-      const h = OPERATIONS.finalize.hooks;
       const staged = s.staged === null ? null : mustFind(s, s.staged);
-      if (staged && !staged.locked) {
-        const stop = { code: 'HOOK_FAILED', value: staged.id, message: (why: string) => `Finalize of deployment ${staged.id} (${staged.label}) was stopped by the ${why}; it stays staged` } as const;
-        await requirePhaseHooks(this.ctx, h.pre, { id: staged.id, label: staged.label, tree: this.ctx.layout.tree(staged.id) }, stop, o);
-      }
+      const about = staged && { id: staged.id, label: staged.label, tree: this.ctx.layout.tree(staged.id) };
+      const points: HookPoints<FinalizeResult> = {
+        pre: staged && about && !staged.locked ? { about, stop: { code: 'HOOK_FAILED', value: staged.id, message: (why: string) => `Finalize of deployment ${staged.id} (${staged.label}) was stopped by the ${why}; it stays staged` } } : null,
+        failed: (err) => ({ id: staged?.id, label: staged?.label, reason: (err as Error).message }),
+        done: (r) => (r.finalized ? about : null),
+      };
       const { finalize } = await import('./commit/finalize.js');
-      let r: FinalizeResult;
-      try {
-        r = await finalize(this.ctx, s, o);
-      } catch (err) {
-        if (h.onFailure) await this.hooks('on-failure', { id: staged?.id, label: staged?.label, reason: (err as Error).message }, o);
-        throw err;
-      }
-      if (r.finalized && staged) await this.hooks(h.post, { id: staged.id, label: staged.label, tree: this.ctx.layout.tree(staged.id) }, o);
-      return r;
+      return (await runHooked(this.ctx, 'finalize', points, o, () => finalize(this.ctx, s, o))).result;
     });
   }
 
@@ -238,12 +229,9 @@ export class Sysroot {
     return this.write('apply-live', async (s) => {
       const { applyLive } = await import('./commit/apply-live.js');
       const staged = s.staged === null ? undefined : mustFind(s, s.staged);
-      try {
-        return await applyLive(this.ctx, s, o);
-      } catch (err) {
-        if (isStagedrootError(err, 'LIVE_ACTION_FAILED') && OPERATIONS['apply-live'].hooks.onFailure) await this.hooks('on-failure', { id: staged?.id, label: staged?.label, reason: err.message }, o);
-        throw err;
-      }
+      // A refusal (a reboot decision) changed nothing; a failed action was undone: that is the apply failing.
+      const points: HookPoints<ApplyLiveResult> = { failed: (err) => (isStagedrootError(err, 'LIVE_ACTION_FAILED') ? { id: staged?.id, label: staged?.label, reason: err.message } : null) };
+      return (await runHooked(this.ctx, 'apply-live', points, o, () => applyLive(this.ctx, s, o))).result;
     });
   }
 
@@ -253,19 +241,25 @@ export class Sysroot {
    */
   boot(o: HookTimeout & BootRecordPlace = {}): Promise<BootResult> {
     return this.write('boot', async (s) => {
-      const h = OPERATIONS.boot.hooks;
-      const { outcome, state: booted } = applyPlan(this.ctx, s, 'boot', bootInput(this.ctx, { runDir: o.runDir, rootDir: o.rootDir }));
-      // A crash after a live apply skipped the shutdown's carry of the /etc edits made since: done now, before the services start.
-      const actions: string[] = [];
-      const state = await carryLiveEdits(this.ctx, booted, 'boot', actions);
-      // Then the tree the apply wrote into, if it no longer runs, gets its own files back (a rollback boots its config).
-      restoreRollbackTrees(this.ctx, state, actions, { bootRecorded: true });
-      const { event, finalizeFailure } = outcome;
-      const id = event.kind === 'booted' ? event.id : event.to;
-      const d = mustFind(state, id);
-      if (event.kind === 'fell-back' && h.onRollback === 'when-fell-back') await this.hooks('on-rollback', { id, label: d.label, tree: this.ctx.layout.tree(id), reason: event.reason }, o);
-      await this.hooks(h.post, { id, label: d.label, tree: this.ctx.layout.tree(id) }, o);
-      return { event, finalizeFailure, actions };
+      let label: string | undefined;
+      const about = (r: BootResult) => {
+        const id = r.event.kind === 'booted' ? r.event.id : r.event.to;
+        return { id, label, tree: this.ctx.layout.tree(id) };
+      };
+      const points: HookPoints<BootResult> = { rolledBack: (r) => (r.event.kind === 'fell-back' ? { ...about(r), reason: r.event.reason } : null), done: about };
+      return (
+        await runHooked(this.ctx, 'boot', points, o, async () => {
+          const { outcome, state: booted } = applyPlan(this.ctx, s, 'boot', bootInput(this.ctx, { runDir: o.runDir, rootDir: o.rootDir }));
+          // A crash after a live apply skipped the shutdown's carry of the /etc edits made since: done now, before the services start.
+          const actions: string[] = [];
+          const state = await carryLiveEdits(this.ctx, booted, 'boot', actions);
+          // Then the tree the apply wrote into, if it no longer runs, gets its own files back (a rollback boots its config).
+          restoreRollbackTrees(this.ctx, state, actions, { bootRecorded: true });
+          const { event, finalizeFailure } = outcome;
+          label = mustFind(state, event.kind === 'booted' ? event.id : event.to).label;
+          return { event, finalizeFailure, actions };
+        })
+      ).result;
     });
   }
 
@@ -287,11 +281,13 @@ export class Sysroot {
 
   /** The operation's on-rollback hooks (the table says it has them), about the deployment the next boot goes back to. */
   private async rolledBack(op: 'mark-bad' | 'rollback', st: Status, reason: string, o: HookTimeout): Promise<Status> {
-    if (OPERATIONS[op].hooks.onRollback === 'always') {
-      const d = st.deployments.find((x) => x.id === st.current);
-      await this.hooks('on-rollback', { id: st.current, label: d?.label, tree: d?.path, reason }, o);
-    }
-    return st;
+    const points: HookPoints<Status> = {
+      rolledBack: (v) => {
+        const d = v.deployments.find((x) => x.id === v.current);
+        return { id: v.current, label: d?.label, tree: d?.path, reason };
+      },
+    };
+    return (await runHooked(this.ctx, op, points, o, async () => st)).result;
   }
 
   discardStaged(): Promise<{ removed: string }> {

@@ -4,7 +4,8 @@
  * transition of the pure model, its plan. An operation runs as lock → every pending
  * resume (RESUME_STEPS) → plan → pre hooks → apply → post hooks (run-operation.ts); the
  * operations that build trees (init, adopt, stage, finalize) plan in their own folders
- * (stage/stage-plan.ts, merge/plan.ts) and take their hook points from here.
+ * (stage/stage-plan.ts, merge/plan.ts). Hooks run through runHooked (hooked.ts), which
+ * runs only the points a row declares.
  */
 import type { HookPhase } from '../hooks/phases.js';
 import { bootTransition, discardTransition, markBadTransition, markGoodTransition, pruneTransition, rollbackTransition, setLocked, setPinned, type BootRecord } from '../state/model.js';

@@ -32,7 +32,7 @@ import { planShared } from '../persistent-dirs/apply.js';
 import { conflictIssue, etcTypeConflicts } from '../merge/merge.js';
 import type { CheckedSource } from './check-source.js';
 import { checkStage, DEFAULT_LABEL, planChanges, type CheckedStage } from './stage-plan.js';
-import { describeHookFailure, type HookRun, type PhaseHookRunner } from '../hooks/run-hooks.js';
+import { describeHookFailure, type HookContext, type HookRun } from '../hooks/run-hooks.js';
 import { checkTimeoutMs } from '../util/options.js';
 import type { Source } from '../sources/source.js';
 import type { ChangeSet } from '../changeset.js';
@@ -103,6 +103,9 @@ export interface StageRunOptions extends StageOptions {
 
 export const DEFAULT_COPY_POLICY: CopyPolicy = { hardlinkPrefixes: ['usr'], mode: 'reflink' };
 
+/** Runs the stage's pre hooks about the update (the caller binds the phase from the operation table; null: none). */
+export type PreHooks = ((about: Omit<HookContext, 'sysroot'>) => Promise<HookRun[]>) | null;
+
 /**
  * Builds, validates and records a new staged deployment from the booted one, as a plain
  * sequence of steps (STAGE_PHASES). Nothing outside work/ID is written until the tree
@@ -111,10 +114,10 @@ export const DEFAULT_COPY_POLICY: CopyPolicy = { hardlinkPrefixes: ['usr'], mode
  * trees untouched and is recorded in lastFailure under the step that failed (reason,
  * issues); the tree of a rejected update is kept for diagnosis.
  */
-export async function stage(ctx: Context, state: BaseState, source: Source, opts: StageRunOptions, hooks: PhaseHookRunner): Promise<StageOutcome> {
+export async function stage(ctx: Context, state: BaseState, source: Source, opts: StageRunOptions, preHooks: PreHooks): Promise<StageOutcome> {
   let run: Run;
   try {
-    run = startRun(ctx, state, source, opts, hooks);
+    run = startRun(ctx, state, source, opts, preHooks);
   } catch (error) {
     return { ok: false, error, failure: null }; // a bad option: nothing was recorded
   }
@@ -173,7 +176,8 @@ interface Run {
   /** The config record of the base deployment (what the config it came from owns). */
   prior?: ConfigRecord | null;
   /** Runs the pre-stage hooks (the sysroot's one hook runner). */
-  readonly runHooks: PhaseHookRunner;
+  /** The operation's pre hooks (the operation table says which phase; null: none), run in plan. */
+  readonly preHooks: PreHooks;
   /** Hooks that ran (pre-stage). */
   hooks: HookRun[];
   /** The source's identity and verified signature (see checkSource). */
@@ -186,7 +190,7 @@ interface Run {
 }
 
 /** Checks the options (bad ones: USAGE, before anything is recorded) and picks the new id. */
-function startRun(ctx: Context, state: BaseState, source: Source, opts: StageRunOptions, runHooks: PhaseHookRunner): Run {
+function startRun(ctx: Context, state: BaseState, source: Source, opts: StageRunOptions, preHooks: PreHooks): Run {
   const { layout } = ctx;
   const builtins = resolveBuiltins(opts.builtins);
   if (opts.hookTimeoutMs !== undefined) checkTimeoutMs(opts.hookTimeoutMs, 'hookTimeoutMs');
@@ -210,7 +214,7 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageRun
     phase: 'plan',
     treeBuilt: false,
     freeAtStart: null,
-    runHooks,
+    preHooks,
     hooks: [],
   };
   return run;
@@ -240,12 +244,13 @@ async function check(run: Run): Promise<CheckedStage> {
 
 /** The pre-stage hooks: the first that fails rejects the update, its output the reason. */
 async function preStage(run: Run): Promise<void> {
-  const runs = await run.runHooks('pre-stage', { id: run.id, label: run.label, bootedTree: run.ctx.layout.tree(run.base.id) });
+  if (run.preHooks === null) return;
+  const runs = await run.preHooks({ id: run.id, label: run.label, bootedTree: run.ctx.layout.tree(run.base.id) });
   run.hooks.push(...runs);
   const bad = runs.find((r) => !r.ok);
   if (bad) {
     run.output = bad.output;
-    throw new StagedrootError('HOOK_REJECTED', `The update was stopped by the ${describeHookFailure(bad)}`, { path: `hooks/pre-stage/${bad.hook}` });
+    throw new StagedrootError('HOOK_REJECTED', `The update was stopped by the ${describeHookFailure(bad)}`, { path: `hooks/${bad.phase}/${bad.hook}` });
   }
 }
 
