@@ -15,7 +15,7 @@ import { sharedDirs } from '../persistent-dirs/config.js';
 import { settleMountPoints } from '../persistent-dirs/mount-points.js';
 import type { Source } from '../sources/source.js';
 import { mustFind, stageBase } from '../state/model.js';
-import type { BaseState, Origin, SignatureRecord } from '../state/schema.js';
+import type { BaseState, DeploymentRecord, Origin, SignatureRecord } from '../state/schema.js';
 import { resolveBuiltins, runBuiltins, type BuiltinOptions } from '../validate/builtins.js';
 import { checkFreeSpace, estimateBytes } from '../validate/free-space.js';
 import { applyUpdate } from './build-tree.js';
@@ -96,11 +96,12 @@ export async function dryRun(ctx: Context, state: BaseState, source: Source, o: 
     const ch = changesOf(tree, applied.events, (rel) => io.entry(rel, hostOf(tree, rel)));
     const delta = deltaOf(ch, 0);
     result.changes = diffOf(tree, ch, io);
-    // As the stage's delta records the base lines a removal dropped (RemovedLines): the
-    // topmost booted path of each removed run, the paths below it left out.
-    const gone = new Set(result.changes.filter((c) => c.change === 'removed').map((c) => c.path));
-    const topmost = [...gone].filter((p) => !gone.has(p.slice(0, Math.max(0, p.lastIndexOf('/')))));
-    result.delta = changedPaths({ delta: delta.delta, removed: [...new Set([...delta.removed, ...topmost])] });
+    result.delta = wholeImage(checked.checked.info.origin, base)
+      ? // An image that replaces the tree: the stage records what differs from the base manifest (every path of the diff).
+        result.changes.map((c) => c.path)
+      : // As the stage's delta records the base lines a removal dropped (RemovedLines): the
+        // topmost booted path of each removed run, the paths below it left out.
+        changedPaths({ delta: delta.delta, removed: [...new Set([...delta.removed, ...topmostRemoved(result.changes)])] });
     result.warnings.push(...applied.warnings);
     const policy = loadDisruptionPolicy(new ReadOnlyTree(tree), o.disruptionPolicy);
     const next = { origin: checked.checked.info.origin, kernelArguments: applyKernelArguments(base.kernelArguments ?? [], cs.kernelArguments) };
@@ -150,4 +151,22 @@ function diffOf(tree: string, ch: TreeChanges, io: OverlayIo): PathChange[] {
     }
   }
   return out;
+}
+
+/** The topmost path of each removed run of a diff (its parent not removed too). */
+function topmostRemoved(changes: readonly PathChange[]): string[] {
+  const gone = new Set(changes.filter((c) => c.change === 'removed').map((c) => c.path));
+  return [...gone].filter((p) => !gone.has(p.slice(0, Math.max(0, p.lastIndexOf('/')))));
+}
+
+/**
+ * An OCI image staged over a base that is not one (no layers in its origin): the stage
+ * builds the whole tree from the layer store and records as its delta the diff of the
+ * manifests (build-tree.ts, deltaAgainst), not the events of the writes. Over an image
+ * base the stage may start from the base's usr/ (where the store.s layers allow, which
+ * the dry run does not read) and narrows the delta outside usr/: there the dry run's
+ * delta is the writes' and may list paths rewritten as they were.
+ */
+function wholeImage(origin: { kind: string } | undefined, base: DeploymentRecord): boolean {
+  return origin?.kind === 'oci-image' && !(base.origin?.kind === 'oci-image' && (base.origin.layers?.length ?? 0) > 0);
 }
