@@ -226,8 +226,9 @@ function writeLibraryEntries() {
  * second scratch sysroot booted and staged beforehand through the library (tsc's dist/,
  * so that stage's own code stays out of the cache: the bytes a start reads and
  * deserializes follow what the cache holds), its action run by `true`: a live apply then
- * deserializes the merge, the journal and the commit instead of compiling them (under
- * TCG, a few hundred ms of its start, BENCHMARKS.md); boot.cjs `status`,
+ * deserializes the merge, the journal and the commit instead of compiling them (not
+ * shown to pay yet: the same CPU on the benchmark host, and no clean A/B under TCG,
+ * BENCHMARKS.md); boot.cjs `status`,
  * `boot` (with a run and etc directory of the scratch's own: never this machine's
  * /run/stagedroot, so it follows current) and `mark-good`. A build-only driver, bundled
  * to a temp file.
