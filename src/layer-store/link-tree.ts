@@ -6,7 +6,7 @@ import { runTreeTask, type TreeJobOptions } from '../fs/jobs/tree-jobs.js';
 import { defineTreeTask } from '../fs/jobs/tree-tasks.js';
 import { RootFs } from '../fs/trees/root-fs.js';
 import { decodeXattrs } from './index-lines.js';
-import { keptApart, layerLines, storedStack } from './stack-ops.js';
+import { crossLinkTargets, keptApart, layerLines, storedStack } from './stack-ops.js';
 import { LayerStore } from './store.js';
 import { keptDelta, type KeptDelta } from './kept-delta.js';
 
@@ -64,7 +64,10 @@ export function linkLayersNow(a: LinkLayersArgs, faults: FaultHook = noFaults, o
   const linkAt = (rel: string): boolean => a.hardlinkPrefixes.some((p) => isUnder(rel, p)) && !(a.copyPrefixes ?? []).some((p) => isUnder(rel, p));
   const res: LinkResult = { entries: 0, linked: 0, copied: 0, explicitLabels: [] };
   root.clearDirectory('');
+  const never = (): boolean => false;
   layers.forEach((layer, i) => {
+    // A file a hardlink joins to a path not linked (etc/x -> usr/y) is copied: etc/x must not share the store object.
+    const noLink = crossLinkTargets(layer, linkAt);
     for (const l of layerLines(layer)) {
       switch (l.t) {
         case 'd':
@@ -72,7 +75,7 @@ export function linkLayersNow(a: LinkLayersArgs, faults: FaultHook = noFaults, o
           root.mkdir(l.p, { mode: (l.m ?? 0o755) | 0o700, uid: l.u, gid: l.g, replace: true, xattrs: decodeXattrs(l.x) });
           break;
         case 'f':
-          if (root.linkFrom(l.p, store.objectPath(l.k), { replace: true, linkAt, explicitLabel: l.l === 1 })) res.linked += 1;
+          if (root.linkFrom(l.p, store.objectPath(l.k), { replace: true, linkAt: noLink.has(l.p) ? never : linkAt, explicitLabel: l.l === 1 })) res.linked += 1;
           else res.copied += 1;
           break;
         case 'l':

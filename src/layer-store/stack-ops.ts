@@ -33,23 +33,59 @@ export function* stackOps(store: LayerStore, layers: readonly StoredLayer[], o: 
   const kept = onto === 0 ? null : (o.kept ?? null);
   for (const [i, layer] of layers.entries()) {
     if (i < onto && kept === null) continue;
+    const noLink = o.linkable === undefined ? NONE : crossLinkTargets(layer, o.linkable);
     // Below onto, the lines under kept are passed over unparsed (but a hardlink's, whose target may be outside).
     for (const l of layerLines(layer, i < onto ? (raw) => rawUnder(raw, kept!) : undefined)) {
       if (i < onto && !replayedOnKept(l, kept!)) continue;
-      yield lineOp(store, l);
+      yield lineOp(store, l, noLink);
     }
   }
   for (const l of o.keptLines ?? []) yield lineOp(store, l);
 }
 
-/** The change set op of an index line (a file's content its store object, streamed or linked). */
-function lineOp(store: LayerStore, l: IndexLine): ChangeOp {
+const NONE: ReadonlySet<string> = new Set();
+
+/**
+ * The files of a layer that a hardlink joins to a path the stage would not link from the
+ * store (`linkable` false at either end, by name), following chains of hardlinks to the
+ * file they name. Such a file is written as a copy: linked from the store, the name
+ * outside the linked prefixes (etc/x, written in place on the running machine) would
+ * share the store object's inode with every tree linked from it. One pass over the
+ * index reading only its hardlink lines (a hardlink names a file earlier in its layer).
+ */
+export function crossLinkTargets(layer: StoredLayer, linkable: (rel: string) => boolean): Set<string> {
+  const to = new Map<string, string>();
+  const crossing: string[] = [];
+  for (const line of readLines(layer.index)) {
+    const t = rawType(line);
+    if (line === '' || (t !== null && t !== 'h')) continue;
+    const l = parseIndexLine(line, layer.index);
+    if (l.t !== 'h') continue;
+    to.set(l.p, l.to);
+    if (!linkable(l.p) || !linkable(l.to)) crossing.push(l.to);
+  }
+  const out = new Set<string>();
+  for (let p of crossing) {
+    // A chain a -> b -> c ends at the file c; `out` guards against a loop.
+    while (!out.has(p)) {
+      out.add(p);
+      const next = to.get(p);
+      if (next === undefined) break;
+      p = next;
+    }
+  }
+  return out;
+}
+
+/** The change set op of an index line (a file's content its store object, streamed or linked; only streamed for a file in `noLink`). */
+function lineOp(store: LayerStore, l: IndexLine, noLink: ReadonlySet<string> = NONE): ChangeOp {
   switch (l.t) {
     case 'd':
       return { op: 'mkdir', path: l.p, mode: (l.m ?? 0o755) | 0o700, uid: l.u, gid: l.g, replace: true, xattrs: decodeXattrs(l.x) };
     case 'f': {
       const file = store.objectPath(l.k);
-      return { op: 'write', path: l.p, content: { kind: 'stream', size: l.s, open: () => objectChunks(file), linkFrom: { file, sha256: l.h } }, mode: l.m, uid: l.u, gid: l.g, mtime: l.mt, replace: true, xattrs: decodeXattrs(l.x) };
+      const content = { kind: 'stream' as const, size: l.s, open: () => objectChunks(file) };
+      return { op: 'write', path: l.p, content: noLink.has(l.p) ? content : { ...content, linkFrom: { file, sha256: l.h } }, mode: l.m, uid: l.u, gid: l.g, mtime: l.mt, replace: true, xattrs: decodeXattrs(l.x) };
     }
     case 'l':
       return { op: 'symlink', path: l.p, target: l.to, uid: l.u, gid: l.g, replace: true, xattrs: decodeXattrs(l.x) };
@@ -118,6 +154,8 @@ export interface StackStart {
   lowerOutside?: number;
   /** Lines applied last, under `kept` (keptDelta's: the copy is of another stack's tree). */
   keptLines?: IndexLine[];
+  /** Where the stage links files from the store, by path (crossLinkTargets: a file a hardlink joins to elsewhere is copied). */
+  linkable?: (rel: string) => boolean;
 }
 
 /** How many ops stackOps yields (for progress): one per index line applied, and the clear. */
@@ -139,8 +177,8 @@ export function replayedOnKept(l: IndexLine, kept: string): boolean {
  * is not when a line's path (or a hardlink's target) has a symlink of the tree above it
  * when the line applies (a write through it may land on the other side), when the root is
  * an opaque directory, when a shared directory is inside `kept` (the stage diverts the
- * entries there), or when a hardlink joins the two sides and a later line replaces either
- * end (the link's content at that layer is not the tree's). Simulated in apply order
+ * entries there), or when a hardlink joins the two sides (the link outside `kept` would
+ * share the copied file's inode with the base tree and the store). Simulated in apply order
  * (layerLines) over the paths alone: the symlinks of the tree at each line. Also counts the
  * lines replayed.
  */
@@ -155,12 +193,10 @@ export function keptApart(layers: readonly StoredLayer[], kept: string, shared: 
   const dropUnder = (p: string, self: boolean): void => {
     for (const s of symlinks) if ((self || s !== p) && isUnder(s, p)) symlinks.delete(s);
   };
-  const crossing: { at: number; ends: [string, string] }[] = [];
+  let crossing = 0;
   let outside = 0;
-  let n = 0;
   for (const layer of layers) {
     for (const l of linesOf(layer)) {
-      n += 1;
       if (replayedOnKept(l, kept)) outside += 1;
       if (throughSymlink(l.p) || (l.t === 'h' && throughSymlink(l.to))) return { apart: false, outside };
       switch (l.t) {
@@ -168,7 +204,7 @@ export function keptApart(layers: readonly StoredLayer[], kept: string, shared: 
           symlinks.add(l.p);
           break;
         case 'h':
-          if (isUnder(l.p, kept) !== isUnder(l.to, kept)) crossing.push({ at: n, ends: [l.p, l.to] });
+          if (isUnder(l.p, kept) !== isUnder(l.to, kept)) crossing += 1;
           symlinks.delete(l.p);
           break;
         case 'f':
@@ -187,22 +223,9 @@ export function keptApart(layers: readonly StoredLayer[], kept: string, shared: 
       }
     }
   }
-  if (crossing.length === 0) return { apart: true, outside };
-  // A later line that replaces or removes an end of a crossing hardlink (or what is above it).
-  const replaces = (l: IndexLine, end: string): boolean => {
-    if (l.t === 'a') return false;
-    if (l.t === 'o') return l.p !== end && isUnder(end, l.p);
-    if (l.t === 'd') return l.p === end;
-    return isUnder(end, l.p);
-  };
-  n = 0;
-  for (const layer of layers) {
-    for (const l of linesOf(layer)) {
-      n += 1;
-      for (const c of crossing) if (c.at < n && (replaces(l, c.ends[0]) || replaces(l, c.ends[1]))) return { apart: false, outside };
-    }
-  }
-  return { apart: true, outside };
+  // A hardlink joining the two sides: the copied usr/ file's inode is the base tree's (and the
+  // store's), and the link replayed outside usr/ would share it with them (written in place there).
+  return { apart: crossing === 0, outside };
 }
 
 /**

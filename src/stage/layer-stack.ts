@@ -83,14 +83,21 @@ export function stageLayers(ctx: Context, policy: () => CopyPolicy, base?: { lay
             : null;
         if (delta !== null) onto = diffIds.length;
         const from = delta !== null ? { onto, kept: KEPT, lowerOutside: delta.outside, keptLines: delta.lines } : { onto, kept: KEPT, lowerOutside: start?.outside ?? 0 };
-        return { ops: stackOps(store, layers, from), count: countStackOps(layers, from) };
+        // A file a hardlink joins to a path not linked from the store is copied (crossLinkTargets).
+        const linkable = (rel: string): boolean => linkableBy(policy(), rel);
+        return { ops: stackOps(store, layers, { ...from, linkable }), count: countStackOps(layers, from) };
       },
       has: (ref) => store.find(ref) !== null,
     },
     linkAt() {
       const p = policy();
       if (diffIds === null || labelled || p.hardlinkPrefixes.length === 0) return null;
-      return (rel) => p.hardlinkPrefixes.some((h) => isUnder(rel, h)) && !(p.copyPrefixes ?? []).some((c) => isUnder(rel, c));
+      return (rel) => linkableBy(p, rel);
     },
   };
+}
+
+/** Whether the copy policy links `rel` (under a hardlink prefix, not under a copy prefix). */
+function linkableBy(p: CopyPolicy, rel: string): boolean {
+  return p.hardlinkPrefixes.some((h) => isUnder(rel, h)) && !(p.copyPrefixes ?? []).some((c) => isUnder(rel, c));
 }
