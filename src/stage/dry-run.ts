@@ -9,7 +9,6 @@ import { walkEntries } from '../fs/core/walk.js';
 import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import { RootFs } from '../fs/trees/root-fs.js';
 import { B } from '../fs/trees/tree-io.js';
-import { snapshotsFrom } from '../fs/trees/storage.js';
 import { compareEntry } from '../fs/manifests/verify-tree.js';
 import { sharedDirs } from '../persistent-dirs/config.js';
 import { settleMountPoints } from '../persistent-dirs/mount-points.js';
@@ -17,14 +16,13 @@ import type { Source } from '../sources/source.js';
 import { mustFind, stageBase } from '../state/model.js';
 import type { BaseState, DeploymentRecord, Origin, SignatureRecord } from '../state/schema.js';
 import { resolveBuiltins, runBuiltins, type BuiltinOptions } from '../validate/builtins.js';
-import { checkFreeSpace, estimateBytes } from '../validate/free-space.js';
+import { checkFreeSpace } from '../validate/free-space.js';
 import { applyUpdate } from './build-tree.js';
 import { activationOf, loadDisruptionPolicy } from './activation-of.js';
 import { applyKernelArguments } from '../state/kernel-args.js';
 import type { Activation } from '../state/activation.js';
-import { checkStage, DEFAULT_LABEL, planChanges } from './stage-plan.js';
+import { checkStage, copyPolicyFor, DEFAULT_COPY_POLICY, DEFAULT_LABEL, planChanges, spaceEstimate } from './stage-plan.js';
 import { SharedDivert } from '../persistent-dirs/divert.js';
-import { DEFAULT_COPY_POLICY } from './stage.js';
 
 export interface DryRunOptions {
   label?: string;
@@ -84,7 +82,8 @@ export async function dryRun(ctx: Context, state: BaseState, source: Source, o: 
     result.label = label;
     result.description = cs.description;
     if (builtins.freeSpace) {
-      const estimate = await estimateBytes(layout.manifest(base.id), DEFAULT_COPY_POLICY.hardlinkPrefixes, cs, { snapshot: snapshotsFrom(layout.root, ctx.storage, tree) });
+      // The stage's own estimate, with the copy policy it would use for this change set.
+      const estimate = await spaceEstimate(layout, ctx.storage, base, copyPolicyFor(DEFAULT_COPY_POLICY, cs), cs);
       checkFreeSpace(layout.root, estimate, builtins.freeSpace);
     }
 

@@ -11,6 +11,9 @@ import type { Layout } from '../state/layout.js';
 import type { DeploymentRecord } from '../state/schema.js';
 import { readConfigRecord } from '../store/config-record.js';
 import { checkSource, type CheckedSource } from './check-source.js';
+import type { CopyPolicy } from '../fs/trees/copy-tree.js';
+import { snapshotsFrom, type StoragePreference } from '../fs/trees/storage.js';
+import { estimateBytes, type SpaceEstimate } from '../validate/free-space.js';
 
 /** The label when nothing names one. */
 export const DEFAULT_LABEL = 'update';
@@ -58,4 +61,17 @@ export async function planChanges(layout: Layout, base: DeploymentRecord, source
   const prior = readConfigRecord(layout.deployment(base.id));
   const changes = await source.plan(new ReadOnlyTree(layout.tree(base.id)), { config: prior, ...(base.origin ? { origin: base.origin } : {}), ...(layerStore ? { layerStore } : {}) });
   return { changes, prior, label: o.label ?? changes.label ?? checked.label };
+}
+
+/** How a stage copies the base tree: its prefixes hardlinked, except where a command runs in the new tree. */
+export const DEFAULT_COPY_POLICY: CopyPolicy = { hardlinkPrefixes: ['usr'], mode: 'reflink' };
+
+/** The copy policy of a stage of `changes`: a command may write any file in place, so nothing of its tree may share an inode with another deployment. */
+export function copyPolicyFor(policy: CopyPolicy, changes: ChangeSet): CopyPolicy {
+  return changes.runInTree ? { ...policy, hardlinkPrefixes: [] } : policy;
+}
+
+/** What the new tree will take, for the free-space preflight of the stage and of its dry run (no pass over the manifest for a btrfs snapshot). */
+export function spaceEstimate(layout: Layout, storage: StoragePreference, base: DeploymentRecord, policy: CopyPolicy, changes: ChangeSet): Promise<SpaceEstimate> {
+  return estimateBytes(layout.manifest(base.id), policy.hardlinkPrefixes, changes, { snapshot: snapshotsFrom(layout.root, storage, layout.tree(base.id)) });
 }

@@ -7,7 +7,6 @@ import { freeSpace, listDir } from '../fs/core/host-paths.js';
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
 import { treeTasks } from '../fs/trees/tasks.js';
 import { manifestTasks } from '../fs/manifests/tasks.js';
-import { snapshotsFrom } from '../fs/trees/storage.js';
 import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import { changedPaths } from '../fs/manifests/patch-manifest.js';
 import type { DisruptionPolicy } from '../activation/policy.js';
@@ -31,7 +30,7 @@ import { settleMountPoints } from '../persistent-dirs/mount-points.js';
 import { planShared } from '../persistent-dirs/apply.js';
 import { conflictIssue, etcTypeConflicts } from '../merge/merge.js';
 import type { CheckedSource } from './check-source.js';
-import { checkStage, DEFAULT_LABEL, planChanges, type CheckedStage } from './stage-plan.js';
+import { checkStage, copyPolicyFor, DEFAULT_COPY_POLICY, DEFAULT_LABEL, planChanges, spaceEstimate, type CheckedStage } from './stage-plan.js';
 import { describeHookFailure, type HookContext, type HookRun } from '../hooks/run-hooks.js';
 import { checkTimeoutMs } from '../util/options.js';
 import type { Source } from '../sources/source.js';
@@ -40,7 +39,7 @@ import { writeConfigRecord } from '../store/config-record.js';
 import type { ConfigRecord } from '../state/config-record.js';
 import { resolveBuiltins, type BuiltinOptions, type ResolvedBuiltins } from '../validate/builtins.js';
 import { planCommandValidators, type CommandValidator, type PlannedValidator } from '../validate/command-validators.js';
-import { checkFreeSpace, estimateBytes, withSpaceFigures, type SpaceEstimate } from '../validate/free-space.js';
+import { checkFreeSpace, withSpaceFigures, type SpaceEstimate } from '../validate/free-space.js';
 import type { Validator } from '../validate/types.js';
 import { validateTree } from '../validate/validate-tree.js';
 
@@ -101,7 +100,7 @@ export interface StageRunOptions extends StageOptions {
   unlessStaged?: boolean;
 }
 
-export const DEFAULT_COPY_POLICY: CopyPolicy = { hardlinkPrefixes: ['usr'], mode: 'reflink' };
+export { DEFAULT_COPY_POLICY } from './stage-plan.js';
 
 /** Runs the stage's pre hooks about the update (the caller binds the phase from the operation table; null: none). */
 export type PreHooks = ((about: Omit<HookContext, 'sysroot'>) => Promise<HookRun[]>) | null;
@@ -267,16 +266,8 @@ async function plan(run: Run): Promise<ChangeSet> {
   run.prior = planned.prior;
   run.changes = changes;
   run.label = planned.label;
-  // A command may write any file in place: nothing of its tree may share an inode with another deployment.
-  if (changes.runInTree) run.policy = { ...run.policy, hardlinkPrefixes: [] };
+  run.policy = copyPolicyFor(run.policy, changes);
   return changes;
-}
-
-/** What the new tree will take (no pass over the manifest for a btrfs snapshot). */
-function estimate(run: Run, changes: ChangeSet): Promise<SpaceEstimate> {
-  const { layout, storage } = run.ctx;
-  const baseTree = layout.tree(run.base.id);
-  return estimateBytes(layout.manifest(run.base.id), run.policy.hardlinkPrefixes, changes, { snapshot: snapshotsFrom(layout.root, storage, baseTree) });
 }
 
 /** The free-space preflight, a built-in check (recorded as validate) run before anything is written. */
@@ -287,7 +278,7 @@ async function preflight(run: Run, changes: ChangeSet): Promise<void> {
     return;
   }
   at(run, 'validate'); // no progress event: validate proper comes after the tree is built
-  run.estimate = await estimate(run, changes);
+  run.estimate = await spaceEstimate(layout, run.ctx.storage, run.base, run.policy, changes);
   run.freeAtStart = checkFreeSpace(layout.root, run.estimate, run.builtins.freeSpace).free;
 }
 
@@ -456,7 +447,7 @@ async function recordFailure(run: Run, err: unknown): Promise<StageOutcome> {
   if (e.code === 'NO_SPACE' && e.errno !== undefined) {
     // The filesystem ran out mid-way: say how much there was and how much it takes (before the partial tree goes).
     try {
-      const est = run.estimate ?? (run.changes ? await estimate(run, run.changes) : null);
+      const est = run.estimate ?? (run.changes ? await spaceEstimate(layout, ctx.storage, run.base, run.policy, run.changes) : null);
       e = withSpaceFigures(e, layout.root, run.freeAtStart, est);
     } catch {
       // The figures are extra: without them the error still names the path and the errno.
