@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { errnoOf } from '../../errors.js';
-import { CAN_CHOWN } from '../core/entry-attrs.js';
+import { applyAttrs, fdAttrCalls } from '../core/entry-attrs.js';
 import type { FaultHook } from '../core/faults.js';
 import { ioError } from '../core/io-error.js';
 import { createFile } from '../core/new-entry.js';
@@ -76,14 +76,14 @@ export class StoreFile {
     const fd = this.fd!;
     this.fd = null;
     try {
-      if (CAN_CHOWN && (a.uid !== undefined || a.gid !== undefined)) fs.fchownSync(fd, a.uid ?? -1, a.gid ?? -1);
-      if (a.xattrs !== undefined && a.xattrs.length > 0) {
-        const list: Xattrs = a.xattrs.map(([n, v]) => [n, Buffer.from(v.buffer, v.byteOffset, v.byteLength)]);
-        list.sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
-        writeXattrs(this.host, list, o);
-      }
-      fs.fchmodSync(fd, a.mode & 0o7777);
-      if (a.mtime !== undefined) fs.futimesSync(fd, a.mtime, a.mtime);
+      applyAttrs(fdAttrCalls(fd), this.host, { uid: a.uid, gid: a.gid, mode: a.mode, mtime: a.mtime }, {
+        xattrs: () => {
+          if (a.xattrs === undefined || a.xattrs.length === 0) return;
+          const list: Xattrs = a.xattrs.map(([n, v]) => [n, Buffer.from(v.buffer, v.byteOffset, v.byteLength)]);
+          list.sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
+          writeXattrs(this.host, list, o);
+        },
+      });
     } catch (err) {
       throw ioError(err, this.rel, this.host, 'sysroot');
     } finally {
