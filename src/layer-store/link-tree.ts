@@ -67,8 +67,10 @@ export function linkLayersNow(a: LinkLayersArgs, faults: FaultHook = noFaults, o
   const never = (): boolean => false;
   layers.forEach((layer, i) => {
     // A file a hardlink joins to a path not linked (etc/x -> usr/y) is copied: etc/x must not share the store object.
-    const noLink = crossLinkTargets(layer, linkAt);
-    for (const l of layerLines(layer)) {
+    const links = new Map<string, string>();
+    let noLink: ReadonlySet<string> | undefined;
+    for (const l of layerLines(layer, undefined, links)) {
+      noLink ??= crossLinkTargets(links, linkAt); // links is filled before the first line
       switch (l.t) {
         case 'd':
           // u+rwx while children are made; the real mode comes with the `a` line.

@@ -33,9 +33,12 @@ export function* stackOps(store: LayerStore, layers: readonly StoredLayer[], o: 
   const kept = onto === 0 ? null : (o.kept ?? null);
   for (const [i, layer] of layers.entries()) {
     if (i < onto && kept === null) continue;
-    const noLink = o.linkable === undefined ? NONE : crossLinkTargets(layer, o.linkable);
+    const links = new Map<string, string>();
+    let noLink: ReadonlySet<string> | undefined;
     // Below onto, the lines under kept are passed over unparsed (but a hardlink's, whose target may be outside).
-    for (const l of layerLines(layer, i < onto ? (raw) => rawUnder(raw, kept!) : undefined)) {
+    for (const l of layerLines(layer, i < onto ? (raw) => rawUnder(raw, kept!) : undefined, links)) {
+      // layerLines' first pass, done before its first line, filled `links`.
+      noLink ??= o.linkable === undefined ? NONE : crossLinkTargets(links, o.linkable);
       if (i < onto && !replayedOnKept(l, kept!)) continue;
       yield lineOp(store, l, noLink);
     }
@@ -50,20 +53,11 @@ const NONE: ReadonlySet<string> = new Set();
  * store (`linkable` false at either end, by name), following chains of hardlinks to the
  * file they name. Such a file is written as a copy: linked from the store, the name
  * outside the linked prefixes (etc/x, written in place on the running machine) would
- * share the store object's inode with every tree linked from it. One pass over the
- * index reading only its hardlink lines (a hardlink names a file earlier in its layer).
+ * share the store object's inode with every tree linked from it. `to`: the layer's
+ * hardlinks, name to target (layerLines collects them; a hardlink names a file earlier in its layer).
  */
-export function crossLinkTargets(layer: StoredLayer, linkable: (rel: string) => boolean): Set<string> {
-  const to = new Map<string, string>();
-  const crossing: string[] = [];
-  for (const line of readLines(layer.index)) {
-    const t = rawType(line);
-    if (line === '' || (t !== null && t !== 'h')) continue;
-    const l = parseIndexLine(line, layer.index);
-    if (l.t !== 'h') continue;
-    to.set(l.p, l.to);
-    if (!linkable(l.p) || !linkable(l.to)) crossing.push(l.to);
-  }
+export function crossLinkTargets(to: ReadonlyMap<string, string>, linkable: (rel: string) => boolean): Set<string> {
+  const crossing = [...to].filter(([p, target]) => !linkable(p) || !linkable(target)).map(([, target]) => target);
   const out = new Set<string>();
   for (let p of crossing) {
     // A chain a -> b -> c ends at the file c; `out` guards against a loop.
@@ -104,19 +98,21 @@ function lineOp(store: LayerStore, l: IndexLine, noLink: ReadonlySet<string> = N
  * A stored layer's index lines in the order a fresh apply takes them: its opaque
  * directories, then its whiteouts (both hide what the layers below made), then its
  * entries in archive order. The index is read twice, the first time keeping only those
- * few lines: memory grows with the whiteouts, never with the layer.
+ * few lines (and, given `hardlinks`, each hardlink's name and target, filled before the
+ * first line is yielded): memory grows with the whiteouts and hardlinks, never with the layer.
  */
-export function* layerLines(layer: StoredLayer, skip?: (raw: string) => boolean): Generator<IndexLine> {
+export function* layerLines(layer: StoredLayer, skip?: (raw: string) => boolean, hardlinks?: Map<string, string>): Generator<IndexLine> {
   const opaque: IndexLine[] = [];
   const whiteouts: IndexLine[] = [];
   // A line's type read from its text (import writes `{"t":"X",…`): the other lines are not parsed in the first pass.
   for (const line of readLines(layer.index)) {
     if (line === '') continue;
     const t = rawType(line);
-    if (t !== null && t !== 'o' && t !== 'w') continue;
+    if (t !== null && t !== 'o' && t !== 'w' && (t !== 'h' || hardlinks === undefined)) continue;
     const l = parseIndexLine(line, layer.index);
     if (l.t === 'o') opaque.push(l);
     else if (l.t === 'w') whiteouts.push(l);
+    else if (l.t === 'h') hardlinks?.set(l.p, l.to);
   }
   yield* opaque;
   yield* whiteouts;
