@@ -136,7 +136,7 @@ export function writableAt(p: string, stop: string): { dir: string; writable: bo
 }
 
 /** The path's own stat (a symlink is not followed), or null when it does not exist. */
-export function lstatPath(p: string): fs.Stats | null {
+export function lstatPath(p: string | Buffer): fs.Stats | null {
   try {
     return fs.lstatSync(p, { throwIfNoEntry: false }) ?? null;
   } catch {

@@ -1,4 +1,5 @@
-import * as fs from 'node:fs';
+import type * as fs from 'node:fs';
+import { lstatPath } from './host-paths.js';
 import { hostPath } from './names.js';
 
 /**
@@ -13,17 +14,9 @@ export function lstatInTree(tree: string, rel: string, dirs: Set<string> = new S
   for (let i = rel.indexOf('/'); i !== -1; i = rel.indexOf('/', i + 1)) {
     const parent = rel.slice(0, i);
     if (dirs.has(parent)) continue;
-    const st = lstatOrNull(hostPath(tree, parent));
+    const st = lstatPath(hostPath(tree, parent));
     if (st === null || !st.isDirectory()) return null;
     dirs.add(parent);
   }
-  return lstatOrNull(hostPath(tree, rel));
-}
-
-function lstatOrNull(p: string | Buffer): fs.Stats | null {
-  try {
-    return fs.lstatSync(p, { throwIfNoEntry: false }) ?? null;
-  } catch {
-    return null;
-  }
+  return lstatPath(hostPath(tree, rel));
 }
