@@ -26,6 +26,12 @@ export type XattrList = ReadonlyArray<readonly [string, Uint8Array]>;
 /** A tree entry's attributes: [name, value] pairs sorted by name. */
 export type Xattrs = [string, Buffer][];
 
+/** A list of attributes as Buffers in name order, the order they are written and recorded in. */
+export function sortedXattrs(list: XattrList): Xattrs {
+  const out: Xattrs = list.map(([n, v]) => [n, Buffer.from(v.buffer, v.byteOffset, v.byteLength)]);
+  return out.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}
+
 /** What to do with an attribute the target filesystem refuses (EOPNOTSUPP, or EPERM for trusted.*). */
 export type XattrPolicy = 'strict' | 'drop';
 

@@ -4,7 +4,7 @@ import { applyAttrs, fdAttrCalls } from '../core/entry-attrs.js';
 import type { FaultHook } from '../core/faults.js';
 import { ioError } from '../core/io-error.js';
 import { createFile } from '../core/new-entry.js';
-import { writeXattrs, type XattrList, type Xattrs, type XattrWriteOptions } from '../core/xattr.js';
+import { sortedXattrs, writeXattrs, type XattrList, type XattrWriteOptions } from '../core/xattr.js';
 import { B } from './tree-io.js';
 
 /**
@@ -78,10 +78,7 @@ export class StoreFile {
     try {
       applyAttrs(fdAttrCalls(fd), this.host, { uid: a.uid, gid: a.gid, mode: a.mode, mtime: a.mtime }, {
         xattrs: () => {
-          if (a.xattrs === undefined || a.xattrs.length === 0) return;
-          const list: Xattrs = a.xattrs.map(([n, v]) => [n, Buffer.from(v.buffer, v.byteOffset, v.byteLength)]);
-          list.sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
-          writeXattrs(this.host, list, o);
+          if (a.xattrs !== undefined && a.xattrs.length > 0) writeXattrs(this.host, sortedXattrs(a.xattrs), o);
         },
       });
     } catch (err) {

@@ -10,7 +10,7 @@ import { resolveInRoot, type Resolved } from './resolve-in-root.js';
 export { ioError } from '../core/io-error.js';
 export type { Resolved } from './resolve-in-root.js';
 import { readLinkTarget } from '../manifests/manifest.js';
-import { readXattrs, type XattrList, type XattrPolicy, type Xattrs } from '../core/xattr.js';
+import { readXattrs, sortedXattrs, type XattrList, type XattrPolicy } from '../core/xattr.js';
 import { realPathInRoot } from './resolve-in-root.js';
 import { splitSourcePath } from '../core/paths.js';
 import type { TouchEvent } from '../manifests/patch-manifest.js';
@@ -562,8 +562,7 @@ export class RootFs {
 
   private setXattrs(host: string, list: XattrList, p: string, exact: boolean): void {
     if (list.some(([n]) => n === 'security.selinux')) this.explicitLabels.add(splitSourcePath(p, 'path', { allowBackslash: true }).join('/'));
-    const attrs: Xattrs = list.map(([n, v]) => [n, Buffer.from(v.buffer, v.byteOffset, v.byteLength)]);
-    attrs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    const attrs = sortedXattrs(list);
     if (exact) this.io.replaceXattrs(host, attrs, { rel: p, ...this.xattrOptions });
     else this.io.writeXattrs(host, attrs, { rel: p, ...this.xattrOptions });
     this.mutated('setxattr', host);
