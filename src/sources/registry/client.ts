@@ -433,7 +433,7 @@ export class RegistryClient {
               return await corrupt(`is larger than the ${d.size} bytes its descriptor declares`);
             }
             hash.update(c);
-            await part.append(c);
+            part.appendSync(c);
             fetched += c.length;
             if (onProgress !== undefined && Math.floor((part.size - c.length) / PROGRESS_STEP) !== Math.floor(part.size / PROGRESS_STEP)) onProgress({ bytes: part.size, size: d.size, fetched, cached: resumed ? kept : 0 });
           }
