@@ -17,7 +17,7 @@ import type { RecoveryReport } from './store/recover.js';
 import { applyPlan, recoverIfFree, runOperation } from './operations/run-operation.js';
 import type { HookTimeout } from './operations/phase-hooks.js';
 import { preHooksOf, runHooked, type HookPoints } from './operations/hooked.js';
-import type { CreatingOperation, OperationName } from './operations/table.js';
+import type { WriterOperation } from './operations/table.js';
 import type { BaseState, Failure, Phase } from './state/schema.js';
 import { statusView, type Status } from './state/status.js';
 import { loadState } from './store/state-file.js';
@@ -126,7 +126,7 @@ export class Sysroot {
     return this.view(this.state());
   }
 
-  private write<T>(operation: Exclude<OperationName, CreatingOperation>, fn: (s: BaseState) => Promise<T> | T): Promise<T> {
+  private write<T>(operation: WriterOperation, fn: (s: BaseState) => Promise<T> | T): Promise<T> {
     return runOperation(this.ctx, operation, this.waitSeconds, fn);
   }
 

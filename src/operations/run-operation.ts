@@ -5,8 +5,7 @@ import type { BaseState } from '../state/schema.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { recover, type RecoveryReport } from '../store/recover.js';
 import { emptyTrash } from '../store/remove-deployments.js';
-import { RESUME_STEPS } from './resume-steps.js';
-import { OPERATIONS, type CreatingOperation, type OperationName, type PlannedOperation, type PlanInput, type PlanOutcome } from './table.js';
+import { OPERATIONS, RESUME_STEPS, type CreatingOperation, type OperationName, type PartOperation, type PlannedOperation, type PlanInput, type PlanOutcome } from './table.js';
 
 /** Recovery with every operation's resume step: what a writer runs first, under the lock. */
 export function recoverAll(ctx: Context): RecoveryReport {
@@ -42,7 +41,7 @@ type StateBefore<N extends OperationName> = N extends CreatingOperation ? null :
  * the sysroot (`creates` in the table) makes its directory first, for the lock, and runs
  * `fn` with no state: there is nothing to recover or empty yet.
  */
-export async function runOperation<N extends OperationName, T>(ctx: Context, operation: N, waitSeconds: number, fn: (s: StateBefore<N>) => Promise<T> | T): Promise<T> {
+export async function runOperation<N extends Exclude<OperationName, PartOperation>, T>(ctx: Context, operation: N, waitSeconds: number, fn: (s: StateBefore<N>) => Promise<T> | T): Promise<T> {
   const creates = 'creates' in OPERATIONS[operation];
   if (creates) ctx.dfs.mkdir(ctx.layout.root);
   const lock = await acquireLock(ctx.layout.root, { waitSeconds, operation, faults: ctx.faults });

@@ -5,8 +5,7 @@
 import { describe, expect, it, afterEach } from 'vitest';
 import { makeContext } from '../../src/context.js';
 import { HOOK_PHASES } from '../../src/hooks/phases.js';
-import { RESUME_STEPS } from '../../src/operations/resume-steps.js';
-import { OPERATIONS, type OperationSpec } from '../../src/operations/table.js';
+import { OPERATIONS, RESUME_STEPS, type OperationSpec } from '../../src/operations/table.js';
 import { recover, type ResumeStep } from '../../src/store/recover.js';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 
@@ -55,7 +54,13 @@ describe('recovery runs the resume steps it is given', () => {
     expect(r.actions).toEqual(['resumed first', 'resumed second']);
   });
 
-  it('the writers run the shared-layout upgrade, then undo or complete a live apply, before finalize resumes (its merge must read the running /etc as it was)', () => {
-    expect(RESUME_STEPS.map((s) => s.operation)).toEqual(['shared-directory layout upgrade', 'apply-live', 'live-apply rollback tree', 'finalize']);
+  it('the writers run the shared-layout upgrade, then undo or complete a live apply, before finalize resumes (its merge must read the running /etc as it was), then the layer import', () => {
+    expect(RESUME_STEPS.map((s) => s.operation)).toEqual(['shared-directory layout upgrade', 'apply-live', 'live-apply rollback tree', 'finalize', 'layer import']);
+  });
+
+  it('takes every resume step from a row of the table (none is declared elsewhere), and a row run inside another names a row', () => {
+    const specs: OperationSpec[] = Object.values(OPERATIONS);
+    expect(RESUME_STEPS.slice(1)).toEqual(specs.flatMap((o) => o.resume ?? []));
+    for (const o of specs) if (o.partOf !== undefined) expect(Object.keys(OPERATIONS)).toContain(o.partOf);
   });
 });
