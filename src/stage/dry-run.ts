@@ -18,11 +18,9 @@ import type { BaseState, DeploymentRecord, Origin, SignatureRecord } from '../st
 import { resolveBuiltins, runBuiltins, type BuiltinOptions } from '../validate/builtins.js';
 import { checkFreeSpace } from '../validate/free-space.js';
 import { applyUpdate } from './build-tree.js';
-import { activationOf, loadDisruptionPolicy } from './activation-of.js';
-import { applyKernelArguments } from '../state/kernel-args.js';
+import { activationOf } from './activation-of.js';
 import type { Activation } from '../state/activation.js';
-import { checkStage, copyPolicyFor, DEFAULT_COPY_POLICY, DEFAULT_LABEL, planChanges, spaceEstimate } from './stage-plan.js';
-import { SharedDivert } from '../persistent-dirs/divert.js';
+import { checkStage, copyPolicyFor, DEFAULT_COPY_POLICY, DEFAULT_LABEL, planChanges, spaceEstimate, stageDisruptionPolicy, stageDivert, stagedKernelArguments } from './stage-plan.js';
 
 export interface DryRunOptions {
   label?: string;
@@ -90,7 +88,7 @@ export async function dryRun(ctx: Context, state: BaseState, source: Source, o: 
     const io = new OverlayIo(tree);
     const shared = sharedDirs(state);
     const contentRoot = `${layout.work('dry-run')}/shared`; // a name only: its overlay starts empty and reads no disk
-    const divert = new SharedDivert({ shared, mode: cs.sharedContent ?? 'initial', contentRoot, content: new RootFs(contentRoot, { io: new OverlayIo(contentRoot, { empty: true }), durability: 'deferred' }), liveShared: (rel) => layout.shared(rel), warn: ctx.warn });
+    const divert = stageDivert(ctx, state, cs, contentRoot, new RootFs(contentRoot, { io: new OverlayIo(contentRoot, { empty: true }), durability: 'deferred' }));
     const applied = await applyUpdate(ctx, tree, { changes: cs, io, divert: (op, root) => divert.divert(op, root), settle: (root) => settleMountPoints(root, shared) });
     const ch = changesOf(tree, applied.events, (rel) => io.entry(rel, hostOf(tree, rel)));
     const delta = deltaOf(ch, 0);
@@ -102,8 +100,8 @@ export async function dryRun(ctx: Context, state: BaseState, source: Source, o: 
         // topmost booted path of each removed run, the paths below it left out.
         changedPaths({ delta: delta.delta, removed: [...new Set([...delta.removed, ...topmostRemoved(result.changes)])] });
     result.warnings.push(...applied.warnings);
-    const policy = loadDisruptionPolicy(new ReadOnlyTree(tree), o.disruptionPolicy);
-    const next = { origin: checked.checked.info.origin, kernelArguments: applyKernelArguments(base.kernelArguments ?? [], cs.kernelArguments) };
+    const policy = stageDisruptionPolicy(layout, base, o);
+    const next = { origin: checked.checked.info.origin, kernelArguments: stagedKernelArguments(base, cs) };
     const changed = result.changes.map((c) => c.path);
     result.activation = activationOf({ base, next, changed: () => changed, sharedChanged: () => changedSharedPaths(layout, divert.ops, shared, null), baseTree: new ReadOnlyTree(tree), newTree: new ReadOnlyTree(tree, io), policy });
 

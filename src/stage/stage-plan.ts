@@ -14,6 +14,14 @@ import { checkSource, type CheckedSource } from './check-source.js';
 import type { CopyPolicy } from '../fs/trees/copy-tree.js';
 import { snapshotsFrom, type StoragePreference } from '../fs/trees/storage.js';
 import { estimateBytes, type SpaceEstimate } from '../validate/free-space.js';
+import type { Context } from '../context.js';
+import type { RootFs } from '../fs/trees/root-fs.js';
+import type { DisruptionPolicy } from '../activation/policy.js';
+import { sharedDirs } from '../persistent-dirs/config.js';
+import { SharedDivert } from '../persistent-dirs/divert.js';
+import type { BaseState } from '../state/schema.js';
+import { applyKernelArguments } from '../state/kernel-args.js';
+import { loadDisruptionPolicy } from './activation-of.js';
 
 /** The label when nothing names one. */
 export const DEFAULT_LABEL = 'update';
@@ -74,4 +82,22 @@ export function copyPolicyFor(policy: CopyPolicy, changes: ChangeSet): CopyPolic
 /** What the new tree will take, for the free-space preflight of the stage and of its dry run (no pass over the manifest for a btrfs snapshot). */
 export function spaceEstimate(layout: Layout, storage: StoragePreference, base: DeploymentRecord, policy: CopyPolicy, changes: ChangeSet): Promise<SpaceEstimate> {
   return estimateBytes(layout.manifest(base.id), policy.hardlinkPrefixes, changes, { snapshot: snapshotsFrom(layout.root, storage, layout.tree(base.id)) });
+}
+
+/** The node disruption policies a stage's activation decision uses: the MCO defaults, the user's merged over them (`disruptionPolicy`, else the base tree's file). */
+export function stageDisruptionPolicy(layout: Layout, base: DeploymentRecord, o: { disruptionPolicy?: string }): DisruptionPolicy {
+  return loadDisruptionPolicy(new ReadOnlyTree(layout.tree(base.id)), o.disruptionPolicy);
+}
+
+/** The kernel arguments of the deployment a stage of `changes` records: the base's, with the change set's applied. */
+export function stagedKernelArguments(base: DeploymentRecord, changes: ChangeSet): string[] {
+  return applyKernelArguments(base.kernelArguments ?? [], changes.kernelArguments);
+}
+
+/**
+ * Where a stage of `changes` sets aside what it writes under the shared directories (for
+ * finalize): `contentRoot`, or, for a dry run, the overlay `content` (nothing written).
+ */
+export function stageDivert(ctx: Context, state: BaseState, changes: ChangeSet, contentRoot: string, content?: RootFs): SharedDivert {
+  return new SharedDivert({ shared: sharedDirs(state), mode: changes.sharedContent ?? 'initial', contentRoot, liveShared: (rel) => ctx.layout.shared(rel), faults: ctx.faults, warn: ctx.warn, ...(content ? { content } : {}) });
 }

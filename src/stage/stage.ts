@@ -11,9 +11,8 @@ import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
 import { changedPaths } from '../fs/manifests/patch-manifest.js';
 import type { DisruptionPolicy } from '../activation/policy.js';
 import type { Activation } from '../state/activation.js';
-import { activationOf, changedByManifests, loadDisruptionPolicy } from './activation-of.js';
+import { activationOf, changedByManifests } from './activation-of.js';
 import { applyTransition } from '../store/apply-transition.js';
-import { applyKernelArguments } from '../state/kernel-args.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
 import { buildTree, type BuiltTree } from './build-tree.js';
@@ -30,7 +29,7 @@ import { settleMountPoints } from '../persistent-dirs/mount-points.js';
 import { planShared } from '../persistent-dirs/apply.js';
 import { conflictIssue, etcTypeConflicts } from '../merge/merge.js';
 import type { CheckedSource } from './check-source.js';
-import { checkStage, copyPolicyFor, DEFAULT_COPY_POLICY, DEFAULT_LABEL, planChanges, spaceEstimate, type CheckedStage } from './stage-plan.js';
+import { checkStage, copyPolicyFor, DEFAULT_COPY_POLICY, DEFAULT_LABEL, planChanges, spaceEstimate, stageDisruptionPolicy, stageDivert, stagedKernelArguments, type CheckedStage } from './stage-plan.js';
 import { describeHookFailure, type HookContext, type HookRun } from '../hooks/run-hooks.js';
 import { checkTimeoutMs } from '../util/options.js';
 import type { Source } from '../sources/source.js';
@@ -202,7 +201,7 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageRun
     source,
     opts,
     builtins,
-    disruptionPolicy: loadDisruptionPolicy(new ReadOnlyTree(layout.tree(base.id)), opts.disruptionPolicy),
+    disruptionPolicy: stageDisruptionPolicy(layout, base, opts),
     commands: planCommandValidators(opts.commands ?? []),
     policy,
     layers: stageLayers(ctx, () => run.policy, base.origin?.kind === 'oci-image' ? base.origin : undefined, sharedDirs(state)),
@@ -296,7 +295,7 @@ async function build(run: Run, changes: ChangeSet): Promise<StagedBuild> {
   const progress = run.opts.onProgress ?? (() => {});
   ctx.dfs.mkdir(layout.workDir);
   const shared = sharedDirs(state);
-  const divert = new SharedDivert({ shared, mode: changes.sharedContent ?? 'initial', contentRoot: `${run.work}/shared`, liveShared: (rel) => layout.shared(rel), faults: ctx.faults, warn: ctx.warn });
+  const divert = stageDivert(ctx, state, changes, `${run.work}/shared`);
   // An image from the layer store replaces the tree (not copied: it would be cleared), its files linked where the policy links;
   // one whose lower layers are the base's image starts from a copy of the base tree's usr/ (run.layers.onto), the rest built from the store.
   const linkAt = run.layers.linkAt();
@@ -427,7 +426,7 @@ async function commit(run: Run, changes: ChangeSet, built: StagedBuild, warnings
   enter(run, 'commit');
   ctx.dfs.rename(run.work, layout.deployment(id));
   const manifestSha256 = built.manifestSha256 ?? (await runTreeTask(manifestTasks.hashFile, { file: layout.manifest(id) }));
-  const rec = newRecord({ id, label, parent: run.base.id, at: ctx.now().toISOString(), entries: built.entries, bytes: built.bytes, manifestSha256, source: changes.description, kernelArguments: applyKernelArguments(run.base.kernelArguments ?? [], changes.kernelArguments) });
+  const rec = newRecord({ id, label, parent: run.base.id, at: ctx.now().toISOString(), entries: built.entries, bytes: built.bytes, manifestSha256, source: changes.description, kernelArguments: stagedKernelArguments(run.base, changes) });
   rec.locked = run.opts.lock ?? false;
   if (run.checked?.info.origin) rec.origin = { ...run.checked.info.origin, ...(run.layers.diffIds !== null ? { layers: run.layers.diffIds } : {}) };
   if (run.checked?.signature) rec.signature = run.checked.signature;
