@@ -44,8 +44,10 @@ function blob(layout, mediaType, from) {
 
 /**
  * The new OS image as an OCI layout at `layout` (tag v2): the tree the machine's `current`
- * names, read from its root partition mounted read-only, as an uncompressed layer (a TCG
- * guest would spend minutes in gunzip), and a layer adding /etc/os-v2 and /usr/lib/os-v2.
+ * names, read from its root partition mounted read-only, as an uncompressed layer, and a
+ * layer adding /etc/os-v2 and /usr/lib/os-v2. skopeo's push to the registry gzips them
+ * (containers/image's docker destination asks for compressed layers): the registry and the
+ * guest's blob directory hold them as tar+gzip, about 0.4 of the tree's size.
  */
 export function buildOsImage(machine, work, layout) {
   const mnt = path.join(work, 'registry-src.mnt');
