@@ -10,38 +10,41 @@ const ESP_ENTRY = /^stagedroot-(\d{4,})\.conf$/;
 
 /**
  * systemd-boot on an ESP (FAT: no symlinks): plain files in loader/entries/, each
- * written and renamed on its own, so there is no set to swap. Versions only grow: the
- * entries are written lowest first, each with a version above every one on disk, so at
- * every point the highest (systemd-boot's default among them: loader.conf says
- * `default stagedroot-*`, state/loader-conf.ts) is the old default or the new one, and
+ * written and renamed on its own, so there is no set to swap. The highest version is the
+ * default (loader.conf says `default stagedroot-*`, state/loader-conf.ts). An entry
+ * already on disk in its place (its text unchanged, its version below those above it) is
+ * kept as it is: a finalize or a live apply writes one new file and removes one, and
+ * never renames over the entry the machine boots, which a power cut in the middle of a
+ * FAT rename can lose. The others get versions above every one on disk, the new default
+ * first and the highest, so at every point the default is the old one or the new one, and
  * every file on disk names a deployment that has its kernel in place. Entries no longer
  * wanted go last, then their kernels.
  */
 export function writeEspEntries(ctx: Context, esp: string, list: Bootable[], arg: string, seen: SeenPaths): void {
   const { dfs } = ctx;
   const dir = path.join(esp, 'loader', 'entries');
-  const onDisk = seen
-    .list(dir)
-    .filter((f) => ESP_ENTRY.test(f))
-    .map((f) => {
-      const text = seen.read(path.join(dir, f)) ?? '';
-      return { file: f, text, version: Number(parseBootEntry(text).version ?? 0) || 0 };
-    })
-    .sort((a, b) => b.version - a.version);
-  const top = onDisk[0]?.version ?? 0;
-  const withVersions = (base: number): BootEntry[] => list.map((b, i) => bootEntry(b.deployment, b.kernel, base + list.length - 1 - i, arg));
-  // Up to date: the same files, in the same order, with the same text but for their versions.
-  const unversioned = (t: string): string => t.replace(/^version .*$/m, '');
-  const want = withVersions(0);
-  const same = want.length === onDisk.length && want.every((e, i) => onDisk[i]!.file === e.file && unversioned(onDisk[i]!.text) === unversioned(e.text));
-  if (!same) {
+  const onDisk = new Map(
+    seen
+      .list(dir)
+      .filter((f) => ESP_ENTRY.test(f))
+      .map((f) => {
+        const text = seen.read(path.join(dir, f)) ?? '';
+        return [f, { text, version: Number(parseBootEntry(text).version ?? 0) || 0 }] as const;
+      }),
+  );
+  const top = Math.max(0, ...[...onDisk.values()].map((e) => e.version));
+  const want = list.map((b) => bootEntry(b.deployment, b.kernel, 0, arg));
+  const kept = firstKept(want, onDisk);
+  // The rewritten ones go above every entry on disk, in the list's order, the default first.
+  const toWrite = list.slice(0, kept).map((b, i) => bootEntry(b.deployment, b.kernel, top + kept - i, arg));
+  const listed = new Set(want.map((e) => e.file));
+  const unwanted = [...onDisk.keys()].filter((f) => !listed.has(f));
+  if (toWrite.length > 0 || unwanted.length > 0) {
     dfs.mkdir(path.join(esp, 'loader'));
     dfs.mkdir(dir);
     for (const b of list) installKernel(ctx, esp, ctx.layout.tree(b.deployment.id), b.kernel);
-    const entries = withVersions(top + 1);
-    for (const e of [...entries].reverse()) dfs.writeFileAtomic(path.join(dir, e.file), e.text);
-    const keep = new Set(entries.map((e) => e.file));
-    for (const e of onDisk) if (!keep.has(e.file)) dfs.unlink(path.join(dir, e.file));
+    for (const e of toWrite) dfs.writeFileAtomic(path.join(dir, e.file), e.text);
+    for (const f of unwanted) dfs.unlink(path.join(dir, f));
   }
   // Then the default: stagedroot's entries, not the distribution's (sorted first by their
   // sort-key). Written after the entries it selects; a crash before it leaves the
@@ -57,4 +60,24 @@ export function writeEspEntries(ctx: Context, esp: string, list: Bootable[], arg
   dfs.removeTempLeftovers(dir, (t) => ESP_ENTRY.test(t));
   if (seen.stat(path.dirname(conf))?.isDirectory()) dfs.removeTempLeftovers(path.dirname(conf));
   removeUnusedKernels(ctx, esp, new Set(list.map((b) => b.kernel.hash)), seen);
+}
+
+const unversioned = (t: string): string => t.replace(/^version .*$/m, '');
+
+/**
+ * Where the tail of `want` (the list, default first) that stays as it is on disk starts:
+ * the longest tail whose entries are there with the same text but for the version, their
+ * versions rising towards the head.
+ */
+function firstKept(want: BootEntry[], onDisk: ReadonlyMap<string, { text: string; version: number }>): number {
+  let kept = want.length;
+  let below = 0;
+  while (kept > 0) {
+    const e = want[kept - 1]!;
+    const d = onDisk.get(e.file);
+    if (d === undefined || unversioned(d.text) !== unversioned(e.text) || d.version <= below) break;
+    below = d.version;
+    kept--;
+  }
+  return kept;
 }

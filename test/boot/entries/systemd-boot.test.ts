@@ -175,5 +175,40 @@ if (NO !== null) {
       });
       expect(points).toBeGreaterThanOrEqual(2);
     });
+
+    it('a finalize writes one new entry and removes the rollback\'s: the entry the machine boots is never rewritten (a power cut in a FAT rename over it can lose it); a crash at any point leaves the old or the new current the default', async () => {
+      await withEsp();
+      await t!.sysroot.stage({ label: 'k2', files: NEW_KERNEL });
+      await t!.sysroot.finalize();
+      await t!.sysroot.boot({ runDir: '/nonexistent' });
+      await t!.sysroot.markGood();
+      await t!.sysroot.stage({ label: 'k3', files: [{ path: '/etc/k3', contents: 'k3\n' }] });
+      const before: BaseState = t!.sysroot.state();
+      await t!.sysroot.finalize();
+      const after: BaseState = t!.sysroot.state();
+      expect((await bootctlList()).map((e) => e.id)).toEqual(['stagedroot-0003.conf', 'stagedroot-0002.conf']);
+      const entries = path.join(esp!, 'loader/entries');
+      const reset = async (): Promise<void> => {
+        syncBootEntries(makeContext(t!.dir), before);
+        expect((await bootctlList()).map((e) => e.id)).toEqual(['stagedroot-0002.conf', 'stagedroot-0001.conf']);
+      };
+      await reset();
+      const booted = fs.readFileSync(path.join(entries, 'stagedroot-0002.conf'), 'utf8');
+      const touched: string[] = [];
+      syncBootEntries(makeContext(t!.dir, { faults: { afterMutation: (op, p) => void (p.startsWith(entries) && touched.push(`${op} ${path.relative(entries, p)}`)) } }), after);
+      expect(touched.filter((x) => x.includes('stagedroot-0002'))).toEqual([]);
+      expect(touched.some((x) => x.includes('stagedroot-0003.conf'))).toBe(true);
+      expect(touched.filter((x) => x.includes('stagedroot-0001'))).toEqual(['unlink stagedroot-0001.conf']);
+      expect(fs.readFileSync(path.join(entries, 'stagedroot-0002.conf'), 'utf8')).toBe(booted);
+      expect((await bootctlList()).map((e) => e.id)).toEqual(['stagedroot-0003.conf', 'stagedroot-0002.conf']);
+      await reset();
+      const points = await crashEverySync(t!.dir, after, async (n, crashed) => {
+        const list = await bootctlList();
+        expectOwnKernels(list, `crash point ${n}`);
+        expect(['stagedroot-0002.conf', 'stagedroot-0003.conf'], `crash point ${n}: default`).toContain(list[0]!.id);
+        if (crashed) await reset();
+      });
+      expect(points).toBeGreaterThanOrEqual(2);
+    });
   });
 }
