@@ -9,7 +9,7 @@ import { exists, listDir, readLink } from '../fs/core/host-paths.js';
 import { DurableFs, readJsonState, writeJson } from '../fs/trees/durable.js';
 import { readLines } from '../fs/trees/layer-store-io.js';
 import { parseIndexLine } from './index-lines.js';
-import { checkDigest } from '../sources/oci/digest.js';
+import { checkDigest } from '../util/digest-form.js';
 
 /**
  * The layer store: every image layer a sysroot has staged, unpacked once and shared by

@@ -1,6 +1,7 @@
 import { StagedrootError } from '../../errors.js';
 import type { BlobStore } from './blob-store.js';
-import { blobPath, checkDigest, VerifiedStream } from './digest.js';
+import { checkDigest } from '../../util/digest-form.js';
+import { blobPath, VerifiedStream } from './digest.js';
 import { parseJsonDocument } from '../document.js';
 
 /** Indexes, manifests and configs are small documents; a bigger one is refused, not read. */

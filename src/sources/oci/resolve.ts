@@ -1,6 +1,7 @@
 import { StagedrootError } from '../../errors.js';
 import type { BlobStore } from './blob-store.js';
-import { blobPath, checkDigest, digestOf } from './digest.js';
+import { checkDigest } from '../../util/digest-form.js';
+import { blobPath, digestOf } from './digest.js';
 import { CONFIG_TYPES, INDEX_TYPES, LAYER_TYPES, MANIFEST_TYPES, REF_ANNOTATION } from './media-types.js';
 import { hostPlatform, platformMatches, showPlatform, type Platform } from './platform.js';
 import { blobName, checkPresent, descriptor, parseJson, readSmall, readVerified, type Descriptor } from './read-blob.js';
