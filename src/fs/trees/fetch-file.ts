@@ -45,21 +45,12 @@ export class PartialFile {
     return this.fh;
   }
 
-  async append(chunk: Uint8Array): Promise<void> {
-    try {
-      for (let off = 0; off < chunk.length; ) off += (await this.handle().write(chunk, off, chunk.length - off)).bytesWritten;
-    } catch (err) {
-      throw ioError(err, this.path, this.path, 'sysroot');
-    }
-    this.bytes += chunk.length;
-  }
-
   /**
-   * append, synchronously: a chunk of a blob as it arrives, written before the next is
-   * read (what a cut connection or a kill leaves is exactly what was received), without
-   * a trip through the threadpool per chunk: into the page cache, a write of a network
-   * chunk (64 KiB) takes tens of microseconds, less than the threadpool's hop and the
-   * main thread's wait for it, which on a loaded machine is a wake-up per chunk.
+   * Appends a chunk (of a blob as it arrives, or a whole manifest), written before the
+   * next is read: what a cut connection or a kill leaves is exactly what was received.
+   * Synchronous: into the page cache a network chunk (64 KiB) takes tens of
+   * microseconds, less than a trip through the threadpool and the main thread's wait for
+   * it, which on a loaded machine is a wake-up per chunk.
    */
   appendSync(chunk: Uint8Array): void {
     const fd = this.handle().fd;

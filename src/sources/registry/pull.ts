@@ -133,7 +133,7 @@ async function resolveAt(ref: ImageReference, ep: Endpoint, dir: string, o: Pull
       const part = await PartialFile.open(dest);
       try {
         await part.truncate();
-        await part.append(m.bytes);
+        part.appendSync(m.bytes);
         await part.commit(dest);
       } finally {
         await part.close();
