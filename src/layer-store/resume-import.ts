@@ -12,7 +12,7 @@ import { LayerStore } from './store.js';
 export function resumeLayerImport(ctx: Context, state: BaseState, actions: string[]): BaseState {
   const store = new LayerStore(ctx.layout.layersDir, ctx.faults);
   if (!isDirectory(store.tmpDir)) return state;
-  const left = store.prepare();
+  const left = store.removeLeftovers();
   if (left.length > 0) actions.push(`removed ${left.length === 1 ? 'a layer import or release' : `${left.length} layer imports or releases`} cut short (${left.map((n) => `layers/tmp/${n}`).join(', ')}) and the objects no layer names`);
   return state;
 }

@@ -124,16 +124,20 @@ export class LayerStore {
     return path.join(this.dir, 'blob', digestPath(digest, 'the layer digest'));
   }
 
-  /**
-   * Makes the store's directories (durably) and removes what a crash left: an import or a
-   * release cut short (a name under tmp/). The objects no layer names go first (an import
-   * cut short may have left some not written back, which no later import may take as
-   * stored), then the leftovers themselves, so that a crash during this leaves them to
-   * the next. Returns the leftovers removed.
-   */
+  /** Makes the store's directories (durably), then removes what a crash left (removeLeftovers). */
   prepare(): string[] {
     this.dfs.mkdir(this.dir, 0o700);
     for (const d of ['objects', 'diff', 'blob', 'tmp']) this.dfs.mkdir(path.join(this.dir, d), 0o700);
+    return this.removeLeftovers();
+  }
+
+  /**
+   * Removes what a crash left: an import or a release cut short (a name under tmp/). The
+   * objects no layer names go first (an import cut short may have left some not written
+   * back, which no later import may take as stored), then the leftovers themselves, so
+   * that a crash during this leaves them to the next. Returns the leftovers removed.
+   */
+  removeLeftovers(): string[] {
     const left = listDir(this.tmpDir).filter(isTempName);
     if (left.length === 0) return left;
     this.sweepObjects(this.layers());
