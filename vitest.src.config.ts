@@ -1,5 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { defineConfig, mergeConfig } from 'vitest/config';
 import base from './vitest.config.js';
 
@@ -11,7 +12,7 @@ import base from './vitest.config.js';
  * file, so a new test is sorted by what it does, not by a list; one that needs dist/ and
  * slips through fails loudly (requireDist, or the missing file named), never passes.
  */
-const TEST_DIR = path.join(path.dirname(new URL(import.meta.url).pathname), 'test');
+const TEST_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'test');
 const RUNS_BUILT = /\b(CLI|CRASH_CLI|cliProcess)\b/;
 
 export function needsDist(text: string): boolean {
