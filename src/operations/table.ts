@@ -1,13 +1,15 @@
 /**
  * Every lifecycle operation in one table: its name (the writer lock's, the intent's and
- * recovery's word for it), where its hooks run, for the operations that are one
- * transition of the pure model its plan, and its resume step (what completes or undoes
- * it after a crash). An operation runs as lock → every pending resume (the rows' resume
- * steps, in the table's order: RESUME_STEPS) → plan → pre hooks → apply → post hooks
- * (run-operation.ts); the operations that build trees (init, adopt, stage, finalize,
- * apply-live, the layer import) plan in their own folders (stage/stage-plan.ts,
- * merge/plan.ts, commit/apply-live.ts, stage/layer-stack.ts). Hooks run through runHooked
- * (hooked.ts), which runs only the points a row declares.
+ * recovery's word for it), where its hooks run, for the operations that are one transition
+ * of the pure model its plan, and its resume step (what completes or undoes it after a
+ * crash). An operation runs as lock → every pending resume (the rows' resume steps, in the
+ * table's order: RESUME_STEPS) → pre hooks → plan → apply → post hooks (run-operation.ts; a
+ * pre hook runs before the plan reads anything: pre-stage before the source is read,
+ * pre-finalize before the merge is planned); the operations that build trees (init, adopt,
+ * stage, finalize, apply-live, the layer import) plan in their own folders (stage/init.ts,
+ * install/adopt.ts's planAdoption, stage/stage-plan.ts, merge/plan.ts,
+ * commit/apply-live.ts, stage/layer-stack.ts). Hooks run through runHooked (hooked.ts),
+ * which runs only the points a row declares.
  */
 import { recoverFinalize } from '../commit/finish.js';
 import { recoverLive } from '../commit/recover-live.js';
