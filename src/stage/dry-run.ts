@@ -20,7 +20,7 @@ import { checkFreeSpace } from '../validate/free-space.js';
 import { applyUpdate } from './build-tree.js';
 import { activationOf } from './activation-of.js';
 import type { Activation } from '../state/activation.js';
-import { checkStage, copyPolicyFor, DEFAULT_COPY_POLICY, DEFAULT_LABEL, planChanges, spaceEstimate, stageDisruptionPolicy, stageDivert, stagedKernelArguments } from './stage-plan.js';
+import { checkStage, copyPolicyFor, DEFAULT_COPY_POLICY, labelBeforeCheck, planChanges, spaceEstimate, stageDisruptionPolicy, stageDivert, stagedKernelArguments } from './stage-plan.js';
 
 export interface DryRunOptions {
   label?: string;
@@ -67,7 +67,7 @@ export async function dryRun(ctx: Context, state: BaseState, source: Source, o: 
   const { layout } = ctx;
   const base = mustFind(state, stageBase(state));
   const tree = layout.tree(base.id);
-  const result: DryRunResult = { ok: true, base: base.id, label: o.label ?? DEFAULT_LABEL, changes: [], delta: [], issues: [], warnings: [] };
+  const result: DryRunResult = { ok: true, base: base.id, label: labelBeforeCheck(o), changes: [], delta: [], issues: [], warnings: [] };
   const builtins = resolveBuiltins(o.builtins);
   try {
     // Stage's own plan (stage-plan.ts): the same identity check, already-running test and labels.

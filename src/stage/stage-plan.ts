@@ -24,7 +24,12 @@ import { applyKernelArguments } from '../state/kernel-args.js';
 import { loadDisruptionPolicy } from './activation-of.js';
 
 /** The label when nothing names one. */
-export const DEFAULT_LABEL = 'update';
+const DEFAULT_LABEL = 'update';
+
+/** The label before the source is read (what a failure there is recorded under): `--label`, else "update". */
+export function labelBeforeCheck(o: { label?: string }): string {
+  return o.label ?? DEFAULT_LABEL;
+}
 
 export interface CheckedStage {
   checked: CheckedSource;

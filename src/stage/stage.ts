@@ -29,7 +29,7 @@ import { settleMountPoints } from '../persistent-dirs/mount-points.js';
 import { planShared } from '../persistent-dirs/apply.js';
 import { conflictIssue, etcTypeConflicts } from '../merge/merge.js';
 import type { CheckedSource } from './check-source.js';
-import { checkStage, copyPolicyFor, DEFAULT_COPY_POLICY, DEFAULT_LABEL, planChanges, spaceEstimate, stageDisruptionPolicy, stageDivert, stagedKernelArguments, type CheckedStage } from './stage-plan.js';
+import { checkStage, copyPolicyFor, DEFAULT_COPY_POLICY, labelBeforeCheck, planChanges, spaceEstimate, stageDisruptionPolicy, stageDivert, stagedKernelArguments, type CheckedStage } from './stage-plan.js';
 import { describeHookFailure, type HookContext, type HookRun } from '../hooks/run-hooks.js';
 import { checkTimeoutMs } from '../util/options.js';
 import type { Source } from '../sources/source.js';
@@ -208,7 +208,7 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageRun
     base,
     id,
     work: layout.work(id),
-    label: opts.label ?? DEFAULT_LABEL,
+    label: labelBeforeCheck(opts),
     phase: 'plan',
     treeBuilt: false,
     freeAtStart: null,
