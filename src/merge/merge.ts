@@ -117,9 +117,10 @@ export const INLINE_ROWS_MAX_ENTRIES = 4000;
  * The type conflicts of the merge, as planEtcMerge would find them, from the rows of the
  * update's own paths and their ancestors only (see typeConflictPaths): O(update), not
  * O(tree), read on a worker thread. What stage refuses before anything is committed.
+ * `update`: the delta as the stage holds it (default: read from `where.delta`).
  */
-export async function etcTypeConflicts(layout: Layout, booted: string, staged: string, merged: readonly string[], where = defaultWhere(layout, staged)): Promise<TypeConflict[]> {
-  const m = mergeSources(layout, booted, staged, where);
+export async function etcTypeConflicts(layout: Layout, booted: string, staged: string, merged: readonly string[], where = defaultWhere(layout, staged), update?: UpdatePaths): Promise<TypeConflict[]> {
+  const m = mergeSources(layout, booted, staged, where, update === undefined ? {} : { update });
   const out: TypeConflict[] = [];
   for (const dir of merged) {
     const paths = typeConflictPaths(m.update, dir);

@@ -277,14 +277,8 @@ function narrowDelta(base: string, d: Pick<PatchResult, 'delta' | 'changed' | 'r
   }
 }
 
-/** What changed from one manifest to another, as a delta: the new entries of added and modified paths, the removed paths. */
+/** What changed from one manifest to another, as a delta: the new entries of added and modified paths, the removed paths (read in the diff's one pass, on a worker). */
 async function deltaAgainst(base: string, manifest: string): Promise<Pick<PatchResult, 'delta' | 'changed' | 'removed'>> {
-  const diff = await runTreeTask(manifestTasks.diffManifests, { a: base, b: manifest });
-  const index = new ManifestIndex(manifest);
-  try {
-    const changed = diff.filter((d) => d.change !== 'removed').map((d) => index.find(d.path)!);
-    return { delta: changed.map((e) => e.p), changed, removed: diff.filter((d) => d.change === 'removed').map((d) => d.path) };
-  } finally {
-    index.close();
-  }
+  const d = await runTreeTask(manifestTasks.manifestDelta, { a: base, b: manifest });
+  return { delta: d.changed.map((e) => e.p), changed: d.changed, removed: d.removed };
 }

@@ -372,7 +372,8 @@ function carriedConfig(prior: ConfigRecord | null, image: boolean): ConfigRecord
 async function checkMergeConflicts(run: Run, built: BuiltTree, divert: SharedDivert): Promise<void> {
   const { ctx, state, base, id, work } = run;
   const conflicts = [
-    ...(state.booted === base.id ? await etcTypeConflicts(ctx.layout, base.id, id, mergedDirs(state), { manifest: built.manifest, delta: `${work}/delta.json` }) : []),
+    // The delta as buildTree holds it (what it wrote to delta.json): not read back and parsed again.
+    ...(state.booted === base.id ? await etcTypeConflicts(ctx.layout, base.id, id, mergedDirs(state), { manifest: built.manifest, delta: `${work}/delta.json` }, { changed: new Map(built.changed.map((e) => [e.p, e.t])), removed: new Set(built.removed) }) : []),
     ...planShared(ctx.layout, id, sharedDirs(state), `${work}/shared`, divert.ops).typeConflicts,
   ];
   if (conflicts.length === 0) return;

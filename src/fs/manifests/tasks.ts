@@ -1,6 +1,6 @@
 import { defineTreeTask, type TaskHooks, type TreeTask } from '../jobs/tree-tasks.js';
 import { hashFile } from '../core/hash.js';
-import { diffManifests, type PathChange } from './diff-manifests.js';
+import { diffManifests, manifestDelta, type ManifestDelta, type PathChange } from './diff-manifests.js';
 import { sumFileSizes } from './manifest-sizes.js';
 import { manifestDigest } from './manifest-overlay.js';
 import { patchManifest, type PatchResult, type TouchEvent } from './patch-manifest.js';
@@ -21,6 +21,7 @@ export const manifestTasks = {
     verifyTree(a.tree, a.manifest, { onProgress: (done) => h.progress(done), checkAbort: () => h.checkAbort() }),
   ),
   diffManifests: task('diffManifests', (a: { a: string; b: string }): PathChange[] => diffManifests(a.a, a.b)),
+  manifestDelta: task('manifestDelta', (a: { a: string; b: string }): ManifestDelta => manifestDelta(a.a, a.b)),
   hashFile: task('hashFile', (a: { file: string }): string => hashFile(a.file)),
   /** A deployment's manifest with its overlay, as the state records it (see manifest-overlay.ts). */
   manifestDigest: task('manifestDigest', (a: { file: string }): string => manifestDigest(a.file)),
