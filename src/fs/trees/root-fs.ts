@@ -251,12 +251,14 @@ export class RootFs {
     if (r.stat === null) {
       this.mkdirRaw(r.hostPath, mode);
       this.applyAttrs(r.hostPath, { ...attrs, mode }, p);
+      this.knownDirs?.add(r.rel); // a real directory: the entries made in it next need no resolution of it (see linkNew)
       this.onTouch({ kind: 'touch', path: r.rel });
       return;
     }
     if (!r.stat.isDirectory()) {
       throw new StagedrootError('APPLY_FAILED', `Cannot create directory ${p}: ${r.rel} exists and is not a directory (EEXIST)`, { path: p, resolvedPath: r.hostPath, errno: 'EEXIST' });
     }
+    this.knownDirs?.add(r.rel);
     if (attrs.mode !== undefined || attrs.uid !== undefined || attrs.gid !== undefined || attrs.mtime !== undefined || attrs.xattrs !== undefined) {
       this.applyAttrs(r.hostPath, { mode: attrs.mode, uid: attrs.uid, gid: attrs.gid, mtime: attrs.mtime, xattrs: attrs.xattrs }, p, true);
       this.onTouch({ kind: 'touch', path: r.rel });
@@ -305,6 +307,7 @@ export class RootFs {
    * was linked.
    */
   linkFrom(p: string, srcHost: string, o: CreateOptions & { explicitLabel?: boolean; linkAt?: (rel: string) => boolean; sha256?: string } = {}): boolean {
+    if (this.linkNew(p, srcHost, o)) return true;
     const { dest, target } = this.prepareCreate(p, o);
     if (o.linkAt !== undefined && !o.linkAt(target.rel)) {
       this.copyIn(p, srcHost, { replace: true });
@@ -339,6 +342,38 @@ export class RootFs {
     if (o.explicitLabel) this.explicitLabels.add(splitSourcePath(p, 'path', { allowBackslash: true }).join('/'));
     // The store knows the content: the manifest need not read it (patch-manifest.ts's TouchEvent.known).
     this.onTouch({ kind: 'touch', path: target.rel, ...(o.sha256 === undefined ? {} : { known: { sha256: o.sha256, object: srcHost } }) });
+    return true;
+  }
+
+  /**
+   * linkFrom's common case in a tree only this writer changes (cacheDirs): the parent is a
+   * directory resolution already found real (every prefix of the path in knownDirs, so no
+   * symlink of the tree is on the way), and nothing is at the name yet. Then one link()
+   * makes the entry, with no lstat of the name first: link never follows or replaces what
+   * is at its new name, so EEXIST (anything there, a dangling symlink included) or any
+   * other refusal leaves the tree as it was, and linkFrom's own path (resolution,
+   * replacement, the copy where a link is refused) takes the entry. Returns whether it linked.
+   */
+  private linkNew(p: string, srcHost: string, o: { overwrite?: boolean; explicitLabel?: boolean; linkAt?: (rel: string) => boolean; sha256?: string }): boolean {
+    const known = this.knownDirs;
+    if (known === undefined || known.size === 0) return false;
+    const parts = splitSourcePath(p, 'path', { allowBackslash: true });
+    let rel = parts[0]!;
+    for (let i = 1; i < parts.length; i++) {
+      if (!known.has(rel)) return false;
+      rel = `${rel}/${parts[i]}`;
+    }
+    if (o.linkAt !== undefined && !o.linkAt(rel)) return false;
+    const dest = `${this.root}/${rel}`;
+    try {
+      this.io.link(srcHost, dest);
+    } catch {
+      return false;
+    }
+    this.mutated('link', dest);
+    if (this.durable) this.io.fsyncDir(path.dirname(dest));
+    if (o.explicitLabel) this.explicitLabels.add(rel);
+    this.onTouch({ kind: 'touch', path: rel, ...(o.sha256 === undefined ? {} : { known: { sha256: o.sha256, object: srcHost } }) });
     return true;
   }
 

@@ -3,6 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RootFs } from '../../../src/fs/trees/root-fs.js';
+import { hostIo, type TreeIo } from '../../../src/fs/trees/tree-io.js';
 
 /**
  * RootFs's cache of real directories (cacheDirs: a stage's work tree) never outlives a
@@ -77,5 +78,57 @@ describe('RootFs cacheDirs', () => {
     root.remove('home', { recursive: true });
     root.symlink('home', 'var/home');
     expect(root.realPath('home/core/f')).toBe('var/home/core/f');
+  });
+
+  it('linkFrom into a known directory links the object; a name already there, a directory made a symlink, and a refused link go the resolving way', () => {
+    const obj = path.join(dir, 'object');
+    fs.writeFileSync(obj, 'obj');
+    const touched: string[][] = [];
+    const trees = [true, false].map((cacheDirs) => {
+      const t = path.join(dir, `link-${cacheDirs}`);
+      fs.mkdirSync(t);
+      const events: string[] = [];
+      touched.push(events);
+      const root = new RootFs(t, { cacheDirs, durability: 'deferred', onTouch: (e) => events.push(`${e.kind} ${e.path}`) });
+      root.mkdir('usr/share/d', { mode: 0o755 });
+      expect(root.linkFrom('usr/share/d/new', obj, { replace: true })).toBe(true);
+      // Something at the name: a file, a dangling symlink, a directory with a child.
+      root.writeFile('usr/share/d/file', Buffer.from('old'));
+      root.symlink('usr/share/d/dangling', 'nowhere');
+      root.writeFile('usr/share/d/dir/child', Buffer.from('c'));
+      for (const n of ['file', 'dangling', 'dir']) expect(root.linkFrom(`usr/share/d/${n}`, obj, { replace: true })).toBe(true);
+      for (const n of ['new', 'file', 'dangling', 'dir']) expect(fs.lstatSync(path.join(t, 'usr/share/d', n)).ino).toBe(fs.statSync(obj).ino);
+      // The known directory replaced by a symlink into the tree: the link lands through it.
+      root.mkdir('other');
+      root.symlink('usr/share/d', '/other', { replace: true });
+      expect(root.linkFrom('usr/share/d/via', obj, { replace: true })).toBe(true);
+      // Where linkAt says no, a copy (a new inode), as without the cache.
+      root.mkdir('etc');
+      expect(root.linkFrom('etc/copied', obj, { replace: true, linkAt: (rel) => !rel.startsWith('etc/') })).toBe(false);
+      return t;
+    });
+    expect(listing(trees[0]!)).toEqual(listing(trees[1]!));
+    expect(touched[0]).toEqual(touched[1]);
+    const t = trees[0]!;
+    const ino = fs.statSync(obj).ino;
+    expect(fs.lstatSync(path.join(t, 'other/via')).ino).toBe(ino);
+    expect(fs.readdirSync(path.join(t, 'other'))).toEqual(['via']);
+    expect(fs.lstatSync(path.join(t, 'etc/copied')).ino).not.toBe(ino);
+    expect(fs.readFileSync(path.join(t, 'etc/copied'), 'utf8')).toBe('obj');
+  });
+
+  it('linkFrom of a new name in a directory it made is one link(): the name is not resolved (no lstat) first', () => {
+    const obj = path.join(dir, 'object');
+    fs.writeFileSync(obj, 'obj');
+    const t = path.join(dir, 'count');
+    fs.mkdirSync(t);
+    const lstats: string[] = [];
+    const io: TreeIo = { ...hostIo, lstat: (p) => (lstats.push(p), hostIo.lstat(p)) };
+    const root = new RootFs(t, { cacheDirs: true, durability: 'deferred', io });
+    root.mkdir('usr/share/d');
+    lstats.length = 0;
+    for (const n of ['a', 'b', 'c']) expect(root.linkFrom(`usr/share/d/${n}`, obj, { replace: true })).toBe(true);
+    expect(lstats).toEqual([]);
+    expect(fs.readdirSync(path.join(t, 'usr/share/d')).sort()).toEqual(['a', 'b', 'c']);
   });
 });
