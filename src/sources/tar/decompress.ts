@@ -33,7 +33,9 @@ export function compressionOf(head: Buffer, where: string): Compression {
  */
 export function decompress(chunks: AsyncIterable<Buffer>, c: Compression, where: string): AsyncIterable<Buffer> {
   if (c === 'none') return chunks;
-  if (c === 'gzip') return through(chunks, zlib.createGunzip(), where, 'gzip');
+  // Output in 256 KiB chunks, not zlib's 16 KiB: an image layer's tens of MB came out in thousands of chunks, and their
+  // stream round trips were ~1.6 s of a first install's main thread (20,000 files, 56 MB of tar); 0.2 s with these.
+  if (c === 'gzip') return through(chunks, zlib.createGunzip({ chunkSize: 256 << 10 }), where, 'gzip');
   const native = (zlib as unknown as { createZstdDecompress?: () => Duplex }).createZstdDecompress;
   if (typeof native === 'function') return through(chunks, native(), where, 'zstd');
   return zstdTool(chunks, where);
