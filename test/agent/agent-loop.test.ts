@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configureFleetLock, FleetLockClient, fleetLockOf, isStagedrootError, machineConfigNodeStatus, mcdAnnotations, rebootWithSlot, releaseSlot, sourceFromPath, type McnStatus, type Status } from '../../src/index.js';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { LockServer } from '../fleetlock/lock-server.js';
-import { fixture, NODE_TREE } from '../sources/machine-config-helpers.js';
+import { fixture, NODE_TREE } from '../sources/machine-config/machine-config-helpers.js';
 
 /**
  * The agent loop of docs/agent.md, run: rendered MachineConfigs staged as they come, the

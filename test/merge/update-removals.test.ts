@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { hostPlatform } from '../../src/sources/oci/platform.js';
 import { buildTree, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { cli } from '../helpers/cli.js';
-import { umociImage } from '../sources/oci-helpers.js';
+import { umociImage } from '../sources/oci/oci-helpers.js';
 
 const BASE = {
   'etc/os-release': 'ID=test\n',

@@ -1,4 +1,4 @@
-// Child process for tar/layer-source-memory.slow.test.ts and oci-image-memory.slow.test.ts: stages one layer into a fresh sysroot
+// Child process for tar/layer-source-memory.slow.test.ts and oci/image-source-memory.slow.test.ts: stages one layer into a fresh sysroot
 // and prints what it measured as one JSON line. Runs the built library (dist/).
 //   node --max-old-space-size=64 stage-big-layer.mjs SYSROOT LAYER
 import { Sysroot } from '../../dist/index.js';

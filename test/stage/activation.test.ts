@@ -84,7 +84,7 @@ describe('the activation decision of a dry run', () => {
 
   it('a config over an image-based deployment keeps the image: live when its files allow it', async () => {
     dir = mkdtempSync(join(tmpdir(), 'image-'));
-    const { umociImage } = await import('../sources/oci-helpers.js');
+    const { umociImage } = await import('../sources/oci/oci-helpers.js');
     await umociImage(dir, join(dir, 'layout'), '1', [{ add: { 'etc/containers/policy.json': '{}\n', 'usr/lib/os-release': 'ID=test\n' } }]);
     const { pathSource } = await import('../../src/sources/detect.js');
     t = await tempSysroot({ source: pathSource(join(dir, 'layout'), { ref: '1' }) });

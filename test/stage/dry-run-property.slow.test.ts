@@ -13,8 +13,8 @@ import { HOSTILE_BASE_TREE, writeHostileCorpus as writeHostileIgnition } from '.
 import { ACCEPTED_CASES } from '../../fixtures/ignition/accepted-cases.js';
 import { resolvedInsideCases, writeHostileCorpus as writeHostileLayers } from '../../fixtures/make-hostile.mjs';
 import { tarArchive } from '../../fixtures/tar-writer.mjs';
-import { BASE_TREE as IGNITION_BASE } from '../sources/ignition-helpers.js';
-import { umociImage } from '../sources/oci-helpers.js';
+import { BASE_TREE as IGNITION_BASE } from '../sources/ignition/ignition-helpers.js';
+import { umociImage } from '../sources/oci/oci-helpers.js';
 
 /**
  * The dry run and the stage are one planner: for every source in fixtures/ (update specs,

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { hashTree, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { cli } from '../helpers/cli.js';
 import { minisignKey, minisignSign } from '../trust/minisign-keys.js';
-import { umociImage } from '../sources/oci-helpers.js';
+import { umociImage } from '../sources/oci/oci-helpers.js';
 import { hostPlatform } from '../../src/sources/oci/platform.js';
 
 let t: TempSysroot | null = null;

@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { hostPlatform } from '../../src/sources/oci/platform.js';
 import { reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { cli } from '../helpers/cli.js';
-import { manifestOf, umociImage } from '../sources/oci-helpers.js';
+import { manifestOf, umociImage } from '../sources/oci/oci-helpers.js';
 import { push, startRegistry, writeAuthFile, type TestRegistry } from '../sources/registry/registry-helpers.js';
 
 const USER = { name: 'upgrader', password: 'remembered-never-printed-3' };

@@ -12,7 +12,7 @@ import { hostPlatform } from '../../src/sources/oci/platform.js';
 import { Sysroot } from '../../src/sysroot.js';
 import { reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { cli } from '../helpers/cli.js';
-import { manifestOf, umociImage } from '../sources/oci-helpers.js';
+import { manifestOf, umociImage } from '../sources/oci/oci-helpers.js';
 import { push, startRegistry, writeAuthFile, type TestRegistry } from '../sources/registry/registry-helpers.js';
 
 let scratch: string;

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { cli } from '../helpers/cli.js';
 import { minisignKey, minisignSign } from './minisign-keys.js';
-import { blob, manifestOf, rewriteManifest, skopeo, umociImage } from '../sources/oci-helpers.js';
+import { blob, manifestOf, rewriteManifest, skopeo, umociImage } from '../sources/oci/oci-helpers.js';
 import { hostPlatform } from '../../src/sources/oci/platform.js';
 
 let t: TempSysroot | null = null;

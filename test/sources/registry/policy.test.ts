@@ -17,7 +17,7 @@ import { parsePullspec } from '../../../src/sources/registry/reference.js';
 import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
 import { cli } from '../../helpers/cli.js';
 import { tool } from '../../helpers/tools.js';
-import { manifestOf, umociImage } from '../oci-helpers.js';
+import { manifestOf, umociImage } from '../oci/oci-helpers.js';
 import { startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
 
 describe('policy scopes', () => {

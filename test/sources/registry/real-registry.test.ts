@@ -16,7 +16,7 @@ import { pullImage } from '../../../src/sources/registry/pull.js';
 import { parseDockerReference } from '../../../src/sources/registry/reference.js';
 import { directoryStore } from '../../../src/sources/oci/blob-store.js';
 import { resolveOci } from '../../../src/sources/oci/resolve.js';
-import { blob, manifestOf, readIndex, sha256, umociImage } from '../oci-helpers.js';
+import { blob, manifestOf, readIndex, sha256, umociImage } from '../oci/oci-helpers.js';
 import { makeCerts, push, skopeoPull, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
 
 const USER = { name: 'puller', password: 'pässword-not-printed-7' };

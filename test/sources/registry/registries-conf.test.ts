@@ -16,7 +16,7 @@ import { endpointsFor, loadRegistriesConf, parseRegistriesConf, type RegistriesC
 import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
 import { cli } from '../../helpers/cli.js';
 import { tool } from '../../helpers/tools.js';
-import { manifestOf, umociImage } from '../oci-helpers.js';
+import { manifestOf, umociImage } from '../oci/oci-helpers.js';
 import { freePort, push, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
 
 const conf = (text: string, file = 'registries.conf'): RegistriesConf => ({ registries: parseRegistriesConf(text, file), files: [file] });

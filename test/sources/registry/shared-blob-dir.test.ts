@@ -14,7 +14,7 @@ import { pullImage } from '../../../src/sources/registry/pull.js';
 import { parseDockerReference } from '../../../src/sources/registry/reference.js';
 import { directoryStore } from '../../../src/sources/oci/blob-store.js';
 import { resolveOci } from '../../../src/sources/oci/resolve.js';
-import { blob, manifestOf, readIndex, sha256, umociImage, writeFiles } from '../oci-helpers.js';
+import { blob, manifestOf, readIndex, sha256, umociImage, writeFiles } from '../oci/oci-helpers.js';
 import { push, startRegistry, type TestRegistry } from './registry-helpers.js';
 
 const CHILD = path.join(import.meta.dirname, 'pull-child.mjs');

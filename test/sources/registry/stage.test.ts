@@ -17,7 +17,7 @@ import { hostPlatform } from '../../../src/sources/oci/platform.js';
 import { reboot, tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
 import { Sysroot } from '../../../src/sysroot.js';
 import { cli } from '../../helpers/cli.js';
-import { listing, manifestOf, umociImage } from '../oci-helpers.js';
+import { listing, manifestOf, umociImage } from '../oci/oci-helpers.js';
 import { push, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
 
 const USER = { name: 'stager', password: 'not-in-any-message-9' };

@@ -5,8 +5,8 @@ import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { header } from '../../fixtures/tar-writer.mjs';
-import { hostPlatform } from '../../src/sources/oci/platform.js';
+import { header } from '../../../fixtures/tar-writer.mjs';
+import { hostPlatform } from '../../../src/sources/oci/platform.js';
 
 /**
  * Staging a 1 GiB OCI image keeps memory flat, as for tar layers: a child with a 64 MiB
@@ -15,8 +15,8 @@ import { hostPlatform } from '../../src/sources/oci/platform.js';
  * while it streams, so the whole gigabyte is read (twice: checked, then applied).
  */
 const here = path.dirname(fileURLToPath(import.meta.url));
-const script = path.join(here, 'stage-big-layer.mjs');
-const dist = path.join(here, '../../dist/index.js');
+const script = path.join(here, '..', 'stage-big-layer.mjs');
+const dist = path.join(here, '../../../dist/index.js');
 const GiB = 1024 ** 3;
 /** The big file's size; STAGEDROOT_IMAGE_GIB=4 measures a bigger image (the figures are printed). */
 const SIZE = Number(process.env.STAGEDROOT_IMAGE_GIB ?? 1) * GiB;

@@ -1,9 +1,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Sysroot } from '../../src/sysroot.js';
-import { DEFAULT_SETUID_ALLOW_LIST } from '../../src/validate/unsafe-modes.js';
-import { detectKind } from '../../src/sources/detect.js';
+import { Sysroot } from '../../../src/sysroot.js';
+import { DEFAULT_SETUID_ALLOW_LIST } from '../../../src/validate/unsafe-modes.js';
+import { detectKind } from '../../../src/sources/detect.js';
 import { b64, config, gz, ignitionEnv, isRoot, pct, sha, stageOk, type Env } from './ignition-helpers.js';
 
 let env: Env;

@@ -1,9 +1,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashTree } from '../../src/testing/index.js';
-import { cli } from '../helpers/cli.js';
-import { HOSTILE_BASE_TREE, hostileCases, writeHostileCorpus } from '../../fixtures/ignition/hostile-cases.js';
+import { hashTree } from '../../../src/testing/index.js';
+import { cli } from '../../helpers/cli.js';
+import { HOSTILE_BASE_TREE, hostileCases, writeHostileCorpus } from '../../../fixtures/ignition/hostile-cases.js';
 import { ignitionEnv, type Env } from './ignition-helpers.js';
 
 let env: Env;

@@ -3,16 +3,16 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { StagedrootError } from '../../src/errors.js';
-import { machineConfigSource } from '../../src/sources/machine-config/index.js';
-import { splitKernelArguments } from '../../src/sources/machine-config/kernel-args.js';
-import { detectKind } from '../../src/sources/detect.js';
-import { applyKernelArguments } from '../../src/state/kernel-args.js';
-import { hashTree, reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
-import { cli } from '../helpers/cli.js';
+import { StagedrootError } from '../../../src/errors.js';
+import { machineConfigSource } from '../../../src/sources/machine-config/index.js';
+import { splitKernelArguments } from '../../../src/sources/machine-config/kernel-args.js';
+import { detectKind } from '../../../src/sources/detect.js';
+import { applyKernelArguments } from '../../../src/state/kernel-args.js';
+import { hashTree, reboot, tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
+import { cli } from '../../helpers/cli.js';
 import { filesOf, fixture, NODE_TREE, renderedDoc } from './machine-config-helpers.js';
 // @ts-expect-error: a plain .mjs script without types
-import { renderAll } from '../../fixtures/machine-config/render.mjs';
+import { renderAll } from '../../../fixtures/machine-config/render.mjs';
 
 describe('the rendered MachineConfig fixtures', () => {
   it('are what fixtures/machine-config/render.mjs renders from the copied MCO templates', () => {
@@ -161,7 +161,7 @@ describe('MachineConfig refusals and warnings', () => {
     const dup = path.join(dir, 'dup.yaml');
     fs.writeFileSync(dup, 'apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nkind: MachineConfig\n');
     expect(() => detectKind(dup)).toThrow(/Cannot tell what/);
-    const err = await machineConfigSource({ apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'MachineConfig', spec: { kernelArguments: ['a b', 7] } }).plan(new (await import('../../src/fs/trees/read-only-tree.js')).ReadOnlyTree(t.sysroot.treePath(t.sysroot.status().booted!))).catch((e: unknown) => e as StagedrootError);
+    const err = await machineConfigSource({ apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'MachineConfig', spec: { kernelArguments: ['a b', 7] } }).plan(new (await import('../../../src/fs/trees/read-only-tree.js')).ReadOnlyTree(t.sysroot.treePath(t.sysroot.status().booted!))).catch((e: unknown) => e as StagedrootError);
     expect((err as StagedrootError).issues.map((i) => i.path)).toEqual(['spec.kernelArguments[1]']);
   });
 

@@ -3,9 +3,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
-import type { TreeSpec } from '../../src/testing/index.js';
+import type { TreeSpec } from '../../../src/testing/index.js';
 
-export const FIXTURES = fileURLToPath(new URL('../../fixtures/machine-config/', import.meta.url));
+export const FIXTURES = fileURLToPath(new URL('../../../fixtures/machine-config/', import.meta.url));
 
 export const fixture = (name: string): string => path.join(FIXTURES, name);
 

@@ -4,9 +4,9 @@ import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { execa } from 'execa';
 import { expect } from 'vitest';
-import { StagedrootError } from '../../src/errors.js';
-import { ignitionSource, type IgnitionOptions } from '../../src/sources/ignition/index.js';
-import { hashTree, tempSysroot, type TempSysroot, type TreeSpec } from '../../src/testing/index.js';
+import { StagedrootError } from '../../../src/errors.js';
+import { ignitionSource, type IgnitionOptions } from '../../../src/sources/ignition/index.js';
+import { hashTree, tempSysroot, type TempSysroot, type TreeSpec } from '../../../src/testing/index.js';
 
 export const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
-import { hashTree, reboot } from '../../src/testing/index.js';
+import { hashTree, reboot } from '../../../src/testing/index.js';
 import { b64, config, gz, ignitionEnv, issuePaths, pct, sha, stageOk, stageRejected, type Env } from './ignition-helpers.js';
 
 let env: Env;

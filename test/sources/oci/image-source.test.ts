@@ -2,10 +2,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as zlib from 'node:zlib';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { hostPlatform } from '../../src/sources/oci/platform.js';
-import { detectKind } from '../../src/sources/detect.js';
-import { reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
-import { cli } from '../helpers/cli.js';
+import { hostPlatform } from '../../../src/sources/oci/platform.js';
+import { detectKind } from '../../../src/sources/detect.js';
+import { reboot, tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
+import { cli } from '../../helpers/cli.js';
 import { blob, listing, manifestOf, readIndex, rewriteManifest, sha256, skopeo, umociImage, type Step } from './oci-helpers.js';
 
 let t: TempSysroot | null = null;

@@ -1,10 +1,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
-import { readConfigRecord } from '../../src/store/config-record.js';
-import { cli } from '../helpers/cli.js';
-import { fixture, NODE_TREE } from './machine-config-helpers.js';
+import { reboot, tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
+import { readConfigRecord } from '../../../src/store/config-record.js';
+import { cli } from '../../helpers/cli.js';
+import { fixture, NODE_TREE } from '../machine-config/machine-config-helpers.js';
 
 const CHRONY = 'etc/chrony.conf';
 const UNIT = 'etc/systemd/system/node-report.service';

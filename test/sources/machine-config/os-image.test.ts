@@ -3,12 +3,12 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { StagedrootError } from '../../src/errors.js';
-import { sourceFromPath } from '../../src/sources/detect.js';
-import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
-import { cli } from '../helpers/cli.js';
+import { StagedrootError } from '../../../src/errors.js';
+import { sourceFromPath } from '../../../src/sources/detect.js';
+import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
+import { cli } from '../../helpers/cli.js';
 import { NODE_TREE, renderedDoc } from './machine-config-helpers.js';
-import { readIndex, umociImage } from './oci-helpers.js';
+import { readIndex, umociImage } from '../oci/oci-helpers.js';
 
 /** spec.osImageURL resolved in a local OCI layout: image and config staged as one deployment. */
 describe('a MachineConfig naming its OS image', () => {

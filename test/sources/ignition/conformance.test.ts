@@ -1,10 +1,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ignitionSource } from '../../src/sources/ignition/index.js';
-import { Sysroot } from '../../src/sysroot.js';
-import { DEFAULT_SETUID_ALLOW_LIST } from '../../src/validate/unsafe-modes.js';
-import { cli } from '../helpers/cli.js';
+import { ignitionSource } from '../../../src/sources/ignition/index.js';
+import { Sysroot } from '../../../src/sysroot.js';
+import { DEFAULT_SETUID_ALLOW_LIST } from '../../../src/validate/unsafe-modes.js';
+import { cli } from '../../helpers/cli.js';
 import { config, ignitionEnv, pct, stageRejected, type Env } from './ignition-helpers.js';
 
 /**

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { decodeDataUrl, DataUrlError } from '../../src/sources/ignition/data-url.js';
-import { parseGroup, parsePasswd } from '../../src/sources/ignition/passwd.js';
-import { parseIgnition } from '../../src/sources/ignition/parse.js';
+import { decodeDataUrl, DataUrlError } from '../../../src/sources/ignition/data-url.js';
+import { parseGroup, parsePasswd } from '../../../src/sources/ignition/passwd.js';
+import { parseIgnition } from '../../../src/sources/ignition/parse.js';
 
 describe('data: URLs (RFC 2397)', () => {
   it.each([
