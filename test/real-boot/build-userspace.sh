@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds, once, the slow part of the real-boot test's machine: a debootstrap bookworm
-# userspace as a Debian install has it (systemd, udev, Debian's cloud kernel with an
+# userspace as a Debian install has it (systemd, udev, fsck.ext4 and fsck.fat: a UEFI
+# machine checks its ESP at boot, which a power cut can leave dirty; Debian's cloud kernel with an
 # initramfs-tools initramfs, busybox for it; docker-registry, its unit disabled, for the
 # scenario that runs a registry inside the guest, registry.mjs), plus the packages the machines install
 # later from local files, fetched now so that no guest needs the network:
@@ -30,7 +31,7 @@ fail() {
 	exit 1
 }
 debootstrap --variant=minbase \
-	--include=systemd-sysv,udev,kmod,e2fsprogs,busybox,initramfs-tools,linux-image-cloud-amd64,docker-registry \
+	--include=systemd-sysv,udev,kmod,e2fsprogs,dosfstools,busybox,initramfs-tools,linux-image-cloud-amd64,docker-registry \
 	bookworm "$tmp/root" "$url" >"$log" 2>&1 || fail "debootstrap failed"
 # The registry runs only when a scenario starts it (on its own disk), not at every boot.
 systemctl --root="$tmp/root" disable docker-registry.service >>"$log" 2>&1 || fail "cannot disable docker-registry.service"
