@@ -24,6 +24,7 @@ import { loadState } from './store/state-file.js';
 import { checkWaitSeconds } from './util/options.js';
 import type { Source } from './sources/source.js';
 import type { InitOptions } from './stage/init.js';
+import { checkFleetLockConfig, writeFleetLockConfig, type FleetLockConfig } from './fleetlock/config.js';
 import { addTrustedKey, loadTrustedKeys, readPublicKeyFile, removeTrustedKey } from './trust/keys.js';
 import type { StageOptions, StageResult, StageRunOptions } from './stage/stage.js';
 import type { UpdateCheck, UpdateOptions, UpdateResult } from './stage/track.js';
@@ -355,6 +356,19 @@ export class Sysroot {
   /** Stops trusting a key (by the id minisign prints). */
   removeTrustedKey(keyId: string): Promise<{ keyId: string }> {
     return this.write('trust', () => removeTrustedKey(this.ctx, keyId));
+  }
+
+  /**
+   * Sets the FleetLock settings `reboot` and `health` use (SYSROOT/fleetlock.json): checked
+   * (USAGE naming the field, a rejected promise) before the lock is taken, then written
+   * durably as a writer.
+   */
+  async configureFleetLock(config: FleetLockConfig): Promise<FleetLockConfig> {
+    const checked = checkFleetLockConfig(config);
+    return this.write('fleetlock', () => {
+      writeFleetLockConfig(this.ctx.dfs, this.ctx.layout.root, checked);
+      return checked;
+    });
   }
 
   /** Host path of a deployment's tree. */

@@ -1,7 +1,7 @@
 import type { Status } from '../state/status.js';
 import { FleetLockClient, FleetLockError } from '../fleetlock/client.js';
-import { checkFleetLockConfig, readFleetLockConfig, writeFleetLockConfig, type FleetLockConfig } from '../fleetlock/config.js';
-import { DurableFs } from '../fs/trees/durable.js';
+import { readFleetLockConfig, type FleetLockConfig } from '../fleetlock/config.js';
+import { Sysroot, type SysrootOptions } from '../sysroot.js';
 
 /** What `stagedroot reboot` decided. */
 export type RebootOutcome =
@@ -76,11 +76,13 @@ export async function releaseSlot(config: FleetLockConfig, o: { timeoutMs?: numb
   await new FleetLockClient(config, o).steadyState();
 }
 
-/** Configures FleetLock for a sysroot once (SYSROOT/fleetlock.json): the settings checked, written durably. */
-export function configureFleetLock(sysroot: string, config: FleetLockConfig): FleetLockConfig {
-  const checked = checkFleetLockConfig(config);
-  writeFleetLockConfig(new DurableFs(), sysroot, checked);
-  return checked;
+/**
+ * Configures FleetLock for a sysroot once (SYSROOT/fleetlock.json): the settings checked,
+ * then written durably as every writer writes (Sysroot.configureFleetLock: the lock, so
+ * BUSY while another writer holds it unless `waitSeconds`, and recovery first).
+ */
+export async function configureFleetLock(sysroot: string, config: FleetLockConfig, o: SysrootOptions = {}): Promise<FleetLockConfig> {
+  return (await Sysroot.open(sysroot, o)).configureFleetLock(config);
 }
 
 /** The sysroot's FleetLock settings, or null when it has none (reboots are then not coordinated). */

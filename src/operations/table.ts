@@ -89,6 +89,8 @@ export const OPERATIONS = {
   lock: { hooks: {}, plan: (s: BaseState) => setLocked(s, true) },
   unlock: { hooks: {}, plan: (s: BaseState) => setLocked(s, false) },
   trust: { hooks: {} },
+  // `fleetlock configure`: SYSROOT/fleetlock.json, written whole (temp + rename); nothing to resume.
+  fleetlock: { hooks: {} },
 } as const satisfies Record<string, OperationSpec>;
 
 export type OperationName = keyof typeof OPERATIONS;

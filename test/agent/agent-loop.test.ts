@@ -17,7 +17,7 @@ describe('the agent loop of docs/agent.md', () => {
   beforeAll(async () => {
     t = await tempSysroot({ tree: NODE_TREE });
     server = await new LockServer(1).start();
-    configureFleetLock(t.dir, { url: server.url, group: 'workers', id: 'worker-0' });
+    await configureFleetLock(t.dir, { url: server.url, group: 'workers', id: 'worker-0' });
   });
   afterAll(async () => {
     await server.stop();

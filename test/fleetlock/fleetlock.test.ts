@@ -1,9 +1,11 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { rebootWithSlot } from '../../src/agent/fleet-reboot.js';
+import { configureFleetLock, rebootWithSlot } from '../../src/agent/fleet-reboot.js';
 import { FleetLockClient, FleetLockError } from '../../src/fleetlock/client.js';
-import type { FleetLockConfig } from '../../src/fleetlock/config.js';
+import { FLEETLOCK_FILE, readFleetLockConfig, type FleetLockConfig } from '../../src/fleetlock/config.js';
+import { acquireLock } from '../../src/fs/lock/writer-lock.js';
+import { Sysroot } from '../../src/sysroot.js';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { cli } from '../helpers/cli.js';
 import { LockServer } from './lock-server.js';
@@ -176,5 +178,62 @@ describe('rebootWithSlot and `stagedroot reboot`', () => {
     } finally {
       u.cleanup();
     }
+  });
+});
+
+describe('`fleetlock configure` is a writer', () => {
+  let t: TempSysroot;
+  beforeAll(async () => {
+    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=test\n' } });
+  });
+  afterAll(() => t?.cleanup());
+
+  it('BUSY (exit 4) while another writer holds the lock, writing nothing; once it is free, the file as before', async () => {
+    const file = path.join(t.dir, FLEETLOCK_FILE);
+    const args = ['fleetlock', 'configure', '--url', 'https://fleetlock.example/base', '--group', 'workers', '--id', 'node-a', '--sysroot', t.dir];
+    const held = await acquireLock(t.dir, { operation: 'stage' });
+    try {
+      const busy = await cli([...args, '--json']);
+      expect(busy.code).toBe(4);
+      expect(JSON.parse(busy.out).error).toMatchObject({ code: 'BUSY', message: expect.stringContaining('"stage"') });
+      await expect(configureFleetLock(t.dir, node('node-a', 'https://fleetlock.example/base'))).rejects.toMatchObject({ code: 'BUSY' });
+      expect(fs.existsSync(file)).toBe(false);
+      // --wait: it waits for the writer, then writes.
+      const waiting = cli([...args, '--wait', '30']);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(fs.existsSync(file)).toBe(false);
+      held.release();
+      const c = await waiting;
+      expect(c.code, c.err).toBe(0);
+      expect(c.out).toBe('FleetLock: https://fleetlock.example/base, group workers, id node-a\n');
+    } finally {
+      held.release();
+    }
+    expect(readFleetLockConfig(t.dir)).toEqual({ url: 'https://fleetlock.example/base', group: 'workers', id: 'node-a' });
+    expect(fs.readdirSync(t.dir)).not.toContain('lock');
+  });
+
+  it('writes the file under the lock, held as "fleetlock"; a bad setting is refused before the lock is taken', async () => {
+    const owners: string[] = [];
+    const faults = {
+      afterMutation(op: string, p: string) {
+        if (p.endsWith(FLEETLOCK_FILE)) owners.push(`${op}: ${(JSON.parse(fs.readFileSync(path.join(t.dir, 'lock', 'owner.json'), 'utf8')) as { operation: string }).operation}`);
+      },
+    };
+    const s = await Sysroot.open(t.dir, { faults });
+    const c = await s.configureFleetLock({ url: 'http://127.0.0.1:1/', group: 'default', id: 'n', timeoutMs: 2000 });
+    expect(c).toEqual({ url: 'http://127.0.0.1:1/', group: 'default', id: 'n', timeoutMs: 2000 });
+    expect(owners.length).toBeGreaterThan(0);
+    expect(owners.every((o) => o.endsWith(': fleetlock'))).toBe(true);
+    expect(readFleetLockConfig(t.dir)).toEqual(c);
+
+    const held = await acquireLock(t.dir, { operation: 'stage' });
+    try {
+      // USAGE, not BUSY: the settings are checked first.
+      await expect(s.configureFleetLock({ url: 'ftp://x', group: 'default', id: 'n' })).rejects.toMatchObject({ code: 'USAGE', option: 'url' });
+    } finally {
+      held.release();
+    }
+    expect(readFleetLockConfig(t.dir)).toEqual(c);
   });
 });

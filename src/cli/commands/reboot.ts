@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { configureFleetLock, fleetLockOf, rebootWithSlot } from '../../agent/fleet-reboot.js';
+import { fleetLockOf, rebootWithSlot } from '../../agent/fleet-reboot.js';
 import { StagedrootError } from '../../errors.js';
 import { parseCommand, runCommand, describeOutcome } from '../../util/run-command.js';
 import { action, common, nonNegativeInt, openSysroot, sysrootDir, type CliEnv, type CommonOptions } from '../common.js';
@@ -64,7 +64,7 @@ export function rebootCommand(program: Command, env: CliEnv): void {
         if (verb === 'configure') {
           const timeout = nonNegativeInt('timeout', o.timeout);
           if (o.url === undefined || o.id === undefined) throw new StagedrootError('USAGE', '`fleetlock configure` needs --url and --id', { option: o.url === undefined ? 'url' : 'id' });
-          const c = configureFleetLock(dir, { url: o.url, group: o.group ?? 'default', id: o.id, ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }) });
+          const c = await (await openSysroot(env, o)).configureFleetLock({ url: o.url, group: o.group ?? 'default', id: o.id, ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }) });
           if (o.json) printJson(env.io, c);
           else env.io.out(`FleetLock: ${c.url}, group ${c.group}, id ${c.id}\n`);
         } else if (verb === 'show') {
