@@ -102,6 +102,27 @@ function lineOp(store: LayerStore, l: IndexLine, noLink: ReadonlySet<string> = N
  * first line is yielded): memory grows with the whiteouts and hardlinks, never with the layer.
  */
 export function* layerLines(layer: StoredLayer, skip?: (raw: string) => boolean, hardlinks?: Map<string, string>): Generator<IndexLine> {
+  yield* orderedLines<never>(layer, skip, hardlinks, () => null);
+}
+
+/** A line as keptApart reads it: an index line, or a file's, directory's or attribute line's type and path alone. */
+export type PathLine = IndexLine | { t: 'f' | 'd' | 'a'; p: string };
+
+/**
+ * layerLines for what reads only a line's type and path (keptApart): a file, directory
+ * or attribute line whose path is a plain JSON string (no escape) is given as its type
+ * and path, sliced from the text, not parsed; every other line is parsed as layerLines
+ * parses it, in the same order.
+ */
+export function* layerPathLines(layer: StoredLayer): Generator<PathLine> {
+  yield* orderedLines<PathLine>(layer, undefined, undefined, (line, t) => {
+    if (t !== 'f' && t !== 'd' && t !== 'a') return null;
+    const p = rawPath(line);
+    return p === null ? null : { t, p };
+  });
+}
+
+function* orderedLines<T>(layer: StoredLayer, skip: ((raw: string) => boolean) | undefined, hardlinks: Map<string, string> | undefined, light: (line: string, t: string) => T | null): Generator<T | IndexLine> {
   const opaque: IndexLine[] = [];
   const whiteouts: IndexLine[] = [];
   // A line's type read from its text (import writes `{"t":"X",…`): the other lines are not parsed in the first pass.
@@ -121,9 +142,23 @@ export function* layerLines(layer: StoredLayer, skip?: (raw: string) => boolean,
     const t = rawType(line);
     if (t === 'o' || t === 'w') continue;
     if (skip !== undefined && t !== null && t !== 'h' && skip(line)) continue;
+    const lit = t === null ? null : light(line, t);
+    if (lit !== null) {
+      yield lit;
+      continue;
+    }
     const l = parseIndexLine(line, layer.index);
     if (l.t !== 'o' && l.t !== 'w') yield l;
   }
+}
+
+/** An index line's path from its text as import writes it (`{"t":"X","p":"…"`), or null when it is not plain (escapes: then parsed). */
+function rawPath(line: string): string | null {
+  if (!line.startsWith('"p":"', 9)) return null;
+  const end = line.indexOf('"', 14);
+  if (end <= 14) return null;
+  const bs = line.indexOf('\\', 14);
+  return bs !== -1 && bs < end ? null : line.slice(14, end);
 }
 
 /** The type of an index line as import writes it (`{"t":"X","p":…`), or null for any other text (then parsed). */
@@ -161,7 +196,7 @@ export function countStackOps(layers: readonly StoredLayer[], o: StackStart = {}
 }
 
 /** Whether a lower layer's line is applied to a tree that holds the stack's `kept` part (see keptApart): not under it, or a hardlink from it to the rest. */
-export function replayedOnKept(l: IndexLine, kept: string): boolean {
+export function replayedOnKept(l: PathLine, kept: string): boolean {
   return !isUnder(l.p, kept) || (l.t === 'h' && !isUnder(l.to, kept));
 }
 
@@ -178,7 +213,7 @@ export function replayedOnKept(l: IndexLine, kept: string): boolean {
  * (layerLines) over the paths alone: the symlinks of the tree at each line. Also counts the
  * lines replayed.
  */
-export function keptApart(layers: readonly StoredLayer[], kept: string, shared: readonly string[] = [], linesOf: (layer: StoredLayer) => Iterable<IndexLine> = layerLines): { apart: boolean; outside: number } {
+export function keptApart(layers: readonly StoredLayer[], kept: string, shared: readonly string[] = [], linesOf: (layer: StoredLayer) => Iterable<PathLine> = layerPathLines): { apart: boolean; outside: number } {
   if (shared.some((d) => isUnder(d, kept))) return { apart: false, outside: 0 };
   const symlinks = new Set<string>();
   const throughSymlink = (p: string): boolean => {
