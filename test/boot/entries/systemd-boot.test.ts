@@ -54,6 +54,15 @@ async function withEsp(before: (esp: string) => void = () => {}): Promise<TempSy
   return t;
 }
 
+/** An ESP, and a second deployment with a new kernel staged, finalized, booted and marked good: entries 0002 (current) and 0001 (rollback). */
+async function withBootedNewKernel(): Promise<void> {
+  await withEsp();
+  await t!.sysroot.stage({ label: 'k2', files: NEW_KERNEL });
+  await t!.sysroot.finalize();
+  await t!.sysroot.boot({ runDir: '/nonexistent' });
+  await t!.sysroot.markGood();
+}
+
 interface Listed {
   id: string;
   options: string;
@@ -157,11 +166,7 @@ if (NO !== null) {
     });
 
     it('a crash after any write leaves a bootable set: every entry boots its own kernel, the default is the old or the new current', async () => {
-      await withEsp();
-      await t!.sysroot.stage({ label: 'k2', files: NEW_KERNEL });
-      await t!.sysroot.finalize();
-      await t!.sysroot.boot({ runDir: '/nonexistent' });
-      await t!.sysroot.markGood();
+      await withBootedNewKernel();
       const before: BaseState = t!.sysroot.state();
       // The rollback's entries: 0001 becomes the default.
       const after: BaseState = { ...before, current: before.rollback!, rollback: before.current };
@@ -177,11 +182,7 @@ if (NO !== null) {
     });
 
     it('a finalize writes one new entry and removes the rollback\'s: the entry the machine boots is never rewritten (a power cut in a FAT rename over it can lose it); a crash at any point leaves the old or the new current the default', async () => {
-      await withEsp();
-      await t!.sysroot.stage({ label: 'k2', files: NEW_KERNEL });
-      await t!.sysroot.finalize();
-      await t!.sysroot.boot({ runDir: '/nonexistent' });
-      await t!.sysroot.markGood();
+      await withBootedNewKernel();
       await t!.sysroot.stage({ label: 'k3', files: [{ path: '/etc/k3', contents: 'k3\n' }] });
       const before: BaseState = t!.sysroot.state();
       await t!.sysroot.finalize();
