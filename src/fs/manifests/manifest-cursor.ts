@@ -139,6 +139,10 @@ export class ManifestCursor {
     };
     let lines = 0;
     let bytes = 0;
+    // How many of the buffer's lines to look at, doubled while the run goes on: a short run
+    // (before an overlay point, which can come every few lines) costs its own lines, not a
+    // scan of the whole buffer (O(points × buffer) per pass with a large overlay).
+    let limit = 64;
     for (;;) {
       const firstEnd = this.wholeLine();
       if (firstEnd === -1) break;
@@ -148,10 +152,10 @@ export class ManifestCursor {
         this.lineNo += 1;
         continue;
       }
-      // The whole lines in the buffer from here (up to an empty one, handled next round).
+      // The whole lines in the buffer from here, at most `limit` (up to an empty one, handled next round).
       const starts = [this.start];
       const ends = [firstEnd];
-      for (let at = firstEnd + 1; at < this.end; ) {
+      for (let at = firstEnd + 1; at < this.end && starts.length < limit; ) {
         const nl = this.buf.indexOf(NL, at);
         if (nl === -1 || nl >= this.end) {
           if (this.eof) {
@@ -194,6 +198,7 @@ export class ManifestCursor {
       lines += k;
       this.start = next;
       if (k < starts.length) break; // the run ended inside this buffer
+      limit *= 2;
     }
     return { lines, bytes };
   }

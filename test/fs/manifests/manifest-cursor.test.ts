@@ -15,6 +15,7 @@ import { ManifestReader, ManifestWriter, readManifest } from '../../../src/fs/ma
 import type { ManifestEntry } from '../../../src/fs/manifests/manifest-line.js';
 import { sumFileSizes } from '../../../src/fs/manifests/manifest-sizes.js';
 import { comparePaths, isUnder } from '../../../src/fs/core/paths.js';
+import { formatOverlay, overlayFile } from '../../../src/fs/manifests/manifest-overlay.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-cursor-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -112,6 +113,52 @@ describe('ManifestCursor', () => {
     // The random walk took both paths many times.
     expect(runs).toBeGreaterThan(200);
     expect(copied).toBeGreaterThan(runs);
+  });
+
+  it('with an overlay naming a path every few lines, copyRun over a manifest larger than its buffer copies what a full read gives', () => {
+    // The shape of a tree after many stages: 50-line directories, an overlay (every stage's
+    // changes since the base manifest) naming one path in 37, so that every run is short.
+    const paths = ['usr', 'usr/share'];
+    for (let d = 0; d < 200; d++) {
+      paths.push(`usr/share/d${String(d).padStart(4, '0')}`);
+      for (let f = 0; f < 50; f++) paths.push(`usr/share/d${String(d).padStart(4, '0')}/f${String(f).padStart(2, '0')}`);
+    }
+    const line = (p: string, s: number) => JSON.stringify(p.split('/').length < 4 ? { p, t: 'd', m: 0o755, u: 0, g: 0 } : { p, t: 'f', m: 0o644, u: 0, g: 0, s, h: H, mt: 1 });
+    const file = path.join(dir, 'overlaid');
+    fs.writeFileSync(file, paths.map((p) => `${line(p, 100)}\n`).join(''));
+    expect(fs.statSync(file).size).toBeGreaterThan(1 << 20); // more than one read of the default buffer
+    const dirty = paths.filter((p, i) => i % 37 === 5 && p.split('/').length === 4);
+    const entries = dirty.map((p) => JSON.parse(line(p, 7)) as ManifestEntry);
+    fs.writeFileSync(overlayFile(file), formatOverlay(createHash('sha256').update(fs.readFileSync(file)).digest('hex'), dirty, [], entries));
+
+    const out = path.join(dir, 'overlaid.out');
+    const w = new ManifestWriter(out);
+    const c = new ManifestCursor(file);
+    let runs = 0;
+    let bytes = 0;
+    for (let r = c.peekRaw(); r !== null; r = c.peekRaw()) {
+      const got = r.p !== 'usr' ? c.copyRun(w, 'usr', null) : { lines: 0, bytes: 0 };
+      if (got.lines > 0) {
+        runs += 1;
+        bytes += got.bytes;
+        continue;
+      }
+      w.writeLine(r.p, r.line);
+      if (c.entryOf(r).t === 'f') bytes += c.entryOf(r).s ?? 0;
+      c.nextRaw();
+    }
+    c.close();
+    w.close(false);
+    // The model: ManifestReader, line by line (it reads the overlay beside the file too).
+    const model: string[] = [];
+    const mr = new ManifestReader(file);
+    for (let r = mr.peekRaw(); r !== null; mr.nextRaw(), r = mr.peekRaw()) model.push(r.line);
+    mr.close();
+    expect(model.length).toBe(paths.length);
+    expect(fs.readFileSync(out, 'utf8')).toBe(model.map((l) => `${l}\n`).join(''));
+    expect(bytes).toBe(model.reduce((n, l) => n + ((JSON.parse(l) as ManifestEntry).s ?? 0), 0));
+    // A run stopped before each overlay point (and went on after it).
+    expect(runs).toBeGreaterThan(dirty.length);
   });
 
   it('a run stops at the first line that is not strictly below the prefix', () => {
