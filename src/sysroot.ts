@@ -40,6 +40,13 @@ export interface SysrootOptions extends ContextOptions {
    * sysroot). Reads still resolve an interrupted swap consistently; writers recover.
    */
   readOnly?: boolean;
+  /**
+   * Recover when the sysroot is opened (default true), so that a handle kept for reading
+   * reads a recovered sysroot. false leaves recovery to the first write, which recovers
+   * under its lock before it plans anyway: for a handle opened for one write (the CLI's
+   * verbs), where recovering at the open too is a second lock and a second recovery.
+   */
+  recoverOnOpen?: boolean;
   /** Built-in validators for every stage through this handle (a stage's own `builtins` win key by key). */
   builtins?: BuiltinOptions;
 }
@@ -102,7 +109,7 @@ export class Sysroot {
     const waitSeconds = checkWaitSeconds(o.waitSeconds ?? 0);
     const ctx = makeContext(dir, o);
     loadState(ctx.layout); // NOT_A_SYSROOT / STATE_CORRUPT early, with the file named
-    const actions = o.readOnly ? [] : ((await recoverIfFree(ctx)) ?? []);
+    const actions = o.readOnly || o.recoverOnOpen === false ? [] : ((await recoverIfFree(ctx)) ?? []);
     return new Sysroot(ctx, waitSeconds, actions, o.builtins);
   }
 

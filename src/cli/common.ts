@@ -52,10 +52,16 @@ export function nonNegativeInt(name: string, v: string | undefined): number | un
   return Number(v);
 }
 
-/** Opens the sysroot the options name (recovery runs), printing recovery notes to stderr. */
+/**
+ * Opens the sysroot the options name, for the one verb this process runs. Recovery is
+ * left to the verb's write, which runs it under the lock before anything else (its notes
+ * go to stderr as warnings); a verb that only reads sees the state as recovery would
+ * settle it (an interrupted swap resolved by the pointer) and changes nothing.
+ */
 export async function openSysroot(env: CliEnv, o: CommonOptions, mode: { readOnly?: boolean } = {}): Promise<Sysroot> {
   return Sysroot.open(sysrootDir(env, o), {
     readOnly: mode.readOnly,
+    recoverOnOpen: false,
     waitSeconds: waitSeconds(o),
     faults: env.faults,
     onWarning: (m) => env.io.err(`stagedroot: warning: ${m}\n`),
