@@ -321,8 +321,7 @@ export class RootFs {
         } catch (err) {
           throw err instanceof StagedrootError ? err : ioError(err, p, dest);
         }
-        this.mutated('link', dest);
-        if (this.durable) this.io.fsyncDir(path.dirname(dest));
+        this.linkedAtNewName(dest);
       } else {
         commitViaTemp(
           dest,
@@ -339,10 +338,20 @@ export class RootFs {
       this.copyIn(p, srcHost, { replace: true });
       return false;
     }
-    if (o.explicitLabel) this.explicitLabels.add(splitSourcePath(p, 'path', { allowBackslash: true }).join('/'));
-    // The store knows the content: the manifest need not read it (patch-manifest.ts's TouchEvent.known).
-    this.onTouch({ kind: 'touch', path: target.rel, ...(o.sha256 === undefined ? {} : { known: { sha256: o.sha256, object: srcHost } }) });
+    this.linked(splitSourcePath(p, 'path', { allowBackslash: true }).join('/'), target.rel, srcHost, o);
     return true;
+  }
+
+  /** After a link() at a name nothing was at: reported, and (durable) its directory fsynced. */
+  private linkedAtNewName(dest: string): void {
+    this.mutated('link', dest);
+    if (this.durable) this.io.fsyncDir(path.dirname(dest));
+  }
+
+  /** What a linked entry records: its label's origin, and the touch, with the content the store knows (the manifest need not read it: patch-manifest.ts's TouchEvent.known). */
+  private linked(labelPath: string, rel: string, srcHost: string, o: { explicitLabel?: boolean; sha256?: string }): void {
+    if (o.explicitLabel) this.explicitLabels.add(labelPath);
+    this.onTouch({ kind: 'touch', path: rel, ...(o.sha256 === undefined ? {} : { known: { sha256: o.sha256, object: srcHost } }) });
   }
 
   /**
@@ -370,10 +379,8 @@ export class RootFs {
     } catch {
       return false;
     }
-    this.mutated('link', dest);
-    if (this.durable) this.io.fsyncDir(path.dirname(dest));
-    if (o.explicitLabel) this.explicitLabels.add(rel);
-    this.onTouch({ kind: 'touch', path: rel, ...(o.sha256 === undefined ? {} : { known: { sha256: o.sha256, object: srcHost } }) });
+    this.linkedAtNewName(dest);
+    this.linked(rel, rel, srcHost, o);
     return true;
   }
 
