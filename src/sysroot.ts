@@ -36,17 +36,15 @@ export interface SysrootOptions extends ContextOptions {
   /** Seconds a writer waits for another writer's lock (0: fail at once with BUSY). */
   waitSeconds?: number;
   /**
-   * Open for reading only: no recovery, no lock, nothing written (works on a read-only
-   * sysroot). Reads still resolve an interrupted swap consistently; writers recover.
-   */
-  readOnly?: boolean;
-  /**
    * Recover when the sysroot is opened (default true), so that a handle kept for reading
-   * reads a recovered sysroot. false leaves recovery to the first write, which recovers
-   * under its lock before it plans anyway: for a handle opened for one write (the CLI's
-   * verbs), where recovering at the open too is a second lock and a second recovery.
+   * reads a recovered sysroot. false: the open takes no lock and writes nothing (it works
+   * on a read-only sysroot; reads still resolve an interrupted swap consistently), and
+   * recovery is left to the first write, which recovers under its lock before it plans
+   * anyway: for reading only, or for a handle opened for one write (the CLI's verbs).
    */
   recoverOnOpen?: boolean;
+  /** @deprecated the older name of `recoverOnOpen: false`. */
+  readOnly?: boolean;
   /** Built-in validators for every stage through this handle (a stage's own `builtins` win key by key). */
   builtins?: BuiltinOptions;
 }
@@ -109,7 +107,7 @@ export class Sysroot {
     const waitSeconds = checkWaitSeconds(o.waitSeconds ?? 0);
     const ctx = makeContext(dir, o);
     loadState(ctx.layout); // NOT_A_SYSROOT / STATE_CORRUPT early, with the file named
-    const actions = o.readOnly || o.recoverOnOpen === false ? [] : ((await recoverIfFree(ctx)) ?? []);
+    const actions = (o.recoverOnOpen ?? !o.readOnly) ? ((await recoverIfFree(ctx)) ?? []) : [];
     return new Sysroot(ctx, waitSeconds, actions, o.builtins);
   }
 

@@ -58,9 +58,8 @@ export function nonNegativeInt(name: string, v: string | undefined): number | un
  * go to stderr as warnings); a verb that only reads sees the state as recovery would
  * settle it (an interrupted swap resolved by the pointer) and changes nothing.
  */
-export async function openSysroot(env: CliEnv, o: CommonOptions, mode: { readOnly?: boolean } = {}): Promise<Sysroot> {
+export async function openSysroot(env: CliEnv, o: CommonOptions): Promise<Sysroot> {
   return Sysroot.open(sysrootDir(env, o), {
-    readOnly: mode.readOnly,
     recoverOnOpen: false,
     waitSeconds: waitSeconds(o),
     faults: env.faults,

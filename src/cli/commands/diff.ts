@@ -10,7 +10,7 @@ export function diffCommand(program: Command, env: CliEnv): void {
     .argument('<b>', 'deployment id')
     .action(
       action(env, async (a: string, b: string, o: CommonOptions) => {
-        const changes = await (await openSysroot(env, o, { readOnly: true })).diff(a, b);
+        const changes = await (await openSysroot(env, o)).diff(a, b);
         if (o.json) printJson(env.io, { from: a, to: b, changes });
         else env.io.out(formatDiff(changes));
       }),

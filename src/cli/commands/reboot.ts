@@ -29,7 +29,7 @@ export function rebootCommand(program: Command, env: CliEnv): void {
     .addHelpText('after', '\nExit 0: nothing staged, or the slot is held and the reboot started. Exit 1: no slot (the deployment stays staged) or the reboot command failed.')
     .action(
       action(env, async (o: RebootCliOptions) => {
-        const s = await openSysroot(env, o, { readOnly: true });
+        const s = await openSysroot(env, o);
         const cmd = parseCommand(o.command, 'command');
         const wait = nonNegativeInt('slot-wait', o.slotWait);
         const retry = nonNegativeInt('slot-retry', o.slotRetry);

@@ -115,7 +115,7 @@ export function stageCommand(program: Command, env: CliEnv): void {
         if (o.check) {
           if (path === undefined || !isRegistryReference(path)) throw new StagedrootError('USAGE', '--check applies to an image in a registry (docker://…)', { option: 'check', value: path ?? o.run });
           const ref = parseDockerReference(path, { what: 'The source' });
-          const st = (await openSysroot(env, o, { readOnly: true })).status();
+          const st = (await openSysroot(env, o)).status();
           const c = await checkRegistryImage(ref, { authfile: o.authfile, certsDir: o.certsDir, blobDir: o.blobDir, ...(o.registriesConf !== undefined ? { registriesConf: o.registriesConf } : {}), ...(o.policy !== undefined ? { policy: o.policy } : {}), ...(o.registriesD !== undefined ? { registriesD: o.registriesD } : {}), ...(o.platform === undefined ? {} : { platform: parsePlatform(o.platform) }) });
           const upToDate = st.deployments.find((d) => d.id === st.booted)?.origin?.digest === c.digest;
           if (o.json) printJson(env.io, { ok: true, ...c, upToDate });
@@ -131,7 +131,7 @@ export function stageCommand(program: Command, env: CliEnv): void {
         const timeout = nonNegativeInt('validator-timeout', o.validatorTimeout);
         const commands = o.validator.map((command) => ({ command, ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }) }));
         if (o.dryRun) {
-          const r = await (await openSysroot(env, o, { readOnly: true })).dryRun(source, { label: o.label, builtins, signature: o.signature, disruptionPolicy: o.disruptionPolicy });
+          const r = await (await openSysroot(env, o)).dryRun(source, { label: o.label, builtins, signature: o.signature, disruptionPolicy: o.disruptionPolicy });
           if (o.json) printJson(env.io, r);
           else {
             env.io.out(formatDryRun(r));

@@ -31,7 +31,7 @@ export function statusCommand(program: Command, env: CliEnv): void {
         if (!(FORMATS as readonly string[]).includes(format)) {
           throw new StagedrootError('USAGE', `Expected --format to be one of ${FORMATS.join(', ')}, got ${JSON.stringify(format)}`, { option: 'format', value: format });
         }
-        const s = await openSysroot(env, o, { readOnly: true });
+        const s = await openSysroot(env, o);
         const st = s.status();
         if (format === 'machine-config-node') printJson(env.io, machineConfigNodeStatus(st, o.desiredConfig ?? defaultDesired(st)));
         else if (format === 'bootc') printJson(env.io, bootcHost(st));

@@ -24,7 +24,7 @@ export function trustCommands(program: Command, env: CliEnv): void {
           if (o.json) printJson(env.io, r);
           else env.io.out(`trusted key ${r.keyId} removed\n`);
         } else if (verb === 'list') {
-          const keys = (await openSysroot(env, o, { readOnly: true })).trustedKeys();
+          const keys = (await openSysroot(env, o)).trustedKeys();
           if (o.json) printJson(env.io, { keys });
           else env.io.out(keys.length ? keys.map((k) => `${k}\n`).join('') : 'no trusted keys: sources need no signature\n');
         } else {

@@ -57,7 +57,7 @@ function printCheck(env: CliEnv, o: UpdateCliOptions, c: UpdateCheck): void {
 
 async function run(env: CliEnv, o: UpdateCliOptions, check: (s: Sysroot, p: RegistrySourceOptions) => Promise<UpdateCheck>, update: (s: Sysroot, p: RegistrySourceOptions, stage: Parameters<Sysroot['upgrade']>[0]) => Promise<UpdateResult>): Promise<void> {
   if (o.check) {
-    printCheck(env, o, await check(await openSysroot(env, o, { readOnly: true }), pullOptions(o)));
+    printCheck(env, o, await check(await openSysroot(env, o), pullOptions(o)));
     return;
   }
   const s = await openSysroot(env, o);

@@ -9,7 +9,7 @@ export function verifyCommand(program: Command, env: CliEnv): void {
     .argument('[id]', 'deployment id')
     .action(
       action(env, async (id: string | undefined, o: CommonOptions) => {
-        const r = await (await openSysroot(env, o, { readOnly: true })).verify(id);
+        const r = await (await openSysroot(env, o)).verify(id);
         if (o.json) printJson(env.io, { id: r.id, ok: r.drift.length === 0, drift: r.drift });
         else env.io.out(formatDrift(r.id, r.drift));
         return r.drift.length === 0 ? 0 : 1;
