@@ -1,51 +1,15 @@
 import * as path from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { StagedrootError } from '../../errors.js';
 import { ScratchDir } from '../../fs/core/scratch-dir.js';
-import { listDirAsync, readSmallFile } from '../../fs/trees/fetch-file.js';
+import { readSmallFile } from '../../fs/trees/fetch-file.js';
 import { drain, readBody, send } from './http.js';
-import { identityMatches, requirementsFor, scopesOf, type Policy, type Requirement } from './policy.js';
+import { identityMatches, requirementsFor, type Policy, type Requirement } from './policy.js';
 import { formatReference, type ImageReference } from './reference.js';
+import { lookasideFor, REGISTRIES_D } from './registries-d.js';
 import { tlsFor } from './tls-files.js';
-
-/** containers-registries.d(5): where each registry's signatures are (`lookaside`). */
-export const REGISTRIES_D = '/etc/containers/registries.d';
 
 const MAX_SIGNATURE = 64 * 1024;
 const MAX_SIGNATURES = 32;
-
-/** The lookaside base URL for a reference: the most specific `docker:` scope of registries.d's YAML files, else `default-docker`. */
-export async function lookasideFor(ref: ImageReference, dir = REGISTRIES_D): Promise<{ url: string; file: string } | null> {
-  const scopes = new Map<string, { url: string; file: string }>();
-  let fallback: { url: string; file: string } | null = null;
-  for (const n of (await listDirAsync(dir)).filter((n) => n.endsWith('.yaml') || n.endsWith('.yml')).sort()) {
-    const file = path.join(dir, n);
-    const bytes = await readSmallFile(file, 1024 * 1024);
-    if (bytes === null) continue;
-    let doc: Record<string, unknown>;
-    try {
-      doc = (parseYaml(bytes.toString('utf8')) ?? {}) as Record<string, unknown>;
-    } catch (err) {
-      throw new StagedrootError('SIGNATURE_INVALID', `${file}: not YAML: ${(err as Error).message.split('\n')[0]}`, { path: file });
-    }
-    const urlOf = (v: unknown): string | undefined => {
-      const o = (v ?? {}) as Record<string, unknown>;
-      const u = o.lookaside ?? o.sigstore; // `sigstore` is the older name of `lookaside`
-      return typeof u === 'string' ? u : undefined;
-    };
-    const d = urlOf(doc['default-docker']);
-    if (d !== undefined && fallback === null) fallback = { url: d, file };
-    for (const [scope, v] of Object.entries((doc.docker ?? {}) as Record<string, unknown>)) {
-      const u = urlOf(v);
-      if (u !== undefined && !scopes.has(scope)) scopes.set(scope, { url: u, file });
-    }
-  }
-  for (const s of scopesOf(ref).slice(1, -1)) {
-    const hit = scopes.get(s);
-    if (hit) return hit;
-  }
-  return fallback;
-}
 
 /** The signatures of a manifest digest at a lookaside (`BASE/REPO@ALG=HEX/signature-N`, N from 1 until one is missing). */
 export async function readLookaside(base: string, ref: ImageReference, digest: string): Promise<Buffer[]> {
