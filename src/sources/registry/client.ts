@@ -289,12 +289,19 @@ export class RegistryClient {
    * says when the registry says; its media type one stagedroot reads.
    */
   async manifest(reference: string, what = 'the manifest'): Promise<Manifest> {
+    const m = await this.manifestIfAny(reference, what);
+    if (m === null) this.fail(`the registry has no ${reference.includes(':') ? `manifest ${reference}` : `tag ${reference}`} (404)`, reference.includes(':') ? `${what} ${reference}` : `${what} (tag ${reference})`);
+    return m;
+  }
+
+  /** manifest(), but a 404 (no such tag or manifest) is null: for what may not exist (a sigstore attachment's tag). */
+  async manifestIfAny(reference: string, what = 'the manifest'): Promise<Manifest | null> {
     const byDigest = reference.includes(':');
     const label = byDigest ? `${what} ${reference}` : `${what} (tag ${reference})`;
     const res = await this.request(`/v2/${this.ref.repository}/manifests/${reference}`, { what: label, accept: MANIFEST_ACCEPT });
     if (res.statusCode === 404) {
       drain(res);
-      this.fail(`the registry has no ${byDigest ? `manifest ${reference}` : `tag ${reference}`} (404)`, label);
+      return null;
     }
     if (res.statusCode !== 200) {
       drain(res);
@@ -369,6 +376,31 @@ export class RegistryClient {
     if (!Array.isArray(manifest.doc.layers)) throw new StagedrootError('SOURCE_CORRUPT', `${where} has no layers list`, { path: manifest.digest });
     const layers = (manifest.doc.layers as unknown[]).map((l, i, all) => descriptor(l, `layer ${i + 1} of ${all.length}`, where));
     return { manifest, ...(index ? { index } : {}), ...(platform ? { platform } : {}), config, layers };
+  }
+
+  /**
+   * A small blob read whole into memory (a signature's payload): at most `max` bytes,
+   * checked against its descriptor's size and digest (SOURCE_CORRUPT when they differ,
+   * UNSAFE_ENTRY over `max`).
+   */
+  async smallBlob(d: { digest: string; size: number }, what: string, max: number): Promise<Buffer> {
+    const label = `blob ${d.digest} (${what})`;
+    if (d.size > max) throw new StagedrootError('UNSAFE_ENTRY', `${this.image}: ${label} is ${d.size} bytes (limit ${max})`, { path: d.digest });
+    const res = await this.request(`/v2/${this.ref.repository}/blobs/${d.digest}`, { what: label });
+    if (res.statusCode !== 200) {
+      drain(res);
+      this.fail(res.statusCode === 404 ? 'the registry has no such blob (404)' : `the registry answered ${res.statusCode}`, label);
+    }
+    let bytes: Buffer | null;
+    try {
+      bytes = await readBody(res, d.size);
+    } catch (err) {
+      return this.fail(err instanceof StallError ? `the registry sent ${err.message}` : `the connection failed: ${(err as { code?: string }).code ?? (err as Error).message}`, label, err);
+    }
+    if (bytes === null || bytes.length !== d.size) throw new StagedrootError('SOURCE_CORRUPT', `${this.image}: ${label} is ${bytes === null ? 'longer' : `${bytes.length} bytes`}, not the ${d.size} bytes its descriptor declares`, { path: d.digest, digest: d.digest });
+    const got = digestOf(bytes, d.digest.slice(0, d.digest.indexOf(':')));
+    if (got !== d.digest) throw new StagedrootError('SOURCE_CORRUPT', `${this.image}: ${label} does not match its digest: its content hashes to ${got}`, { path: d.digest, digest: d.digest });
+    return bytes;
   }
 
   /**
