@@ -18,7 +18,7 @@ import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
 import { cli } from '../../helpers/cli.js';
 import { tool } from '../../helpers/tools.js';
 import { manifestOf, umociImage } from '../oci/oci-helpers.js';
-import { startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
+import { gpgKey, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
 
 describe('policy scopes', () => {
   it('most specific first: the reference, the repository, its namespaces, the host, wildcard domains, the transport default', () => {
@@ -43,17 +43,6 @@ describe('signature policies (GPG simple signing, real skopeo and gpg)', () => {
   let digest: string;
   let t: TempSysroot | null = null;
 
-  async function gpgKey(name: string): Promise<{ fpr: string; pub: string }> {
-    const params = path.join(scratch, `${name}.params`);
-    fs.writeFileSync(params, `%no-protection\nKey-Type: RSA\nKey-Length: 2048\nName-Real: ${name}\nName-Email: ${name}@stagedroot.invalid\nExpire-Date: 0\n%commit\n`);
-    await tool('gpg', ['--batch', '--gen-key', params], { env: { GNUPGHOME: gnupg } });
-    const list = await tool('gpg', ['--with-colons', '--list-keys', `${name}@stagedroot.invalid`], { env: { GNUPGHOME: gnupg } });
-    const fpr = /^fpr:+([0-9A-F]{40}):/m.exec(String(list.stdout))![1]!;
-    const pub = path.join(scratch, `${name}.asc`);
-    fs.writeFileSync(pub, String((await tool('gpg', ['--armor', '--export', fpr], { env: { GNUPGHOME: gnupg } })).stdout));
-    return { fpr, pub };
-  }
-
   /** skopeo copy to REPO:TAG, signed by `fpr` (the signature into the lookaside), with --sign-identity when given. */
   async function pushAs(repoTag: string, o: { fpr?: string; identity?: string } = {}): Promise<void> {
     await tool('skopeo', ['--insecure-policy', '--registries.d', registriesD, 'copy', '--quiet', '--dest-cert-dir', path.join(reg.certsDir, reg.host), ...(o.fpr ? ['--sign-by', o.fpr] : []), ...(o.identity ? ['--sign-identity', o.identity] : []), `oci:${path.join(scratch, 'image')}:1`, `docker://${reg.host}/${repoTag}`], { env: { GNUPGHOME: gnupg } });
@@ -64,8 +53,8 @@ describe('signature policies (GPG simple signing, real skopeo and gpg)', () => {
     gnupg = path.join(scratch, 'gnupg');
     fs.mkdirSync(gnupg, { mode: 0o700 });
     reg = await startRegistry(path.join(scratch, 'registry'));
-    trusted = await gpgKey('trusted');
-    other = await gpgKey('other');
+    trusted = await gpgKey(gnupg, scratch, 'trusted');
+    other = await gpgKey(gnupg, scratch, 'other');
     registriesD = path.join(scratch, 'registries.d');
     fs.mkdirSync(registriesD);
     fs.writeFileSync(path.join(registriesD, 'test.yaml'), `docker:\n  ${reg.host}:\n    lookaside: file://${path.join(scratch, 'sigstore')}\n`);

@@ -20,6 +20,8 @@ export interface TestRegistry {
   /** The CA's certificate (PEM file). */
   caFile: string;
   user?: { name: string; password: string };
+  /** Its storage directory (docker/registry/v2/…): a test may damage a blob there. */
+  storage: string;
   stop(): Promise<void>;
 }
 
@@ -95,6 +97,7 @@ export async function startRegistry(scratch: string, o: { htpasswd?: { name: str
     port,
     certsDir,
     caFile: certs?.ca ?? '',
+    storage: path.join(scratch, 'storage'),
     ...(o.htpasswd ? { user: o.htpasswd } : {}),
     async stop() {
       proc.kill('SIGTERM');
@@ -131,4 +134,16 @@ export function writeAuthFile(file: string, entries: Record<string, { name: stri
   const auths = Object.fromEntries(Object.entries(entries).map(([k, u]) => [k, { auth: Buffer.from(`${u.name}:${u.password}`).toString('base64') }]));
   fs.writeFileSync(file, JSON.stringify({ auths }));
   return file;
+}
+
+/** A GPG key made in the keyring GNUPGHOME `gnupg` (RSA 2048, no passphrase): its fingerprint and its public key exported to DIR/NAME.asc. */
+export async function gpgKey(gnupg: string, dir: string, name: string): Promise<{ fpr: string; pub: string }> {
+  const params = path.join(dir, `${name}.params`);
+  fs.writeFileSync(params, `%no-protection\nKey-Type: RSA\nKey-Length: 2048\nName-Real: ${name}\nName-Email: ${name}@stagedroot.invalid\nExpire-Date: 0\n%commit\n`);
+  await tool('gpg', ['--batch', '--gen-key', params], { env: { GNUPGHOME: gnupg } });
+  const list = await tool('gpg', ['--with-colons', '--list-keys', `${name}@stagedroot.invalid`], { env: { GNUPGHOME: gnupg } });
+  const fpr = /^fpr:+([0-9A-F]{40}):/m.exec(String(list.stdout))![1]!;
+  const pub = path.join(dir, `${name}.asc`);
+  fs.writeFileSync(pub, String((await tool('gpg', ['--armor', '--export', fpr], { env: { GNUPGHOME: gnupg } })).stdout));
+  return { fpr, pub };
 }
