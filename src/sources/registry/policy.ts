@@ -19,7 +19,15 @@ export type Requirement =
   | { type: 'insecureAcceptAnything' }
   | { type: 'reject' }
   | { type: 'signedBy'; keyPaths: string[]; keyData: Buffer[]; signedIdentity: SignedIdentity }
-  | { type: 'sigstoreSigned' };
+  | {
+      type: 'sigstoreSigned';
+      /** The public keys (PEM) as paths or as data: any one of them signing is enough. */
+      keyPaths: string[];
+      keyData: Buffer[];
+      signedIdentity: SignedIdentity;
+      /** What it asks for that stagedroot does not verify (fulcio, rekorPublicKey…, pki): the requirement is refused where it applies. */
+      unsupported: string[];
+    };
 
 export interface Policy {
   file: string;
@@ -40,7 +48,7 @@ function requirement(file: string, where: string, r: unknown): Requirement {
     case 'reject':
       return { type: o.type };
     case 'sigstoreSigned':
-      return { type: 'sigstoreSigned' };
+      return sigstoreSigned(file, where, o);
     case 'signedBy': {
       if (o.keyType !== 'GPGKeys') bad(file, `${where}: keyType ${JSON.stringify(o.keyType)} (only GPGKeys is defined)`);
       const keyPaths = typeof o.keyPath === 'string' ? [o.keyPath] : Array.isArray(o.keyPaths) && o.keyPaths.every((p) => typeof p === 'string') ? (o.keyPaths as string[]) : [];
@@ -51,6 +59,24 @@ function requirement(file: string, where: string, r: unknown): Requirement {
     default:
       return bad(file, `${where}: unknown requirement type ${JSON.stringify(o.type)}`);
   }
+}
+
+/** Fields of sigstoreSigned (containers-policy.json(5)) for keyless signing and transparency logs, which need the public Sigstore services. */
+const SIGSTORE_UNSUPPORTED = ['fulcio', 'rekorPublicKeyPath', 'rekorPublicKeyPaths', 'rekorPublicKeyData', 'rekorPublicKeyDatas', 'pki'];
+
+function sigstoreSigned(file: string, where: string, o: Record<string, unknown>): Requirement {
+  const strings = (v: unknown): v is string[] => Array.isArray(v) && v.length > 0 && v.every((p) => typeof p === 'string');
+  const given = ['keyPath', 'keyPaths', 'keyData', 'keyDatas'].filter((k) => o[k] !== undefined);
+  const unsupported = SIGSTORE_UNSUPPORTED.filter((k) => o[k] !== undefined);
+  if (given.length > 1) bad(file, `${where}: sigstoreSigned has ${given.join(' and ')}: it takes exactly one of keyPath, keyPaths, keyData, keyDatas`);
+  if (given.length === 0 && unsupported.length === 0) bad(file, `${where}: sigstoreSigned needs one of keyPath, keyPaths, keyData, keyDatas (or fulcio, which stagedroot does not verify)`);
+  if (o.keyPath !== undefined && typeof o.keyPath !== 'string') bad(file, `${where}: keyPath is not a string`);
+  if (o.keyData !== undefined && typeof o.keyData !== 'string') bad(file, `${where}: keyData is not a string`);
+  if (o.keyPaths !== undefined && !strings(o.keyPaths)) bad(file, `${where}: keyPaths is not a non-empty array of strings`);
+  if (o.keyDatas !== undefined && !strings(o.keyDatas)) bad(file, `${where}: keyDatas is not a non-empty array of strings`);
+  const keyPaths = typeof o.keyPath === 'string' ? [o.keyPath] : ((o.keyPaths as string[] | undefined) ?? []);
+  const keyData = (typeof o.keyData === 'string' ? [o.keyData] : ((o.keyDatas as string[] | undefined) ?? [])).map((d) => Buffer.from(d, 'base64'));
+  return { type: 'sigstoreSigned', keyPaths, keyData, signedIdentity: identity(file, where, o.signedIdentity), unsupported };
 }
 
 function identity(file: string, where: string, v: unknown): SignedIdentity {
