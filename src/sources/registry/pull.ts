@@ -10,7 +10,7 @@ import { MAX_JSON_BYTES } from '../oci/read-blob.js';
 import { RegistryClient, type BlobFetch, type BlobProgress, type RegistryClientOptions, type ResolvedManifest } from './client.js';
 import { formatReference, type ImageReference } from './reference.js';
 import { loadPolicy, type Policy } from './policy.js';
-import { enforcePolicy, type PolicyVerdict } from './simple-signing.js';
+import { enforcePolicy, type PolicyVerdict } from './enforce-policy.js';
 import { endpointsFor, loadRegistriesConf, type Endpoint, type RegistriesConf } from './registries-conf.js';
 
 export interface PullOptions extends RegistryClientOptions {
@@ -114,7 +114,7 @@ export async function resolvePull(ref: ImageReference, dir: string, o: PullOptio
     // The policy judges what the reference resolved to (the index, when it named one), before any layer is fetched.
     const p = o.policy;
     const policy = p === null ? null : typeof p === 'object' ? p : await loadPolicy(p);
-    if (policy !== null) rp.verdict = await enforcePolicy(policy, ref, (rp.resolved.index ?? rp.resolved.manifest).digest, o.registriesD !== undefined ? { registriesD: o.registriesD } : {});
+    if (policy !== null) rp.verdict = await enforcePolicy(policy, ref, (rp.resolved.index ?? rp.resolved.manifest).digest, rp.client, o.registriesD !== undefined ? { registriesD: o.registriesD } : {});
     return rp;
   }
   throw new Error('unreachable: endpointsFor always ends with the source');

@@ -3,9 +3,8 @@ import { StagedrootError } from '../../errors.js';
 import { ScratchDir } from '../../fs/core/scratch-dir.js';
 import { readSmallFile } from '../../fs/trees/fetch-file.js';
 import { drain, readBody, send } from './http.js';
-import { identityMatches, requirementsFor, type Policy, type Requirement } from './policy.js';
+import { identityMatches, type Requirement } from './policy.js';
 import { formatReference, type ImageReference } from './reference.js';
-import { lookasideFor, REGISTRIES_D } from './registries-d.js';
 import { tlsFor } from './tls-files.js';
 
 const MAX_SIGNATURE = 64 * 1024;
@@ -42,7 +41,7 @@ export async function readLookaside(base: string, ref: ImageReference, digest: s
  * of this manifest digest, and its identity matches the reference as the policy says.
  * Returns the signing key's fingerprint, or why none counted.
  */
-async function verifySignedBy(req: Extract<Requirement, { type: 'signedBy' }>, sigs: Buffer[], ref: ImageReference, digest: string): Promise<{ fingerprint: string } | { why: string }> {
+export async function verifySignedBy(req: Extract<Requirement, { type: 'signedBy' }>, sigs: Buffer[], ref: ImageReference, digest: string): Promise<{ fingerprint: string } | { why: string }> {
   if (sigs.length === 0) return { why: 'it has no signature' };
   const { execa } = await import('execa');
   const h = new ScratchDir('stagedroot-gpg-');
@@ -81,41 +80,4 @@ async function verifySignedBy(req: Extract<Requirement, { type: 'signedBy' }>, s
   } finally {
     h.remove();
   }
-}
-
-export interface PolicyVerdict {
-  /** The scope of the policy that applied. */
-  scope: string;
-  /** The keys whose signatures were accepted (fingerprints). */
-  signedBy: string[];
-}
-
-/**
- * The policy's verdict on an image before any layer is fetched: every requirement of the
- * reference's scope must hold (containers/image: all of them). A refusal is
- * SIGNATURE_INVALID (a rejection, exit 3) naming the image and what was expected.
- */
-export async function enforcePolicy(policy: Policy, ref: ImageReference, digest: string, o: { registriesD?: string } = {}): Promise<PolicyVerdict> {
-  const { scope, reqs } = requirementsFor(policy, ref);
-  const image = formatReference(ref);
-  const refuse = (why: string): never => {
-    throw new StagedrootError('SIGNATURE_INVALID', `${image} (${digest}) is refused by the policy ${policy.file} (${scope}): ${why}`, { path: image });
-  };
-  const signedBy: string[] = [];
-  let sigs: Buffer[] | undefined;
-  for (const r of reqs) {
-    if (r.type === 'insecureAcceptAnything') continue;
-    if (r.type === 'reject') refuse('it rejects every image of this scope');
-    if (r.type === 'sigstoreSigned') refuse('it requires a sigstore signature (sigstoreSigned), which stagedroot cannot verify yet');
-    if (r.type !== 'signedBy') continue;
-    if (sigs === undefined) {
-      const at = await lookasideFor(ref, o.registriesD);
-      if (at === null) refuse(`it requires a signature by ${r.keyPaths.join(', ') || 'the keyData key'}, and no lookaside in ${o.registriesD ?? REGISTRIES_D} says where ${image}'s signatures are`);
-      sigs = await readLookaside(at!.url, ref, digest);
-    }
-    const v = await verifySignedBy(r, sigs, ref, digest);
-    if ('why' in v) refuse(`it requires a signature by ${r.keyPaths.join(', ') || 'the keyData key'} (${r.signedIdentity.type}), and ${v.why}`);
-    else signedBy.push(v.fingerprint);
-  }
-  return { scope, signedBy };
 }

@@ -1,0 +1,63 @@
+import { StagedrootError } from '../../errors.js';
+import type { RegistryClient } from './client.js';
+import { requirementsFor, type Policy } from './policy.js';
+import { formatReference, type ImageReference } from './reference.js';
+import { lookasideFor, REGISTRIES_D, sigstoreAttachmentsFor } from './registries-d.js';
+import { readSigstoreAttachments, sigstoreKeyNames, sigstoreKeys, verifySigstoreSigned, type SigstoreAttachments } from './sigstore.js';
+import { readLookaside, verifySignedBy } from './simple-signing.js';
+
+export interface PolicyVerdict {
+  /** The scope of the policy that applied. */
+  scope: string;
+  /** The keys whose signatures were accepted: GPG fingerprints, and `the sigstore key NAME (sha256:…)` for sigstore keys. */
+  signedBy: string[];
+}
+
+/**
+ * The policy's verdict on an image before any layer is fetched: every requirement of the
+ * reference's scope must hold (containers/image: all of them). `signedBy` reads the
+ * signatures from the lookaside registries.d names; `sigstoreSigned` from the sigstore
+ * attachment in the registry, through `client` (the endpoint that served the image),
+ * when registries.d says `use-sigstore-attachments: true` for the reference. A refusal is
+ * SIGNATURE_INVALID (a rejection, exit 3) naming the image and what was expected.
+ */
+export async function enforcePolicy(policy: Policy, ref: ImageReference, digest: string, client: RegistryClient, o: { registriesD?: string } = {}): Promise<PolicyVerdict> {
+  const { scope, reqs } = requirementsFor(policy, ref);
+  const image = formatReference(ref);
+  const dir = o.registriesD ?? REGISTRIES_D;
+  const refuse = (why: string): never => {
+    throw new StagedrootError('SIGNATURE_INVALID', `${image} (${digest}) is refused by the policy ${policy.file} (${scope}): ${why}`, { path: image });
+  };
+  const signedBy: string[] = [];
+  let sigs: Buffer[] | undefined;
+  let attachments: SigstoreAttachments | undefined;
+  for (const r of reqs) {
+    if (r.type === 'insecureAcceptAnything') continue;
+    if (r.type === 'reject') refuse('it rejects every image of this scope');
+    if (r.type === 'sigstoreSigned') {
+      if (r.unsupported.length > 0) {
+        refuse(`it requires a sigstore signature checked with ${r.unsupported.join(', ')}, which stagedroot does not verify (keyless signing and transparency logs need the public Sigstore services, Fulcio and Rekor); a requirement with keyPath, keyPaths, keyData or keyDatas alone is verified`);
+      }
+      const expected = `it requires a sigstore signature by ${sigstoreKeyNames(r)} (${r.signedIdentity.type})`;
+      if (attachments === undefined) {
+        const use = await sigstoreAttachmentsFor(ref, dir);
+        if (use?.value !== true) refuse(`${expected}, and ${use ? `${use.file} says use-sigstore-attachments: false` : `no file in ${dir} says use-sigstore-attachments: true`} for ${image}, so it has no sigstore signature to read`);
+        attachments = await readSigstoreAttachments(client, digest);
+      }
+      const v = verifySigstoreSigned(r, await sigstoreKeys(r), attachments!, ref, digest);
+      if ('why' in v) refuse(`${expected}, and ${v.why}`);
+      else signedBy.push(`the sigstore key ${v.key.name} (${v.key.id})`);
+      continue;
+    }
+    if (r.type !== 'signedBy') continue;
+    if (sigs === undefined) {
+      const at = await lookasideFor(ref, dir);
+      if (at === null) refuse(`it requires a signature by ${r.keyPaths.join(', ') || 'the keyData key'}, and no lookaside in ${dir} says where ${image}'s signatures are`);
+      sigs = await readLookaside(at!.url, ref, digest);
+    }
+    const v = await verifySignedBy(r, sigs, ref, digest);
+    if ('why' in v) refuse(`it requires a signature by ${r.keyPaths.join(', ') || 'the keyData key'} (${r.signedIdentity.type}), and ${v.why}`);
+    else signedBy.push(v.fingerprint);
+  }
+  return { scope, signedBy };
+}

@@ -1,0 +1,176 @@
+/**
+ * containers-policy.json's sigstoreSigned against a real registry (docker-registry 2.8
+ * with TLS): sigstore attachments (`sha256-HEX.sig`, as cosign leaves them) made with
+ * openssl and pushed with the real skopeo (sigstore-helpers.ts), verified before any
+ * layer is fetched. A good signature is staged and its key said; an unsigned image, one
+ * signed by another key, of another digest, for another identity, with a payload the
+ * registry damaged, and a policy asking for keyless signing are refused (exit 3,
+ * SIGNATURE_INVALID naming the image and what was expected), nothing staged.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { hostPlatform } from '../../../src/sources/oci/platform.js';
+import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
+import { cli } from '../../helpers/cli.js';
+import { tool } from '../../helpers/tools.js';
+import { manifestOf, umociImage } from '../oci/oci-helpers.js';
+import { gpgKey, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
+import { cosignPayload, damageBlob, pushAttachment, signingKey, signPayload, type SigningKey } from './sigstore-helpers.js';
+
+describe('sigstoreSigned (sigstore attachments made with openssl, pushed with the real skopeo)', () => {
+  let scratch: string;
+  let reg: TestRegistry;
+  let auth: string;
+  let registriesD: string;
+  let digest: string;
+  let trusted: SigningKey;
+  let other: SigningKey;
+  let ed: SigningKey;
+  let rsa: SigningKey;
+  let gnupg: string;
+  let gpg: { fpr: string; pub: string };
+  let t: TempSysroot | null = null;
+  const otherDigest = `sha256:${'1'.repeat(64)}`;
+
+  beforeAll(async () => {
+    scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-sigstore-'));
+    reg = await startRegistry(path.join(scratch, 'registry'));
+    [trusted, other, ed, rsa] = await Promise.all([signingKey(scratch, 'trusted', 'ecdsa-p256'), signingKey(scratch, 'other', 'ecdsa-p256'), signingKey(scratch, 'ed', 'ed25519'), signingKey(scratch, 'rsa', 'rsa')]);
+    gnupg = path.join(scratch, 'gnupg');
+    fs.mkdirSync(gnupg, { mode: 0o700 });
+    gpg = await gpgKey(gnupg, scratch, 'gpg');
+    registriesD = path.join(scratch, 'registries.d');
+    fs.mkdirSync(registriesD);
+    fs.writeFileSync(path.join(registriesD, 'test.yaml'), `docker:\n  ${reg.host}:\n    lookaside: file://${path.join(scratch, 'lookaside')}\n    use-sigstore-attachments: true\n`);
+    const layout = path.join(scratch, 'image');
+    await umociImage(scratch, layout, '1', [{ add: { 'etc/os-release': 'ID=image\nVERSION_ID=1\n', 'usr/bin/tool': 'one\n' } }], { arch: hostPlatform().architecture });
+    digest = manifestOf(layout).digest;
+    const push = (repo: string, fpr?: string) => tool('skopeo', ['--insecure-policy', '--registries.d', registriesD, 'copy', '--quiet', '--dest-cert-dir', path.join(reg.certsDir, reg.host), ...(fpr ? ['--sign-by', fpr] : []), `oci:${layout}:1`, `docker://${reg.host}/${repo}:1`], { env: { GNUPGHOME: gnupg } });
+    for (const repo of ['os/good', 'os/unsigned', 'os/other', 'os/digest', 'os/named', 'os/corrupt', 'os/keys']) await push(repo);
+    await push('os/both', gpg.fpr);
+    await push('os/gpgonly', gpg.fpr);
+    const sig = async (key: SigningKey, repo: string, o: { digest?: string; identity?: string; optional?: Record<string, unknown> } = {}) => {
+      const payload = cosignPayload(o.digest ?? digest, o.identity ?? `${reg.host}/${repo}:1`, o.optional ?? null);
+      return { payload, signature: await signPayload(key, payload, scratch) };
+    };
+    await pushAttachment(reg, scratch, 'os/good', digest, [await sig(trusted, 'os/good')]);
+    await pushAttachment(reg, scratch, 'os/other', digest, [await sig(other, 'os/other')]);
+    await pushAttachment(reg, scratch, 'os/digest', digest, [await sig(trusted, 'os/digest', { digest: otherDigest }), await sig(other, 'os/digest')]);
+    // cosign sign records the repository alone, no tag
+    await pushAttachment(reg, scratch, 'os/named', digest, [await sig(trusted, 'os/named', { identity: `${reg.host}/os/named` })]);
+    const damaged = await sig(trusted, 'os/corrupt', { optional: { creator: 'the corrupt case' } });
+    await pushAttachment(reg, scratch, 'os/corrupt', digest, [damaged]);
+    damageBlob(reg, `sha256:${(await import('node:crypto')).createHash('sha256').update(damaged.payload).digest('hex')}`);
+    await pushAttachment(reg, scratch, 'os/keys', digest, [await sig(other, 'os/keys'), { mediaType: 'application/vnd.dsse.envelope.v1+json', data: Buffer.from('{}') }, await sig(rsa, 'os/keys'), await sig(ed, 'os/keys')]);
+    await pushAttachment(reg, scratch, 'os/both', digest, [await sig(trusted, 'os/both')]);
+    auth = writeAuthFile(path.join(scratch, 'auth.json'), {});
+  }, 180_000);
+  afterAll(async () => {
+    await reg?.stop();
+    fs.rmSync(scratch, { recursive: true, force: true });
+  });
+  afterEach(() => {
+    t?.cleanup();
+    t = null;
+  });
+
+  let n = 0;
+  const policyFile = (scoped: unknown[]): string => {
+    const p = path.join(scratch, `policy-${++n}.json`);
+    fs.writeFileSync(p, JSON.stringify({ default: [{ type: 'reject' }], transports: { docker: { [`${reg.host}/os`]: scoped } } }));
+    return p;
+  };
+  const sigstoreSigned = (keys: Record<string, unknown>, signedIdentity?: unknown) => ({ type: 'sigstoreSigned', ...keys, ...(signedIdentity ? { signedIdentity } : {}) });
+  const stage = async (repo: string, policy: string, o: { registriesD?: string } = {}) => {
+    t?.cleanup();
+    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    const blobDir = path.join(t.scratch, 'blobs');
+    const r = await cli(['stage', `docker://${reg.host}/${repo}:1`, '--policy', policy, '--registries-d', o.registriesD ?? registriesD, '--sysroot', t.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', blobDir, '--json']);
+    const layer = manifestOf(path.join(scratch, 'image')).json.layers[0]!;
+    return { r, layerFetched: fs.existsSync(path.join(blobDir, 'blobs', ...layer.digest.split(':'))) };
+  };
+  const staged = () => {
+    const st = t!.sysroot.status();
+    return st.deployments.find((x) => x.id === st.staged);
+  };
+  const refused = async (repo: string, policy: string, why: string, o: { registriesD?: string } = {}) => {
+    const { r, layerFetched } = await stage(repo, policy, o);
+    expect(r.code, r.out + r.err).toBe(3);
+    const e = JSON.parse(r.out).error as { code: string; message: string };
+    expect(e.code).toBe('SIGNATURE_INVALID');
+    expect(e.message).toContain(`${reg.host}/${repo}:1 (${digest}) is refused by the policy ${policy} (transports.docker["${reg.host}/os"]): it requires`);
+    expect(e.message).toContain(why);
+    expect(layerFetched).toBe(false);
+    expect(t!.sysroot.status().staged).toBeNull();
+    expect(t!.sysroot.status().lastFailure).toMatchObject({ code: 'SIGNATURE_INVALID' });
+    return e.message;
+  };
+
+  it("an image signed by the policy's key is staged; the deployment says which key (keyPath, and the same key as keyData)", async () => {
+    const { r } = await stage('os/good', policyFile([sigstoreSigned({ keyPath: trusted.pub })]));
+    expect(r.code, r.out + r.err).toBe(0);
+    expect(staged()?.origin?.digest).toBe(digest);
+    expect(staged()?.source).toMatch(new RegExp(`signed by the sigstore key ${trusted.pub} \\(sha256:[0-9a-f]{64}\\) \\(transports\\.docker\\["${reg.host.replace(/\./g, '\\.')}/os"\\]\\)`));
+    const asData = await stage('os/good', policyFile([sigstoreSigned({ keyData: fs.readFileSync(trusted.pub).toString('base64') })]));
+    expect(asData.r.code, asData.r.err).toBe(0);
+    expect(staged()?.source).toContain('signed by the sigstore key keyData (sha256:');
+  });
+
+  it.each([
+    ['os/unsigned', (tag: string) => `it has no sigstore signature (no attachment ${tag} in HOST/os/unsigned)`],
+    ['os/other', () => '1 signature: signature 1 is not by that key'],
+    ['os/digest', () => `2 signatures: signature 1 signs ${otherDigest}, not DIGEST; signature 2 is not by that key`],
+    ['os/named', () => '1 signature: signature 1 is for "HOST/os/named", which matchRepoDigestOrExact does not accept for HOST/os/named:1'],
+  ])('%s is refused before any layer is fetched: exit 3, SIGNATURE_INVALID saying what was expected', async (repo, why) => {
+    const tag = `${digest.replace(':', '-')}.sig`;
+    await refused(repo, policyFile([sigstoreSigned({ keyPath: trusted.pub })]), `it requires a sigstore signature by ${trusted.pub} (matchRepoDigestOrExact), and ${why(tag).replaceAll('HOST', reg.host).replace('DIGEST', digest)}`);
+  });
+
+  it('a signature naming the repository alone: matchExact and another exactReference refuse it, matchRepository and exactRepository accept it', async () => {
+    await refused('os/named', policyFile([sigstoreSigned({ keyPath: trusted.pub }, { type: 'matchExact' })]), `it requires a sigstore signature by ${trusted.pub} (matchExact), and 1 signature: signature 1 is for "${reg.host}/os/named", which matchExact does not accept`);
+    await refused('os/named', policyFile([sigstoreSigned({ keyPath: trusted.pub }, { type: 'exactReference', dockerReference: `${reg.host}/os/good:1` })]), 'which exactReference does not accept');
+    expect((await stage('os/named', policyFile([sigstoreSigned({ keyPath: trusted.pub }, { type: 'matchRepository' })]))).r.code).toBe(0);
+    expect((await stage('os/named', policyFile([sigstoreSigned({ keyPath: trusted.pub }, { type: 'exactRepository', dockerRepository: `${reg.host}/os/named` })]))).r.code).toBe(0);
+  });
+
+  it('a payload the registry serves damaged (its digest does not match) does not count', async () => {
+    const message = await refused('os/corrupt', policyFile([sigstoreSigned({ keyPath: trusted.pub })]), `it requires a sigstore signature by ${trusted.pub} (matchRepoDigestOrExact), and 1 signature: signature 1 has a payload that cannot be used: blob sha256:`);
+    expect(message).toMatch(/does not match its digest: its content hashes to sha256:[0-9a-f]{64}/);
+  });
+
+  it('any one signature by any of the keys is enough, other attachments are skipped: RSA (keyPaths) and Ed25519 (keyDatas)', async () => {
+    expect((await stage('os/keys', policyFile([sigstoreSigned({ keyPaths: [trusted.pub, rsa.pub] })]))).r.code).toBe(0);
+    expect(staged()?.source).toContain(`signed by the sigstore key ${rsa.pub} (sha256:`);
+    expect((await stage('os/keys', policyFile([sigstoreSigned({ keyDatas: [fs.readFileSync(ed.pub).toString('base64')] })]))).r.code).toBe(0);
+    expect(staged()?.source).toContain('signed by the sigstore key keyData (sha256:');
+    await refused('os/keys', policyFile([sigstoreSigned({ keyPath: trusted.pub })]), '3 signatures: signature 1 is not by that key; signature 2 is not by that key; signature 3 is not by that key');
+  });
+
+  it('signedBy and sigstoreSigned together: both must hold, both keys are said', async () => {
+    const both = policyFile([{ type: 'signedBy', keyType: 'GPGKeys', keyPath: gpg.pub }, sigstoreSigned({ keyPath: trusted.pub })]);
+    const { r } = await stage('os/both', both);
+    expect(r.code, r.out + r.err).toBe(0);
+    expect(staged()?.source).toContain(`signed by ${gpg.fpr}, the sigstore key ${trusted.pub} (sha256:`);
+    await refused('os/good', both, `it requires a signature by ${gpg.pub} (matchRepoDigestOrExact), and it has no signature`);
+    await refused('os/gpgonly', both, `it requires a sigstore signature by ${trusted.pub} (matchRepoDigestOrExact), and it has no sigstore signature (no attachment`);
+  });
+
+  it('keyless signing (fulcio, rekor) is refused as unsupported; a requirement with two keys is a policy error', async () => {
+    const fulcio = policyFile([{ type: 'sigstoreSigned', fulcio: { caPath: '/etc/fulcio.pem', oidcIssuer: 'https://issuer', subjectEmail: 'a@b' }, rekorPublicKeyPath: '/etc/rekor.pub' }]);
+    await refused('os/good', fulcio, 'it requires a sigstore signature checked with fulcio, rekorPublicKeyPath, which stagedroot does not verify (keyless signing and transparency logs need the public Sigstore services');
+    const two = policyFile([sigstoreSigned({ keyPath: trusted.pub, keyData: 'AAAA' })]);
+    const { r } = await stage('os/good', two);
+    expect(r.code).toBe(3);
+    expect(JSON.parse(r.out).error).toMatchObject({ code: 'SIGNATURE_INVALID', message: expect.stringContaining(`${two}: transports.docker["${reg.host}/os"][0]: sigstoreSigned has keyPath and keyData: it takes exactly one of keyPath, keyPaths, keyData, keyDatas`) });
+  });
+
+  it('without use-sigstore-attachments for the registry there is nothing to read: refused, saying so', async () => {
+    const plain = path.join(scratch, 'registries.d-plain');
+    fs.mkdirSync(plain, { recursive: true });
+    fs.writeFileSync(path.join(plain, 'default.yaml'), 'default-docker:\n  use-sigstore-attachments: true\n');
+    fs.writeFileSync(path.join(plain, 'host.yaml'), `docker:\n  ${reg.host}/os:\n    use-sigstore-attachments: false\n`);
+    await refused('os/good', policyFile([sigstoreSigned({ keyPath: trusted.pub })]), `it requires a sigstore signature by ${trusted.pub} (matchRepoDigestOrExact), and ${path.join(plain, 'host.yaml')} says use-sigstore-attachments: false for ${reg.host}/os/good:1`, { registriesD: plain });
+  });
+});
