@@ -18,7 +18,8 @@ export interface PolicyVerdict {
  * reference's scope must hold (containers/image: all of them). `signedBy` reads the
  * signatures from the lookaside registries.d names; `sigstoreSigned` from the sigstore
  * attachment in the registry, through `client` (the endpoint that served the image),
- * when registries.d says `use-sigstore-attachments: true` for the reference. A refusal is
+ * when registries.d says `use-sigstore-attachments: true` for that endpoint's reference
+ * (a mirror's, when a mirror served it). A refusal is
  * SIGNATURE_INVALID (a rejection, exit 3) naming the image and what was expected.
  */
 export async function enforcePolicy(policy: Policy, ref: ImageReference, digest: string, client: RegistryClient, o: { registriesD?: string } = {}): Promise<PolicyVerdict> {
@@ -40,8 +41,9 @@ export async function enforcePolicy(policy: Policy, ref: ImageReference, digest:
       }
       const expected = `it requires a sigstore signature by ${sigstoreKeyNames(r)} (${r.signedIdentity.type})`;
       if (attachments === undefined) {
-        const use = await sigstoreAttachmentsFor(ref, dir);
-        if (use?.value !== true) refuse(`${expected}, and ${use ? `${use.file} says use-sigstore-attachments: false` : `no file in ${dir} says use-sigstore-attachments: true`} for ${image}, so it has no sigstore signature to read`);
+        // As containers/image, registries.d is asked about the endpoint that served the image (a mirror's own name), the identity checked against the name asked for.
+        const use = await sigstoreAttachmentsFor(client.ref, dir);
+        if (use?.value !== true) refuse(`${expected}, and ${use ? `${use.file} says use-sigstore-attachments: false` : `no file in ${dir} says use-sigstore-attachments: true`} for ${client.image}, so it has no sigstore signature to read`);
         attachments = await readSigstoreAttachments(client, digest);
       }
       const v = verifySigstoreSigned(r, await sigstoreKeys(r), attachments!, ref, digest);

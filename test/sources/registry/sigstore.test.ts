@@ -16,7 +16,7 @@ import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
 import { cli } from '../../helpers/cli.js';
 import { tool } from '../../helpers/tools.js';
 import { manifestOf, umociImage } from '../oci/oci-helpers.js';
-import { gpgKey, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
+import { freePort, gpgKey, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
 import { cosignPayload, damageBlob, pushAttachment, signingKey, signPayload, type SigningKey } from './sigstore-helpers.js';
 
 describe('sigstoreSigned (sigstore attachments made with openssl, pushed with the real skopeo)', () => {
@@ -31,6 +31,7 @@ describe('sigstoreSigned (sigstore attachments made with openssl, pushed with th
   let rsa: SigningKey;
   let gnupg: string;
   let gpg: { fpr: string; pub: string };
+  let down: string;
   let t: TempSysroot | null = null;
   const otherDigest = `sha256:${'1'.repeat(64)}`;
 
@@ -65,6 +66,10 @@ describe('sigstoreSigned (sigstore attachments made with openssl, pushed with th
     damageBlob(reg, `sha256:${(await import('node:crypto')).createHash('sha256').update(damaged.payload).digest('hex')}`);
     await pushAttachment(reg, scratch, 'os/keys', digest, [await sig(other, 'os/keys'), { mediaType: 'application/vnd.dsse.envelope.v1+json', data: Buffer.from('{}') }, await sig(rsa, 'os/keys'), await sig(ed, 'os/keys')]);
     await pushAttachment(reg, scratch, 'os/both', digest, [await sig(trusted, 'os/both')]);
+    // A mirror of a source that is down (nothing listens there): the signature names the source.
+    down = `127.0.0.1:${await freePort()}`;
+    await push('mirror/os/good');
+    await pushAttachment(reg, scratch, 'mirror/os/good', digest, [await sig(trusted, 'mirror/os/good', { identity: `${down}/os/good:1` })]);
     auth = writeAuthFile(path.join(scratch, 'auth.json'), {});
   }, 180_000);
   afterAll(async () => {
@@ -83,11 +88,12 @@ describe('sigstoreSigned (sigstore attachments made with openssl, pushed with th
     return p;
   };
   const sigstoreSigned = (keys: Record<string, unknown>, signedIdentity?: unknown) => ({ type: 'sigstoreSigned', ...keys, ...(signedIdentity ? { signedIdentity } : {}) });
-  const stage = async (repo: string, policy: string, o: { registriesD?: string } = {}) => {
+  const stage = async (repo: string, policy: string, o: { registriesD?: string; host?: string; registriesConf?: string } = {}) => {
     t?.cleanup();
     t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const blobDir = path.join(t.scratch, 'blobs');
-    const r = await cli(['stage', `docker://${reg.host}/${repo}:1`, '--policy', policy, '--registries-d', o.registriesD ?? registriesD, '--sysroot', t.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', blobDir, '--json']);
+    const conf = o.registriesConf ? ['--registries-conf', o.registriesConf] : [];
+    const r = await cli(['stage', `docker://${o.host ?? reg.host}/${repo}:1`, '--policy', policy, '--registries-d', o.registriesD ?? registriesD, ...conf, '--sysroot', t.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', blobDir, '--json']);
     const layer = manifestOf(path.join(scratch, 'image')).json.layers[0]!;
     return { r, layerFetched: fs.existsSync(path.join(blobDir, 'blobs', ...layer.digest.split(':'))) };
   };
@@ -172,5 +178,16 @@ describe('sigstoreSigned (sigstore attachments made with openssl, pushed with th
     fs.writeFileSync(path.join(plain, 'default.yaml'), 'default-docker:\n  use-sigstore-attachments: true\n');
     fs.writeFileSync(path.join(plain, 'host.yaml'), `docker:\n  ${reg.host}/os:\n    use-sigstore-attachments: false\n`);
     await refused('os/good', policyFile([sigstoreSigned({ keyPath: trusted.pub })]), `it requires a sigstore signature by ${trusted.pub} (matchRepoDigestOrExact), and ${path.join(plain, 'host.yaml')} says use-sigstore-attachments: false for ${reg.host}/os/good:1`, { registriesD: plain });
+  });
+
+  it("through a mirror: the attachment is read from the mirror that served the image, registries.d asked about the mirror's name, the identity checked against the name asked for", async () => {
+    const conf = path.join(scratch, 'mirror.conf');
+    fs.writeFileSync(conf, `[[registry]]\nprefix = "${down}/os"\nlocation = "${down}/os"\n[[registry.mirror]]\nlocation = "${reg.host}/mirror/os"\n`);
+    const policy = path.join(scratch, 'mirror-policy.json');
+    fs.writeFileSync(policy, JSON.stringify({ default: [{ type: 'reject' }], transports: { docker: { [`${down}/os`]: [sigstoreSigned({ keyPath: trusted.pub })] } } }));
+    const { r } = await stage('os/good', policy, { host: down, registriesConf: conf });
+    expect(r.code, r.out + r.err).toBe(0);
+    expect(staged()?.origin).toMatchObject({ digest, pullspec: `${down}/os/good:1`, mirror: `${reg.host}/mirror/os/good` });
+    expect(staged()?.source).toContain(`signed by the sigstore key ${trusted.pub} (sha256:`);
   });
 });
