@@ -74,6 +74,50 @@ export class ManifestIndex {
     return null;
   }
 
+  /** The manifest's overlay as lookups apply it (null: none). */
+  get overlayView(): OverlayView | null {
+    return this.overlay;
+  }
+
+  /** The size of the base file in bytes. */
+  get byteSize(): number {
+    return this.size;
+  }
+
+  /**
+   * The byte offset of the first line of the base file (the overlay is not looked at)
+   * whose path `after` holds, for a predicate that is false and then true in manifest
+   * order (the file's size when it holds for none): a binary search, O(log size) block reads.
+   */
+  firstLineWhere(after: (p: string) => boolean): number {
+    let lo = 0; // a line start whose line is before the first that holds (or 0)
+    let hi = this.size; // a line start whose line holds (or the size)
+    while (hi - lo > SCAN) {
+      const s = this.lineStartFrom((lo + hi) >>> 1);
+      if (s >= hi) break;
+      const { line } = this.lineAt(s);
+      if (line === '') break;
+      if (after(this.pathOf(line, s))) hi = s;
+      else if (s === lo) break;
+      else lo = s;
+    }
+    for (let s = lo; s < hi; ) {
+      const { line, end } = this.lineAt(s);
+      if (line !== '' && after(this.pathOf(line, s))) return s;
+      s = end;
+    }
+    return hi;
+  }
+
+  /** The lines of the base file that start in [from, to) (line starts, as firstLineWhere returns), parsed, in order. */
+  *entriesBetween(from: number, to: number): Generator<ManifestEntry> {
+    for (let s = this.lineStartFrom(from); s < to; ) {
+      const { line, end } = this.lineAt(s);
+      if (line !== '') yield this.parse(line, s);
+      s = end;
+    }
+  }
+
   close(): void {
     if (this.fd !== null) {
       fs.closeSync(this.fd);

@@ -1,25 +1,39 @@
-import { ManifestCursor } from './manifest-cursor.js';
-import { isUnder } from '../core/paths.js';
+import { ManifestIndex } from './manifest-index.js';
+import { comparePaths, isUnder } from '../core/paths.js';
 
 /**
- * Sums the sizes of a manifest's regular files outside `prefixes`, in one streaming
- * pass that decodes only the lines outside them: the runs under a prefix (usr/, most of
- * a tree) are passed over as bytes (ManifestCursor.skipRun). It runs before every stage.
+ * Sums the sizes of a manifest's regular files outside `prefixes` without reading the
+ * lines under them: a manifest is sorted by comparePaths, so the lines strictly below a
+ * prefix (usr/, most of a tree) are one stretch of the base file, found by two binary
+ * searches (ManifestIndex.firstLineWhere); only the lines outside those stretches are
+ * read and parsed, and the overlay's entries outside them added (a base line the
+ * overlay replaces or removes is not counted). O(lines outside + log size). It runs
+ * before every stage (the free-space preflight).
  */
 export function sumFileSizes(manifest: string, prefixes: readonly string[]): number {
-  const c = new ManifestCursor(manifest);
-  let sum = 0;
+  const index = new ManifestIndex(manifest);
   try {
-    for (let r = c.peekRaw(); r !== null; r = c.peekRaw()) {
-      const under = prefixes.find((p) => r.p !== p && isUnder(r.p, p));
-      if (under !== undefined && c.skipRun(under, null) > 0) continue;
-      c.nextRaw();
-      if (prefixes.some((p) => isUnder(r.p, p))) continue;
-      const e = c.entryOf(r);
-      if (e.t === 'f') sum += e.s ?? 0;
+    const under = (p: string): boolean => prefixes.some((q) => isUnder(p, q));
+    // The stretches below each prefix ('' is no prefix: isUnder holds for no path under it), merged.
+    const skipped = prefixes
+      .filter((q) => q !== '')
+      .map((q) => ({ from: index.firstLineWhere((p) => comparePaths(p, q) > 0), to: index.firstLineWhere((p) => comparePaths(p, q) > 0 && !isUnder(p, q)) }))
+      .filter((r) => r.from < r.to)
+      .sort((a, b) => a.from - b.from);
+    const view = index.overlayView;
+    let sum = 0;
+    let at = 0;
+    const count = (from: number, to: number): void => {
+      for (const e of index.entriesBetween(from, to)) if (e.t === 'f' && !under(e.p) && !(view?.drops(e.p) ?? false)) sum += e.s ?? 0;
+    };
+    for (const r of skipped) {
+      if (r.from > at) count(at, r.from);
+      at = Math.max(at, r.to);
     }
+    count(at, index.byteSize);
+    for (const e of view?.entries ?? []) if (e.t === 'f' && !under(e.p)) sum += e.s ?? 0;
+    return sum;
   } finally {
-    c.close();
+    index.close();
   }
-  return sum;
 }

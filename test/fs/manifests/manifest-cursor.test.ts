@@ -188,4 +188,24 @@ describe('ManifestCursor', () => {
       expect(sumFileSizes(file, prefixes)).toBe(expected);
     }
   });
+
+  it('sumFileSizes, which reads only the lines outside the prefixes (binary searches), sums what a full read of the manifest and its overlay sums', () => {
+    for (let seed = 200; seed < 215; seed++) {
+      const rnd = rng(seed);
+      const paths = randomTree(rnd, 1000 + rnd(3000));
+      const file = path.join(dir, `sizes-overlay${seed}`);
+      fs.writeFileSync(file, paths.map((p) => `${lineOf(p, rnd)}\n`).join(''));
+      // An overlay: some base paths replaced, some removed (a subtree), some new ones, as stages leave it.
+      const dirty = new Set([...paths.filter(() => rnd(20) === 0), ...randomTree(rnd, 30).filter(() => rnd(2) === 0)]);
+      const removed = [...dirty].filter(() => rnd(4) === 0);
+      const entries = [...dirty].filter((p) => !removed.includes(p)).sort(comparePaths).map((p) => JSON.parse(lineOf(p, rnd)) as ManifestEntry);
+      fs.writeFileSync(overlayFile(file), formatOverlay(createHash('sha256').update(fs.readFileSync(file)).digest('hex'), dirty, removed, entries));
+      const top = paths[rnd(paths.length)]!.split('/')[0]!;
+      for (const prefixes of [[top], [top, paths[rnd(paths.length)]!], [NAMES[rnd(NAMES.length)]!, NAMES[rnd(NAMES.length)]!], ['']]) {
+        let expected = 0;
+        for (const e of readManifest(file)) if (e.t === 'f' && !prefixes.some((p) => isUnder(e.p, p))) expected += e.s ?? 0;
+        expect(sumFileSizes(file, prefixes)).toBe(expected);
+      }
+    }
+  });
 });
