@@ -75,6 +75,12 @@ export interface BuiltTree {
    * linked-manifest.ts): the sync step makes it durable with the manifest.
    */
   overlay?: string;
+  /**
+   * The paths of the delta (written or removed) whose entry is the base manifest's, when
+   * the manifest pass could tell (see SnapshotManifestResult.same): the others changed.
+   * Absent: compare the two manifests (changedByManifests).
+   */
+  same?: string[];
   /** How the tree is stored (a btrfs subvolume, or a plain directory). */
   storage: StorageKind;
   /** What the change set's source warned about (accepted, but worth saying). */
@@ -174,6 +180,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   o.onStep?.('manifest');
   let patched: PatchResult;
   let overlay: string | undefined;
+  let same: string[] | undefined;
   if (trusted !== null) {
     // One pass: the base manifest's lines under the hardlink prefixes, the rest of the new tree walked, the changes re-read.
     // A base whose manifest digest is recorded: its file linked, only an overlay written (see linked-manifest.ts).
@@ -181,16 +188,23 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     const r = await runTreeTask(manifestTasks.snapshotManifest, { tree, base: trusted.manifest, baseTree: trusted.tree, out: manifest, trust: trusted.policy.hardlinkPrefixes, events, ...link }, jobs);
     bytes = r.bytes; // the sizes of the files the manifest lists: the new tree's, update included
     patched = r;
+    same = r.same;
     if (r.linked) overlay = overlayFile(manifest);
   } else {
     patched = await runTreeTask(manifestTasks.patchManifest, { tree, before: preParts, after: manifest, events }, jobs);
     for (const p of preParts) dfs.unlink(p);
   }
-  if ((o.afterApply || replaced !== null) && trusted !== null) patched = { ...patched, ...(await deltaAgainst(trusted.manifest, manifest)) };
+  if ((o.afterApply || replaced !== null) && trusted !== null) {
+    patched = { ...patched, ...(await deltaAgainst(trusted.manifest, manifest)) };
+    same = undefined;
+  }
   // A tree built again outside `keep`: what was rebuilt as the base had it is no change (finalize's merge carries the local edits there).
-  else if (keep !== undefined && trusted !== null) patched = { ...patched, ...narrowDelta(trusted.manifest, patched, (p) => !keep.some((k) => isUnder(p, k))) };
+  else if (keep !== undefined && trusted !== null) {
+    patched = { ...patched, ...narrowDelta(trusted.manifest, patched, (p) => !keep.some((k) => isUnder(p, k))) };
+    same = undefined;
+  }
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
-  return { tree, manifest, delta: patched.delta, changed: patched.changed, removed: patched.removed, entries: patched.entries, bytes, storage, warnings, ...(patched.sha256 === undefined ? {} : { manifestSha256: patched.sha256 }), ...(overlay === undefined ? {} : { overlay }) };
+  return { tree, manifest, delta: patched.delta, changed: patched.changed, removed: patched.removed, entries: patched.entries, bytes, storage, warnings, ...(same === undefined ? {} : { same }), ...(patched.sha256 === undefined ? {} : { manifestSha256: patched.sha256 }), ...(overlay === undefined ? {} : { overlay }) };
 }
 
 /** What applying an update to a tree did: the entries it touched, the bytes it wrote, what its source warned about. */

@@ -431,9 +431,21 @@ async function commit(run: Run, changes: ChangeSet, built: StagedBuild, warnings
   rec.locked = run.opts.lock ?? false;
   if (run.checked?.info.origin) rec.origin = { ...run.checked.info.origin, ...(run.layers.diffIds !== null ? { layers: run.layers.diffIds } : {}) };
   if (run.checked?.signature) rec.signature = run.checked.signature;
-  rec.activation = activationOf({ base: run.base, next: rec, changed: () => changedByManifests(layout.manifest(run.base.id), layout.manifest(id), changedPaths(built)), sharedChanged: () => changedSharedPaths(layout, built.sharedOps, sharedDirs(state), layout.sharedContent(id)), baseTree: new ReadOnlyTree(layout.tree(run.base.id)), newTree: new ReadOnlyTree(layout.tree(id)), policy: run.disruptionPolicy });
+  rec.activation = activationOf({ base: run.base, next: rec, changed: () => changedOf(layout.manifest(run.base.id), layout.manifest(id), built), sharedChanged: () => changedSharedPaths(layout, built.sharedOps, sharedDirs(state), layout.sharedContent(id)), baseTree: new ReadOnlyTree(layout.tree(run.base.id)), newTree: new ReadOnlyTree(layout.tree(id)), policy: run.disruptionPolicy });
   applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
   return { id, label, path: layout.tree(id), delta: changedPaths(built), warnings: [...built.warnings, ...warnings], entries: rec.entries, bytes: rec.bytes, hooks: run.hooks, activation: rec.activation };
+}
+
+/**
+ * The paths of the delta whose entry the update changed: what the manifest pass found
+ * the same as the base's left out (no lookup in the two manifests), else the two
+ * manifests compared (changedByManifests).
+ */
+function changedOf(baseManifest: string, manifest: string, built: StagedBuild): string[] {
+  const paths = changedPaths(built);
+  if (built.same === undefined) return changedByManifests(baseManifest, manifest, paths);
+  const same = new Set(built.same);
+  return paths.filter((p) => !same.has(p));
 }
 
 /**

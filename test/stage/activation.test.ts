@@ -43,6 +43,30 @@ describe('the activation decision of a stage', () => {
     expect(same.activation).toEqual({ mode: 'live', drain: false, actions: [{ type: 'None' }], reasons: [] });
   });
 
+  it('after a history of stages (a base with an overlay), the paths counted are exactly those whose entry changed, under usr/ (linked from the base manifest) and outside it', async () => {
+    t = await tempSysroot({ tree: { 'etc/motd': 'hi\n', 'etc/issue': 'x\n', 'usr/share/a/f1': '1\n', 'usr/share/a/f2': '2\n', 'usr/share/a/f3': '3\n', 'usr/share/b/g1': 'g\n', 'usr/share/b/g2': 'g\n', 'usr/lib/old': 'o\n' } });
+    // Two cycles, so that the base of the last stage has an overlay of its own over the manifest it links.
+    for (const contents of ['one\n', 'two\n']) {
+      await t.sysroot.stage({ files: [{ path: '/usr/share/a/f1', contents }, { path: '/usr/share/b/new', contents }] });
+      await t.sysroot.finalize();
+      await t.sysroot.boot({ runDir: '/nonexistent' });
+    }
+    const r = await t.sysroot.stage({
+      files: [
+        { path: '/usr/share/a/f1', contents: 'two\n' }, // as it is
+        { path: '/usr/share/a/f2', contents: '2\n', mode: '0600' }, // mode only
+        { path: '/usr/share/a/f3', contents: 'changed\n' },
+        { path: '/usr/share/b/new', contents: 'two\n' }, // as it is (a path of the base's overlay)
+        { path: '/usr/share/c/fresh', contents: 'new\n' },
+        { path: '/etc/motd', contents: 'hi\n' }, // as it is
+        { path: '/etc/issue', contents: 'y\n' },
+      ],
+      remove: ['/usr/lib/old', { path: '/usr/share/none', missingOk: true }],
+    });
+    const reasons = (r.activation?.reasons ?? []).map((x) => ('path' in x ? x.path : null));
+    expect(reasons.sort()).toEqual(['/etc/issue', '/usr/lib/old', '/usr/share/a/f2', '/usr/share/a/f3', '/usr/share/c/fresh'].sort());
+  });
+
   it('kernel arguments force a reboot; an SSH key alone is live', async () => {
     t = await tempSysroot({ tree: { 'etc/passwd': 'root:x:0:0:root:/root:/bin/sh\n', 'etc/group': 'root:x:0:\n', 'root/.keep': '' } });
     const k = await t.sysroot.stage({ kernelArguments: { shouldExist: ['nosmt'] } });

@@ -125,11 +125,12 @@ export class RemovedLines {
   private readonly out: string[] = [];
   private last: string | null = null;
 
-  /** A base line dropped because of the change set, its path absent from the new tree. */
-  note(p: string): void {
-    if (this.last !== null && isUnder(p, this.last)) return;
+  /** A base line dropped because of the change set, its path absent from the new tree; true when `p` is kept (topmost). */
+  note(p: string): boolean {
+    if (this.last !== null && isUnder(p, this.last)) return false;
     this.out.push(p);
     this.last = p;
+    return true;
   }
 
   paths(): readonly string[] {

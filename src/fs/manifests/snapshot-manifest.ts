@@ -1,9 +1,10 @@
 import * as fs from 'node:fs';
 import { hashFile } from '../core/hash.js';
 import { ManifestWriter, entryFromStat, readEntry, unchangedSince } from './manifest.js';
-import { formatEntry, isFileLineFor, lineSize, type ManifestEntry } from './manifest-line.js';
+import { formatEntry, isFileLineFor, lineSize, parseManifestLine, type ManifestEntry } from './manifest-line.js';
 import { ManifestCursor } from './manifest-cursor.js';
-import { RemovedLines, changesOf, deltaOf, type PatchResult, type TouchEvent, type TreeChanges } from './patch-manifest.js';
+import { RemovedLines, changedPaths, changesOf, deltaOf, type PatchResult, type TouchEvent, type TreeChanges } from './patch-manifest.js';
+import { compareEntry } from './verify-tree.js';
 import { readOverlay, type ManifestOverlay } from './manifest-overlay.js';
 import { OverlaySink, OverlayTooBig, WholeSink, composeLinked, linkWithOverlay, overlayBound, type ManifestSink } from './linked-manifest.js';
 import { lstatInTree } from '../core/tree-lstat.js';
@@ -46,6 +47,14 @@ export interface SnapshotManifestResult extends PatchResult {
   hashed: number;
   /** `out` is a link to the base's file with an overlay beside it (else written whole). */
   linked: boolean;
+  /**
+   * The paths of the delta (changedPaths: written or removed) whose entry in the new
+   * manifest is the base manifest's (compareEntry: type, mode, owner, content, target,
+   * extended attributes), or which neither has: an update that wrote a path as it was.
+   * Read from the base's lines the pass meets at those paths, so that the activation
+   * decision needs no lookup in the two manifests afterwards (see changedByManifests).
+   */
+  same: string[];
 }
 
 /**
@@ -95,6 +104,17 @@ function linkedPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'chec
 
 type PassResult = Omit<SnapshotManifestResult, 'sha256' | 'linked'>;
 
+/** The delta's paths whose new entry (`fresh`, none for a removed one) is the base's line at it (`baseAt`, none when the base has none). */
+function samePaths(result: PatchResult, ch: TreeChanges, baseAt: ReadonlyMap<string, string>, file: string): string[] {
+  const fresh = new Map(ch.fresh.map((e) => [e.p, e] as const));
+  return changedPaths(result).filter((p) => {
+    const was = baseAt.get(p);
+    const now = fresh.get(p) ?? null;
+    if (was === undefined || now === null) return was === undefined && now === null;
+    return compareEntry(parseManifestLine(was, file, `the line of ${p}`), now).length === 0;
+  });
+}
+
 /**
  * One pass over the base manifest and the snapshot, into `sink` (the whole manifest, or
  * what differs from the base). The walk's side effects (a socket or device node removed)
@@ -142,6 +162,8 @@ function manifestPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'ch
   const withXattrs = xattrsSupported(a.tree);
   const digest = (host: string | Buffer): string | undefined => (withXattrs ? xattrDigest(readXattrs(host)) : undefined);
   const dropped = new RemovedLines();
+  /** The base's lines at the paths the change set touched and at the topmost ones it dropped (see samePaths). */
+  const baseAt = new Map<string, string>();
   const prev = new ManifestCursor(a.base, undefined, baseOverlay);
   /** A line of the new manifest; `was`: the base's line at its path (null: none). */
   const emit = (p: string, line: string, size: number, was: string | null, e?: ManifestEntry): void => {
@@ -165,7 +187,10 @@ function manifestPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'ch
         const same = rIn && r!.p === f.p;
         emitEntry(f, same ? r!.line : null);
         k += 1;
-        if (same) prev.nextRaw();
+        if (same) {
+          baseAt.set(f.p, r!.line);
+          prev.nextRaw();
+        }
         continue;
       }
       const t = trustedPrefixOf(r!.p);
@@ -185,7 +210,7 @@ function manifestPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'ch
       out.gone(r!.p);
       // Not in the new tree because of the change set (a line outside the trusted prefixes
       // that the walk did not find, and the change set did not touch, is a local deletion).
-      if (changed) dropped.note(r!.p);
+      if (changed && (dropped.note(r!.p) || ch.dirty.has(r!.p))) baseAt.set(r!.p, r!.line);
     }
   };
   /** The walk of the snapshot (the one walker, walk.ts), trusted prefixes not entered. */
@@ -203,6 +228,7 @@ function manifestPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'ch
       const was = raw?.line ?? null;
       if (touched !== undefined) {
         emitEntry(touched, was);
+        if (was !== null) baseAt.set(rel, was);
       } else if (st.isFile()) {
         // The old line when this very inode is unchanged since it was recorded (a btrfs
         // snapshot keeps inodes); the old hash when the base tree's file is (a copy of it).
@@ -238,5 +264,6 @@ function manifestPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'ch
   } finally {
     prev.close();
   }
-  return { ...deltaOf(ch, out.count, dropped), bytes, walked, hashed };
+  const result = deltaOf(ch, out.count, dropped);
+  return { ...result, bytes, walked, hashed, same: samePaths(result, ch, baseAt, a.base) };
 }
