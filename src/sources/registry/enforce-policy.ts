@@ -37,9 +37,10 @@ export async function enforcePolicy(policy: Policy, ref: ImageReference, digest:
     if (r.type === 'reject') refuse('it rejects every image of this scope');
     if (r.type === 'sigstoreSigned') {
       if (r.unsupported.length > 0) {
-        refuse(`it requires a sigstore signature checked with ${r.unsupported.join(', ')}, which stagedroot does not verify (keyless signing and transparency logs need the public Sigstore services, Fulcio and Rekor); a requirement with keyPath, keyPaths, keyData or keyDatas alone is verified`);
+        refuse(`it requires a sigstore signature checked with ${r.unsupported.join(', ')}, which stagedroot does not verify (keyless signing: a certificate from Fulcio or another CA); a requirement with keyPath, keyPaths, keyData or keyDatas (and a Rekor key) is verified`);
       }
-      const expected = `it requires a sigstore signature by ${sigstoreKeyNames(r)} (${r.signedIdentity.type})`;
+      const logged = r.rekorKeyPaths.length + r.rekorKeyData.length > 0 ? ', logged in Rekor' : '';
+      const expected = `it requires a sigstore signature by ${sigstoreKeyNames(r)}${logged} (${r.signedIdentity.type})`;
       if (attachments === undefined) {
         // As containers/image, registries.d is asked about the endpoint that served the image (a mirror's own name), the identity checked against the name asked for.
         const use = await sigstoreAttachmentsFor(client.ref, dir);

@@ -25,7 +25,10 @@ export type Requirement =
       keyPaths: string[];
       keyData: Buffer[];
       signedIdentity: SignedIdentity;
-      /** What it asks for that stagedroot does not verify (fulcio, rekorPublicKey…, pki): the requirement is refused where it applies. */
+      /** Rekor's public keys (PEM, ECDSA), as paths or as data: when any is given, each signature needs a Rekor SET by one of them. */
+      rekorKeyPaths: string[];
+      rekorKeyData: Buffer[];
+      /** What it asks for that stagedroot does not verify (fulcio, pki): the requirement is refused where it applies. */
       unsupported: string[];
     };
 
@@ -61,22 +64,29 @@ function requirement(file: string, where: string, r: unknown): Requirement {
   }
 }
 
-/** Fields of sigstoreSigned (containers-policy.json(5)) for keyless signing and transparency logs, which need the public Sigstore services. */
-const SIGSTORE_UNSUPPORTED = ['fulcio', 'rekorPublicKeyPath', 'rekorPublicKeyPaths', 'rekorPublicKeyData', 'rekorPublicKeyDatas', 'pki'];
+/** Fields of sigstoreSigned (containers-policy.json(5)) for keyless signing (certificates from Fulcio or another CA), which stagedroot does not verify. */
+const SIGSTORE_UNSUPPORTED = ['fulcio', 'pki'];
+
+/** One of `names` (a path, paths, data, datas) at most: the paths, and the data decoded from base64. */
+function keySources(file: string, where: string, o: Record<string, unknown>, [path, paths, data, datas]: [string, string, string, string]): { paths: string[]; data: Buffer[]; given: string[] } {
+  const strings = (v: unknown): v is string[] => Array.isArray(v) && v.length > 0 && v.every((p) => typeof p === 'string');
+  const given = [path, paths, data, datas].filter((k) => o[k] !== undefined);
+  if (given.length > 1) bad(file, `${where}: sigstoreSigned has ${given.join(' and ')}: it takes exactly one of ${path}, ${paths}, ${data}, ${datas}`);
+  for (const k of [path, data]) if (o[k] !== undefined && typeof o[k] !== 'string') bad(file, `${where}: ${k} is not a string`);
+  for (const k of [paths, datas]) if (o[k] !== undefined && !strings(o[k])) bad(file, `${where}: ${k} is not a non-empty array of strings`);
+  return {
+    paths: typeof o[path] === 'string' ? [o[path] as string] : ((o[paths] as string[] | undefined) ?? []),
+    data: (typeof o[data] === 'string' ? [o[data] as string] : ((o[datas] as string[] | undefined) ?? [])).map((d) => Buffer.from(d, 'base64')),
+    given,
+  };
+}
 
 function sigstoreSigned(file: string, where: string, o: Record<string, unknown>): Requirement {
-  const strings = (v: unknown): v is string[] => Array.isArray(v) && v.length > 0 && v.every((p) => typeof p === 'string');
-  const given = ['keyPath', 'keyPaths', 'keyData', 'keyDatas'].filter((k) => o[k] !== undefined);
+  const keys = keySources(file, where, o, ['keyPath', 'keyPaths', 'keyData', 'keyDatas']);
+  const rekor = keySources(file, where, o, ['rekorPublicKeyPath', 'rekorPublicKeyPaths', 'rekorPublicKeyData', 'rekorPublicKeyDatas']);
   const unsupported = SIGSTORE_UNSUPPORTED.filter((k) => o[k] !== undefined);
-  if (given.length > 1) bad(file, `${where}: sigstoreSigned has ${given.join(' and ')}: it takes exactly one of keyPath, keyPaths, keyData, keyDatas`);
-  if (given.length === 0 && unsupported.length === 0) bad(file, `${where}: sigstoreSigned needs one of keyPath, keyPaths, keyData, keyDatas (or fulcio, which stagedroot does not verify)`);
-  if (o.keyPath !== undefined && typeof o.keyPath !== 'string') bad(file, `${where}: keyPath is not a string`);
-  if (o.keyData !== undefined && typeof o.keyData !== 'string') bad(file, `${where}: keyData is not a string`);
-  if (o.keyPaths !== undefined && !strings(o.keyPaths)) bad(file, `${where}: keyPaths is not a non-empty array of strings`);
-  if (o.keyDatas !== undefined && !strings(o.keyDatas)) bad(file, `${where}: keyDatas is not a non-empty array of strings`);
-  const keyPaths = typeof o.keyPath === 'string' ? [o.keyPath] : ((o.keyPaths as string[] | undefined) ?? []);
-  const keyData = (typeof o.keyData === 'string' ? [o.keyData] : ((o.keyDatas as string[] | undefined) ?? [])).map((d) => Buffer.from(d, 'base64'));
-  return { type: 'sigstoreSigned', keyPaths, keyData, signedIdentity: identity(file, where, o.signedIdentity), unsupported };
+  if (keys.given.length === 0 && unsupported.length === 0) bad(file, `${where}: sigstoreSigned needs one of keyPath, keyPaths, keyData, keyDatas (or fulcio, which stagedroot does not verify)`);
+  return { type: 'sigstoreSigned', keyPaths: keys.paths, keyData: keys.data, signedIdentity: identity(file, where, o.signedIdentity), rekorKeyPaths: rekor.paths, rekorKeyData: rekor.data, unsupported };
 }
 
 function identity(file: string, where: string, v: unknown): SignedIdentity {

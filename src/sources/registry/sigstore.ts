@@ -1,8 +1,10 @@
+import type { KeyObject } from 'node:crypto';
 import { StagedrootError } from '../../errors.js';
 import { readSmallFile } from '../../fs/trees/fetch-file.js';
 import { descriptor } from '../oci/read-blob.js';
 import type { RegistryClient } from './client.js';
 import { identityMatches, type Requirement } from './policy.js';
+import { SIGSTORE_BUNDLE_ANNOTATION, verifyRekorSet } from './rekor-set.js';
 import { formatReference, type ImageReference } from './reference.js';
 import { parseSigstorePayload, sigstoreKey, SIGSTORE_SIGNATURE_ANNOTATION, SIGSTORE_SIGNATURE_MEDIA_TYPE, verifySigstoreSignature, type SigstoreKey } from './sigstore-payload.js';
 
@@ -13,8 +15,8 @@ const MAX_LAYERS = 64;
 const MAX_KEY = 1024 * 1024;
 const OCI_MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
 
-/** One signature layer of an attachment: its payload and base64 signature, or why they could not be read. */
-export type SigstoreSignature = { payload: Buffer; signature: string } | { why: string };
+/** One signature layer of an attachment: its payload, base64 signature and Rekor bundle (when it has one), or why they could not be read. */
+export type SigstoreSignature = { payload: Buffer; signature: string; bundle?: string } | { why: string };
 
 /** The sigstore attachment of a manifest: its tag, its signature layers and how many other layers (attestations…) it has; none: `found` false. */
 export interface SigstoreAttachments {
@@ -64,7 +66,8 @@ export async function readSigstoreAttachments(client: RegistryClient, digest: st
       continue;
     }
     try {
-      out.signatures.push({ payload: await client.smallBlob(d, `the payload of the signature in ${tag}`, MAX_PAYLOAD), signature });
+      const bundle = d.annotations?.[SIGSTORE_BUNDLE_ANNOTATION];
+      out.signatures.push({ payload: await client.smallBlob(d, `the payload of the signature in ${tag}`, MAX_PAYLOAD), signature, ...(typeof bundle === 'string' ? { bundle } : {}) });
     } catch (err) {
       // A payload that is not what its descriptor says does not count (a registry's fault, named); the registry failing is the machine's trouble.
       if (!(err instanceof StagedrootError) || (err.code !== 'SOURCE_CORRUPT' && err.code !== 'UNSAFE_ENTRY')) throw err;
@@ -76,23 +79,34 @@ export async function readSigstoreAttachments(client: RegistryClient, digest: st
 
 type SigstoreSigned = Extract<Requirement, { type: 'sigstoreSigned' }>;
 
-/** The policy's keys, read and parsed; a key that cannot be is SIGNATURE_INVALID naming it. */
-export async function sigstoreKeys(req: SigstoreSigned): Promise<SigstoreKey[]> {
-  const keys: SigstoreKey[] = [];
-  const parse = (pem: Buffer, name: string) => {
-    try {
-      keys.push(sigstoreKey(pem, name));
-    } catch (err) {
-      throw new StagedrootError('SIGNATURE_INVALID', `The policy's sigstore key ${(err as Error).message}`, { path: name });
+/** The policy's keys, and Rekor's when it names them, read and parsed; a key that cannot be is SIGNATURE_INVALID naming it. */
+export interface PolicyKeys {
+  keys: SigstoreKey[];
+  /** Rekor's keys (ECDSA); none: no SET is asked for. */
+  rekor: KeyObject[];
+}
+
+export async function sigstoreKeys(req: SigstoreSigned): Promise<PolicyKeys> {
+  const read = async (paths: string[], data: Buffer[], what: string, dataName: string): Promise<SigstoreKey[]> => {
+    const pems: [Buffer, string][] = [];
+    for (const p of paths) {
+      const pem = await readSmallFile(p, MAX_KEY);
+      if (pem === null) throw new StagedrootError('SIGNATURE_INVALID', `The policy's ${what} ${p} cannot be read (missing, or over 1 MiB)`, { path: p });
+      pems.push([pem, p]);
     }
+    data.forEach((pem, i) => pems.push([pem, data.length > 1 ? `${dataName}s[${i}]` : dataName]));
+    return pems.map(([pem, name]) => {
+      try {
+        return sigstoreKey(pem, name);
+      } catch (err) {
+        throw new StagedrootError('SIGNATURE_INVALID', `The policy's ${what} ${(err as Error).message}`, { path: name });
+      }
+    });
   };
-  for (const p of req.keyPaths) {
-    const pem = await readSmallFile(p, MAX_KEY);
-    if (pem === null) throw new StagedrootError('SIGNATURE_INVALID', `The policy's sigstore key ${p} cannot be read (missing, or over 1 MiB)`, { path: p });
-    parse(pem, p);
-  }
-  req.keyData.forEach((pem, i) => parse(pem, req.keyData.length > 1 ? `keyDatas[${i}]` : 'keyData'));
-  return keys;
+  const rekor = await read(req.rekorKeyPaths, req.rekorKeyData, 'Rekor key', 'rekorPublicKeyData');
+  const notEc = rekor.find((k) => k.key.asymmetricKeyType !== 'ec');
+  if (notEc) throw new StagedrootError('SIGNATURE_INVALID', `The policy's Rekor key ${notEc.name} is not an ECDSA key (Rekor signs with ECDSA)`, { path: notEc.name });
+  return { keys: await read(req.keyPaths, req.keyData, 'sigstore key', 'keyData'), rekor: rekor.map((k) => k.key) };
 }
 
 /** The keys a requirement names, for messages: their files, or keyData. */
@@ -102,12 +116,13 @@ export function sigstoreKeyNames(req: SigstoreSigned): string {
 
 /**
  * sigstoreSigned for one image (containers/image's policy_eval_sigstore.go, public keys):
- * a signature counts when it verifies with one of the keys, its payload is a "cosign
+ * a signature counts when it verifies with one of the keys, its Rekor SET (when the policy
+ * names Rekor keys) proves it logged, its payload is a "cosign
  * container image signature" of this manifest digest, and its identity matches the
  * reference as the policy's signedIdentity says. Any one is enough. Returns which key
  * signed, or why none counted (each signature's reason).
  */
-export function verifySigstoreSigned(req: SigstoreSigned, keys: SigstoreKey[], att: SigstoreAttachments, ref: ImageReference, digest: string): { key: SigstoreKey } | { why: string } {
+export function verifySigstoreSigned(req: SigstoreSigned, { keys, rekor }: PolicyKeys, att: SigstoreAttachments, ref: ImageReference, digest: string): { key: SigstoreKey } | { why: string } {
   if (att.signatures.length === 0) {
     return { why: att.found ? `it has no sigstore signature (its attachment ${att.tag} holds ${att.others} other layer${att.others === 1 ? '' : 's'})` : `it has no sigstore signature (no attachment ${att.tag} in ${ref.registry}/${ref.repository})` };
   }
@@ -122,6 +137,13 @@ export function verifySigstoreSigned(req: SigstoreSigned, keys: SigstoreKey[], a
     if (key === undefined) {
       whys.push(`${n} is not by ${keys.length > 1 ? 'any of those keys' : 'that key'}`);
       continue;
+    }
+    if (rekor.length > 0) {
+      const set = s.bundle === undefined ? `has no ${SIGSTORE_BUNDLE_ANNOTATION} annotation (the Rekor SET the policy asks for)` : verifyRekorSet(rekor, s.bundle, key.key.export({ type: 'spki', format: 'der' }), s.signature, s.payload);
+      if (set !== null) {
+        whys.push(s.bundle === undefined ? `${n} ${set}` : `${n}'s Rekor SET ${set}`);
+        continue;
+      }
     }
     const claim = parseSigstorePayload(s.payload);
     if ('why' in claim) whys.push(`${n}'s payload ${claim.why}`);

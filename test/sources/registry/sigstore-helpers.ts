@@ -51,8 +51,24 @@ export async function signPayload(key: SigningKey, payload: Buffer, scratch: str
   return fs.readFileSync(sig).toString('base64');
 }
 
-/** A layer of an attachment: a signature (payload and its base64 signature), or another kind of attachment. */
-export type AttachmentLayer = { payload: Buffer; signature: string } | { mediaType: string; data: Buffer };
+/** A layer of an attachment: a signature (payload, its base64 signature, its Rekor bundle), or another kind of attachment. */
+export type AttachmentLayer = { payload: Buffer; signature: string; bundle?: string } | { mediaType: string; data: Buffer };
+
+/**
+ * A Rekor bundle (the `dev.sigstore.cosign/bundle` annotation) for a signature, as a Rekor
+ * log signed by `rekor` (an ECDSA key made with openssl, standing in for the log's) would
+ * give it: the hashedrekord 0.0.1 entry of the signer's public key, the signature and the
+ * payload's SHA-256; its SET an ECDSA signature by openssl of the Payload's canonical JSON
+ * (RFC 8785, written out here member by member), the bundle in cosign's field order.
+ */
+export async function rekorBundle(rekor: SigningKey, signerPub: string, signature: string, payload: Buffer, scratch: string, o: { payloadHash?: string } = {}): Promise<string> {
+  const entry = { apiVersion: '0.0.1', kind: 'hashedrekord', spec: { data: { hash: { algorithm: 'sha256', value: o.payloadHash ?? createHash('sha256').update(payload).digest('hex') } }, signature: { content: signature, publicKey: { content: fs.readFileSync(signerPub).toString('base64') } } } };
+  const body = Buffer.from(JSON.stringify(entry)).toString('base64');
+  const [integratedTime, logIndex, logID] = [1700000000, 4242, 'c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d'];
+  const canonical = `{"body":"${body}","integratedTime":${integratedTime},"logID":"${logID}","logIndex":${logIndex}}`;
+  const set = await signPayload(rekor, Buffer.from(canonical), scratch);
+  return JSON.stringify({ SignedEntryTimestamp: set, Payload: { body, integratedTime, logIndex, logID } });
+}
 
 const sha256 = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 
@@ -72,7 +88,7 @@ export async function pushAttachment(reg: TestRegistry, scratch: string, repo: s
     fs.writeFileSync(path.join(dir, 'blobs', 'sha256', d.slice(7)), b);
     return { digest: d, size: b.length };
   };
-  const descs = layers.map((l) => ('payload' in l ? { mediaType: 'application/vnd.dev.cosign.simplesigning.v1+json', ...blob(l.payload), annotations: { 'dev.cosignproject.cosign/signature': l.signature } } : { mediaType: l.mediaType, ...blob(l.data) }));
+  const descs = layers.map((l) => ('payload' in l ? { mediaType: 'application/vnd.dev.cosign.simplesigning.v1+json', ...blob(l.payload), annotations: { 'dev.cosignproject.cosign/signature': l.signature, ...(l.bundle ? { 'dev.sigstore.cosign/bundle': l.bundle } : {}) } } : { mediaType: l.mediaType, ...blob(l.data) }));
   const config = blob(Buffer.from(JSON.stringify({ architecture: '', created: '0001-01-01T00:00:00Z', history: [{ created: '0001-01-01T00:00:00Z' }], os: '', rootfs: { type: 'layers', diff_ids: descs.map((d) => d.digest) }, config: {} })));
   const manifest = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.oci.image.manifest.v1+json', config: { mediaType: 'application/vnd.oci.image.config.v1+json', ...config }, layers: descs }));
   const m = blob(manifest);

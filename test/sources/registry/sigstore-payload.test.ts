@@ -11,9 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parsePolicy } from '../../../src/sources/registry/policy.js';
 import { parsePullspec } from '../../../src/sources/registry/reference.js';
 import { lookasideFor, sigstoreAttachmentsFor } from '../../../src/sources/registry/registries-d.js';
+import { verifyRekorSet } from '../../../src/sources/registry/rekor-set.js';
 import { parseSigstorePayload, sigstoreKey, verifySigstoreSignature } from '../../../src/sources/registry/sigstore-payload.js';
 import { tool } from '../../helpers/tools.js';
-import { cosignPayload, signingKey, signPayload, type KeyKind } from './sigstore-helpers.js';
+import { cosignPayload, rekorBundle, signingKey, signPayload, type KeyKind } from './sigstore-helpers.js';
 
 const D = `sha256:${'a'.repeat(64)}`;
 let scratch: string;
@@ -46,6 +47,29 @@ describe('sigstore keys and signatures (openssl-made)', () => {
   });
 });
 
+describe('a Rekor SET (offline, as containers/image checks it for a public key)', () => {
+  it('proves the signature by that key of that payload was logged by the log whose key the policy names', async () => {
+    const [signer, other, log, otherLog] = await Promise.all(['s', 'o', 'log', 'other-log'].map((n) => signingKey(scratch, `set-${n}`, 'ecdsa-p256')));
+    const payload = cosignPayload(D, 'example.com/os:1');
+    const sig = await signPayload(signer!, payload, scratch);
+    const spki = sigstoreKey(fs.readFileSync(signer!.pub), 's').key.export({ type: 'spki', format: 'der' });
+    const logKey = sigstoreKey(fs.readFileSync(log!.pub), 'log').key;
+    const bundle = await rekorBundle(log!, signer!.pub, sig, payload, scratch);
+    expect(verifyRekorSet([logKey], bundle, spki, sig, payload)).toBeNull();
+    expect(verifyRekorSet([sigstoreKey(fs.readFileSync(otherLog!.pub), 'ol').key, logKey], bundle, spki, sig, payload)).toBeNull();
+    expect(verifyRekorSet([logKey], await rekorBundle(otherLog!, signer!.pub, sig, payload, scratch), spki, sig, payload)).toBe("is not signed by the policy's Rekor key");
+    const edited = JSON.parse(bundle) as { Payload: { integratedTime: number } };
+    edited.Payload.integratedTime++;
+    expect(verifyRekorSet([logKey], JSON.stringify(edited), spki, sig, payload)).toBe("is not signed by the policy's Rekor key");
+    expect(verifyRekorSet([logKey], await rekorBundle(log!, other!.pub, sig, payload, scratch), spki, sig, payload)).toBe('logs another public key');
+    const otherSig = await signPayload(signer!, cosignPayload(D, 'example.com/os:2'), scratch);
+    expect(verifyRekorSet([logKey], await rekorBundle(log!, signer!.pub, otherSig, payload, scratch), spki, sig, payload)).toBe('logs another signature');
+    expect(verifyRekorSet([logKey], await rekorBundle(log!, signer!.pub, sig, payload, scratch, { payloadHash: 'f'.repeat(64) }), spki, sig, payload)).toBe('logs the hash of another payload');
+    expect(verifyRekorSet([logKey], JSON.stringify({ ...JSON.parse(bundle), more: 1 }), spki, sig, payload)).toBe('has other fields than SignedEntryTimestamp and Payload');
+    expect(verifyRekorSet([logKey], '{', spki, sig, payload)).toBe('is not JSON');
+  });
+});
+
 describe('the cosign payload', () => {
   const doc = (critical: unknown, optional: unknown = null, extra: Record<string, unknown> = {}) => Buffer.from(JSON.stringify({ critical, optional, ...extra }));
   const crit = (o: Record<string, unknown> = {}) => ({ type: 'cosign container image signature', image: { 'docker-manifest-digest': D }, identity: { 'docker-reference': 'example.com/os' }, ...o });
@@ -69,11 +93,14 @@ describe('the cosign payload', () => {
 describe('sigstoreSigned in the policy', () => {
   const parse = (r: Record<string, unknown>) => parsePolicy(JSON.stringify({ default: [{ type: 'sigstoreSigned', ...r }] }), 'p.json').default[0];
 
-  it('takes exactly one of keyPath, keyPaths, keyData, keyDatas, and signedIdentity as signedBy; fulcio and rekor are kept to be refused where they apply', () => {
-    expect(parse({ keyPath: '/k.pub' })).toEqual({ type: 'sigstoreSigned', keyPaths: ['/k.pub'], keyData: [], signedIdentity: { type: 'matchRepoDigestOrExact' }, unsupported: [] });
+  it('takes exactly one of keyPath, keyPaths, keyData, keyDatas, at most one of the rekorPublicKey fields, and signedIdentity as signedBy; fulcio and pki are kept to be refused where they apply', () => {
+    expect(parse({ keyPath: '/k.pub' })).toEqual({ type: 'sigstoreSigned', keyPaths: ['/k.pub'], keyData: [], signedIdentity: { type: 'matchRepoDigestOrExact' }, rekorKeyPaths: [], rekorKeyData: [], unsupported: [] });
+    expect(parse({ keyPath: '/k.pub', rekorPublicKeyPaths: ['/r1', '/r2'] })).toMatchObject({ rekorKeyPaths: ['/r1', '/r2'], rekorKeyData: [] });
+    expect(parse({ keyPath: '/k.pub', rekorPublicKeyData: Buffer.from('R').toString('base64') })).toMatchObject({ rekorKeyPaths: [], rekorKeyData: [Buffer.from('R')] });
+    expect(() => parse({ keyPath: '/k', rekorPublicKeyPath: '/r', rekorPublicKeyData: 'x' })).toThrow('sigstoreSigned has rekorPublicKeyPath and rekorPublicKeyData: it takes exactly one of rekorPublicKeyPath, rekorPublicKeyPaths, rekorPublicKeyData, rekorPublicKeyDatas');
     expect(parse({ keyPaths: ['/a', '/b'], signedIdentity: { type: 'matchRepository' } })).toMatchObject({ keyPaths: ['/a', '/b'], signedIdentity: { type: 'matchRepository' } });
     expect(parse({ keyDatas: [Buffer.from('A').toString('base64'), Buffer.from('B').toString('base64')] })).toMatchObject({ keyPaths: [], keyData: [Buffer.from('A'), Buffer.from('B')] });
-    expect(parse({ fulcio: {}, rekorPublicKeyData: 'x' })).toMatchObject({ unsupported: ['fulcio', 'rekorPublicKeyData'] });
+    expect(parse({ fulcio: {}, rekorPublicKeyData: 'x' })).toMatchObject({ unsupported: ['fulcio'] });
     expect(parse({ keyPath: '/k', pki: {} })).toMatchObject({ unsupported: ['pki'] });
     expect(() => parse({})).toThrow('p.json: default[0]: sigstoreSigned needs one of keyPath, keyPaths, keyData, keyDatas');
     expect(() => parse({ keyPath: '/a', keyPaths: ['/b'] })).toThrow('sigstoreSigned has keyPath and keyPaths: it takes exactly one');

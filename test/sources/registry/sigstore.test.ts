@@ -4,7 +4,8 @@
  * openssl and pushed with the real skopeo (sigstore-helpers.ts), verified before any
  * layer is fetched. A good signature is staged and its key said; an unsigned image, one
  * signed by another key, of another digest, for another identity, with a payload the
- * registry damaged, and a policy asking for keyless signing are refused (exit 3,
+ * registry damaged, without a Rekor SET by the policy's Rekor key (a log's key made with
+ * openssl), and a policy asking for keyless signing are refused (exit 3,
  * SIGNATURE_INVALID naming the image and what was expected), nothing staged.
  */
 import * as fs from 'node:fs';
@@ -17,7 +18,7 @@ import { cli } from '../../helpers/cli.js';
 import { tool } from '../../helpers/tools.js';
 import { manifestOf, umociImage } from '../oci/oci-helpers.js';
 import { freePort, gpgKey, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
-import { cosignPayload, damageBlob, pushAttachment, signingKey, signPayload, type SigningKey } from './sigstore-helpers.js';
+import { cosignPayload, damageBlob, pushAttachment, rekorBundle, signingKey, signPayload, type SigningKey } from './sigstore-helpers.js';
 
 describe('sigstoreSigned (sigstore attachments made with openssl, pushed with the real skopeo)', () => {
   let scratch: string;
@@ -29,6 +30,7 @@ describe('sigstoreSigned (sigstore attachments made with openssl, pushed with th
   let other: SigningKey;
   let ed: SigningKey;
   let rsa: SigningKey;
+  let rekor: SigningKey;
   let gnupg: string;
   let gpg: { fpr: string; pub: string };
   let down: string;
@@ -38,7 +40,8 @@ describe('sigstoreSigned (sigstore attachments made with openssl, pushed with th
   beforeAll(async () => {
     scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-sigstore-'));
     reg = await startRegistry(path.join(scratch, 'registry'));
-    [trusted, other, ed, rsa] = await Promise.all([signingKey(scratch, 'trusted', 'ecdsa-p256'), signingKey(scratch, 'other', 'ecdsa-p256'), signingKey(scratch, 'ed', 'ed25519'), signingKey(scratch, 'rsa', 'rsa')]);
+    let otherRekor: SigningKey;
+    [trusted, other, ed, rsa, rekor, otherRekor] = await Promise.all([signingKey(scratch, 'trusted', 'ecdsa-p256'), signingKey(scratch, 'other', 'ecdsa-p256'), signingKey(scratch, 'ed', 'ed25519'), signingKey(scratch, 'rsa', 'rsa'), signingKey(scratch, 'rekor', 'ecdsa-p256'), signingKey(scratch, 'other-rekor', 'ecdsa-p256')]);
     gnupg = path.join(scratch, 'gnupg');
     fs.mkdirSync(gnupg, { mode: 0o700 });
     gpg = await gpgKey(gnupg, scratch, 'gpg');
@@ -49,7 +52,7 @@ describe('sigstoreSigned (sigstore attachments made with openssl, pushed with th
     await umociImage(scratch, layout, '1', [{ add: { 'etc/os-release': 'ID=image\nVERSION_ID=1\n', 'usr/bin/tool': 'one\n' } }], { arch: hostPlatform().architecture });
     digest = manifestOf(layout).digest;
     const push = (repo: string, fpr?: string) => tool('skopeo', ['--insecure-policy', '--registries.d', registriesD, 'copy', '--quiet', '--dest-cert-dir', path.join(reg.certsDir, reg.host), ...(fpr ? ['--sign-by', fpr] : []), `oci:${layout}:1`, `docker://${reg.host}/${repo}:1`], { env: { GNUPGHOME: gnupg } });
-    for (const repo of ['os/good', 'os/unsigned', 'os/other', 'os/digest', 'os/named', 'os/corrupt', 'os/keys']) await push(repo);
+    for (const repo of ['os/good', 'os/unsigned', 'os/other', 'os/digest', 'os/named', 'os/corrupt', 'os/keys', 'os/rekor', 'os/rekor-bad']) await push(repo);
     await push('os/both', gpg.fpr);
     await push('os/gpgonly', gpg.fpr);
     const sig = async (key: SigningKey, repo: string, o: { digest?: string; identity?: string; optional?: Record<string, unknown> } = {}) => {
@@ -66,6 +69,13 @@ describe('sigstoreSigned (sigstore attachments made with openssl, pushed with th
     damageBlob(reg, `sha256:${(await import('node:crypto')).createHash('sha256').update(damaged.payload).digest('hex')}`);
     await pushAttachment(reg, scratch, 'os/keys', digest, [await sig(other, 'os/keys'), { mediaType: 'application/vnd.dsse.envelope.v1+json', data: Buffer.from('{}') }, await sig(rsa, 'os/keys'), await sig(ed, 'os/keys')]);
     await pushAttachment(reg, scratch, 'os/both', digest, [await sig(trusted, 'os/both')]);
+    // Logged in a Rekor (its key made with openssl): a good SET; one by another log's key, one logging another payload's hash.
+    const logged = async (repo: string, log: SigningKey, o: { payloadHash?: string } = {}) => {
+      const s = await sig(trusted, repo);
+      return { ...s, bundle: await rekorBundle(log, trusted.pub, s.signature, s.payload, scratch, o) };
+    };
+    await pushAttachment(reg, scratch, 'os/rekor', digest, [await logged('os/rekor', rekor)]);
+    await pushAttachment(reg, scratch, 'os/rekor-bad', digest, [await logged('os/rekor-bad', otherRekor), await logged('os/rekor-bad', rekor, { payloadHash: '0'.repeat(64) })]);
     // A mirror of a source that is down (nothing listens there): the signature names the source.
     down = `127.0.0.1:${await freePort()}`;
     await push('mirror/os/good');
@@ -163,9 +173,21 @@ describe('sigstoreSigned (sigstore attachments made with openssl, pushed with th
     await refused('os/gpgonly', both, `it requires a sigstore signature by ${trusted.pub} (matchRepoDigestOrExact), and it has no sigstore signature (no attachment`);
   });
 
-  it('keyless signing (fulcio, rekor) is refused as unsupported; a requirement with two keys is a policy error', async () => {
+  it('with a Rekor key in the policy each signature needs a SET by it (offline): logged is accepted; none, another log\'s or of another payload is refused', async () => {
+    const withRekor = policyFile([sigstoreSigned({ keyPath: trusted.pub, rekorPublicKeyPath: rekor.pub })]);
+    const { r } = await stage('os/rekor', withRekor);
+    expect(r.code, r.out + r.err).toBe(0);
+    expect(staged()?.source).toContain(`signed by the sigstore key ${trusted.pub} (sha256:`);
+    const expected = `it requires a sigstore signature by ${trusted.pub}, logged in Rekor (matchRepoDigestOrExact), and `;
+    await refused('os/good', withRekor, `${expected}1 signature: signature 1 has no dev.sigstore.cosign/bundle annotation (the Rekor SET the policy asks for)`);
+    await refused('os/rekor-bad', withRekor, `${expected}2 signatures: signature 1's Rekor SET is not signed by the policy's Rekor key; signature 2's Rekor SET logs the hash of another payload`);
+    // the same signatures without a Rekor key in the policy: the SET is not looked at
+    expect((await stage('os/rekor-bad', policyFile([sigstoreSigned({ keyPath: trusted.pub })]))).r.code).toBe(0);
+  });
+
+  it('keyless signing (fulcio) is refused as unsupported; a requirement with two keys is a policy error', async () => {
     const fulcio = policyFile([{ type: 'sigstoreSigned', fulcio: { caPath: '/etc/fulcio.pem', oidcIssuer: 'https://issuer', subjectEmail: 'a@b' }, rekorPublicKeyPath: '/etc/rekor.pub' }]);
-    await refused('os/good', fulcio, 'it requires a sigstore signature checked with fulcio, rekorPublicKeyPath, which stagedroot does not verify (keyless signing and transparency logs need the public Sigstore services');
+    await refused('os/good', fulcio, 'it requires a sigstore signature checked with fulcio, which stagedroot does not verify (keyless signing: a certificate from Fulcio or another CA)');
     const two = policyFile([sigstoreSigned({ keyPath: trusted.pub, keyData: 'AAAA' })]);
     const { r } = await stage('os/good', two);
     expect(r.code).toBe(3);
