@@ -1,6 +1,6 @@
 import { isUnder } from '../fs/core/paths.js';
 import type { IndexLine } from './index-lines.js';
-import { keptApart, layerLines } from './stack-ops.js';
+import { ApartCheck, entryLines, layerLines, markerLines, rawPath, type MarkerLines } from './stack-ops.js';
 import type { StoredLayer } from './store.js';
 
 /**
@@ -173,6 +173,11 @@ export interface KeptDelta {
   outside: number;
 }
 
+export interface KeptDeltaOptions {
+  /** Model every line of the shared bottom layers, not only those the difference can depend on (the reference the tests compare with). */
+  whole?: boolean;
+}
+
 /**
  * How a tree of the stack `next` is made from one of `base` by keeping the base's `kept`
  * part (usr/) and changing only what differs there, whatever layer changed: both stacks
@@ -180,32 +185,134 @@ export interface KeptDelta {
  * modelled from the indexes (the layers they share at the bottom modelled once), and the
  * difference returned as index lines. The rest of the tree is the new stack's other lines
  * applied in order. Null where the model cannot say (the stage builds the tree whole).
+ *
+ * Of the shared bottom layers (the base image's bulk: 20,000 lines where the changed layers
+ * have a few hundred) only the lines at the paths the difference can depend on are parsed
+ * and modelled (Relevant): the two stacks differ only at the paths their upper layers
+ * touch and, where one of those lines removes or replaces what was there (a whiteout, an
+ * opaque directory, a file, symlink or hardlink), under it; a path's state depends only on
+ * the lines at it, at its parents and at the file a hardlink there names. So the model of
+ * those paths, their parents and (closed over) the hardlinks' targets is the whole
+ * model's there, and elsewhere both stacks' trees are the same. The other lines are read
+ * by type and path alone (keptApart's and the hardlink check's pass).
  */
-export function keptDelta(base: readonly StoredLayer[], next: readonly StoredLayer[], kept: string, shared: readonly string[] = []): KeptDelta | null {
-  // Each layer's index read and parsed once (in apply order), whatever the passes over it.
-  const parsed = new Map<string, IndexLine[]>();
-  const linesOf: LinesOf = (layer) => {
-    let ls = parsed.get(layer.record.diffId);
-    if (ls === undefined) parsed.set(layer.record.diffId, (ls = [...layerLines(layer)]));
-    return ls;
-  };
-  if (crosses(base, kept, linesOf) || crosses(next, kept, linesOf)) return null;
-  const nextApart = keptApart(next, kept, shared, linesOf);
-  if (!nextApart.apart || !keptApart(base, kept, shared, linesOf).apart) return null;
+export function keptDelta(base: readonly StoredLayer[], next: readonly StoredLayer[], kept: string, shared: readonly string[] = [], o: KeptDeltaOptions = {}): KeptDelta | null {
+  if (shared.some((d) => isUnder(d, kept))) return null; // keptApart's first condition
   let common = 0;
   while (common < base.length && common < next.length && base[common]!.record.diffId === next[common]!.record.diffId) common += 1;
-  const bottom = new Model(kept);
-  if (!simulate(bottom, base.slice(0, common), linesOf)) return null;
-  const from = bottom.clone();
-  if (!simulate(from, base.slice(common), linesOf)) return null;
-  const to = bottom;
-  if (!simulate(to, next.slice(common), linesOf)) return null;
-  const outside = nextApart.outside;
-  return { lines: diff(from, to), outside };
+  // The upper layers of either stack, each index parsed once.
+  const upper = new Map<string, IndexLine[]>();
+  for (const layer of [...base.slice(common), ...next.slice(common)]) if (!upper.has(layer.record.diffId)) upper.set(layer.record.diffId, [...layerLines(layer)]);
+  const upperOf = (layer: StoredLayer): readonly IndexLine[] => upper.get(layer.record.diffId)!;
+  const relevant = o.whole ? null : new Relevant(kept);
+  if (relevant !== null) for (const ls of upper.values()) for (const l of ls) relevant.touched(l);
+  // The shared bottom, streamed once (after each index's first pass): keptApart's check (both stacks share it
+  // there: forked after) and the model of the relevant lines. A line joining kept and the rest fails the check.
+  const bottom = base.slice(0, common);
+  const marks = bottom.map((layer) => markerLines(layer, true));
+  relevant?.closeOverHardlinks(marks.flatMap((m) => m.links));
+  const check = new ApartCheck(kept);
+  const model = new Model(kept);
+  for (const [i, layer] of bottom.entries()) {
+    for (const l of bottomLines(layer, marks[i]!, kept, relevant)) {
+      if (!check.line(l)) return null;
+      if (!(l instanceof PathOnly) && isUnder(l.p, kept) && (relevant === null || relevant.has(l.p)) && !model.apply(l)) return null;
+    }
+  }
+  const apart = (stack: readonly StoredLayer[]): ApartCheck | null => {
+    const c = check.clone();
+    for (const layer of stack.slice(common)) for (const l of upperOf(layer)) if (!c.line(l)) return null;
+    return c.result().apart ? c : null;
+  };
+  const nextApart = apart(next);
+  if (nextApart === null || apart(base) === null) return null;
+  const from = model.clone();
+  if (!simulate(from, base.slice(common), upperOf)) return null;
+  const to = model;
+  if (!simulate(to, next.slice(common), upperOf)) return null;
+  return { lines: diff(from, to), outside: nextApart.outside };
 }
 
-/** Whether a hardlink of the stack joins `kept` and the rest. */
-function crosses(layers: readonly StoredLayer[], kept: string, linesOf: LinesOf): boolean {
-  for (const layer of layers) for (const l of linesOf(layer)) if (l.t === 'h' && isUnder(l.p, kept) !== isUnder(l.to, kept)) return true;
-  return false;
+/** A bottom layer's line read by its type and path alone (not relevant to the model: keptApart's check reads no more). */
+class PathOnly {
+  constructor(
+    readonly t: 'f' | 'd' | 'a' | 'l',
+    readonly p: string,
+  ) {}
+}
+
+/**
+ * A bottom layer's lines in apply order (its first pass given): a file, directory,
+ * attribute or symlink line at a plain path under `kept` that is not relevant as its type
+ * and path sliced from the text (PathOnly), every other line parsed (all of them when
+ * `relevant` is null).
+ */
+function bottomLines(layer: StoredLayer, marks: MarkerLines, kept: string, relevant: Relevant | null): Iterable<PathOnly | IndexLine> {
+  const light = (line: string, t: string): PathOnly | null => {
+    if (relevant === null || (t !== 'f' && t !== 'd' && t !== 'a' && t !== 'l')) return null;
+    const p = rawPath(line);
+    return p !== null && isUnder(p, kept) && !relevant.has(p) ? new PathOnly(t, p) : null;
+  };
+  return (function* () {
+    yield* marks.opaque;
+    yield* marks.whiteouts;
+    yield* entryLines(layer, undefined, light);
+  })();
+}
+
+/**
+ * The paths under `kept` whose lines in the shared bottom layers the difference of two
+ * stacks can depend on (see keptDelta): `exact`, the paths the upper layers touch, their
+ * parents, and the files their hardlinks name; `under`, the paths below which the bottom's
+ * whole subtree counts (where an upper line removes or replaces what was there).
+ */
+class Relevant {
+  private readonly exact = new Set<string>();
+  private readonly under = new Set<string>();
+
+  constructor(private readonly kept: string) {}
+
+  /** An upper layer's line. */
+  touched(l: IndexLine): void {
+    if (!isUnder(l.p, this.kept)) return;
+    this.add(l.p);
+    if (l.t !== 'd' && l.t !== 'a') this.under.add(l.p);
+    if (l.t === 'h' && isUnder(l.to, this.kept)) this.add(l.to);
+  }
+
+  /** Whether the lines at `p` (under kept) are relevant. */
+  has(p: string): boolean {
+    // From the top down: `exact` holds every parent of what is relevant (of `under`'s paths
+    // too), so a parent not in it ends the walk (most lines of a bottom layer leave it within
+    // a few names).
+    for (let i = p.indexOf('/', this.kept.length); i !== -1; i = p.indexOf('/', i + 1)) {
+      const q = p.slice(0, i);
+      if (this.under.has(q)) return true;
+      if (!this.exact.has(q)) return false;
+    }
+    return this.exact.has(p);
+  }
+
+  /** Takes in the target of every hardlink at a relevant path, until no more come in (a target may make another hardlink's path relevant). */
+  closeOverHardlinks(links: readonly (readonly [string, string])[]): void {
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const [p, to] of links) {
+        if (!isUnder(to, this.kept) || !isUnder(p, this.kept) || this.has(to) || !this.has(p)) continue;
+        this.add(to);
+        grew = true;
+      }
+    }
+  }
+
+  /** `p` and its parents up to kept. */
+  private add(p: string): void {
+    for (let q = p; !this.exact.has(q); ) {
+      this.exact.add(q);
+      if (q === this.kept) break;
+      const slash = q.lastIndexOf('/');
+      if (slash === -1) break;
+      q = q.slice(0, slash);
+    }
+  }
 }

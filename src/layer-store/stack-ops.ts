@@ -105,8 +105,8 @@ export function* layerLines(layer: StoredLayer, skip?: (raw: string) => boolean,
   yield* orderedLines<never>(layer, skip, hardlinks, () => null);
 }
 
-/** A line as keptApart reads it: an index line, or a file's, directory's or attribute line's type and path alone. */
-export type PathLine = IndexLine | { t: 'f' | 'd' | 'a'; p: string };
+/** A line as keptApart reads it: an index line, or a file's, directory's, attribute or symlink line's type and path alone. */
+export type PathLine = IndexLine | { t: 'f' | 'd' | 'a' | 'l'; p: string };
 
 /**
  * layerLines for what reads only a line's type and path (keptApart): a file, directory
@@ -123,20 +123,38 @@ export function* layerPathLines(layer: StoredLayer): Generator<PathLine> {
 }
 
 function* orderedLines<T>(layer: StoredLayer, skip: ((raw: string) => boolean) | undefined, hardlinks: Map<string, string> | undefined, light: (line: string, t: string) => T | null): Generator<T | IndexLine> {
-  const opaque: IndexLine[] = [];
-  const whiteouts: IndexLine[] = [];
+  const marks = markerLines(layer, hardlinks !== undefined);
+  for (const [p, to] of marks.links) hardlinks?.set(p, to);
+  yield* marks.opaque;
+  yield* marks.whiteouts;
+  yield* entryLines(layer, skip, light);
+}
+
+/** What a layer's first pass reads (orderedLines): its opaque directories and whiteouts, and (withLinks) its hardlinks, name and target, in archive order. */
+export interface MarkerLines {
+  opaque: IndexLine[];
+  whiteouts: IndexLine[];
+  links: [string, string][];
+}
+
+/** The first pass over a layer's index (see orderedLines): only its opaque, whiteout and (withLinks) hardlink lines parsed. */
+export function markerLines(layer: StoredLayer, withLinks: boolean): MarkerLines {
+  const out: MarkerLines = { opaque: [], whiteouts: [], links: [] };
   // A line's type read from its text (import writes `{"t":"X",…`): the other lines are not parsed in the first pass.
   for (const line of readLines(layer.index)) {
     if (line === '') continue;
     const t = rawType(line);
-    if (t !== null && t !== 'o' && t !== 'w' && (t !== 'h' || hardlinks === undefined)) continue;
+    if (t !== null && t !== 'o' && t !== 'w' && (t !== 'h' || !withLinks)) continue;
     const l = parseIndexLine(line, layer.index);
-    if (l.t === 'o') opaque.push(l);
-    else if (l.t === 'w') whiteouts.push(l);
-    else if (l.t === 'h') hardlinks?.set(l.p, l.to);
+    if (l.t === 'o') out.opaque.push(l);
+    else if (l.t === 'w') out.whiteouts.push(l);
+    else if (l.t === 'h' && withLinks) out.links.push([l.p, l.to]);
   }
-  yield* opaque;
-  yield* whiteouts;
+  return out;
+}
+
+/** The second pass (see orderedLines): the layer's entries in archive order, opaque and whiteout lines left out; `light` may give a line without parsing it. */
+export function* entryLines<T>(layer: StoredLayer, skip: ((raw: string) => boolean) | undefined, light: (line: string, t: string) => T | null): Generator<T | IndexLine> {
   for (const line of readLines(layer.index)) {
     if (line === '') continue;
     const t = rawType(line);
@@ -153,7 +171,7 @@ function* orderedLines<T>(layer: StoredLayer, skip: ((raw: string) => boolean) |
 }
 
 /** An index line's path from its text as import writes it (`{"t":"X","p":"…"`), or null when it is not plain (escapes: then parsed). */
-function rawPath(line: string): string | null {
+export function rawPath(line: string): string | null {
   if (!line.startsWith('"p":"', 9)) return null;
   const end = line.indexOf('"', 14);
   if (end <= 14) return null;
@@ -162,7 +180,7 @@ function rawPath(line: string): string | null {
 }
 
 /** The type of an index line as import writes it (`{"t":"X","p":…`), or null for any other text (then parsed). */
-function rawType(line: string): string | null {
+export function rawType(line: string): string | null {
   return line.startsWith('{"t":"') && line[7] === '"' ? line[6]! : null;
 }
 
@@ -215,48 +233,80 @@ export function replayedOnKept(l: PathLine, kept: string): boolean {
  */
 export function keptApart(layers: readonly StoredLayer[], kept: string, shared: readonly string[] = [], linesOf: (layer: StoredLayer) => Iterable<PathLine> = layerPathLines): { apart: boolean; outside: number } {
   if (shared.some((d) => isUnder(d, kept))) return { apart: false, outside: 0 };
-  const symlinks = new Set<string>();
-  const throughSymlink = (p: string): boolean => {
-    if (symlinks.size === 0) return false;
-    for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) if (symlinks.has(p.slice(0, i))) return true;
-    return false;
-  };
-  const dropUnder = (p: string, self: boolean): void => {
-    for (const s of symlinks) if ((self || s !== p) && isUnder(s, p)) symlinks.delete(s);
-  };
-  let crossing = 0;
-  let outside = 0;
-  for (const layer of layers) {
-    for (const l of linesOf(layer)) {
-      if (replayedOnKept(l, kept)) outside += 1;
-      if (throughSymlink(l.p) || (l.t === 'h' && throughSymlink(l.to))) return { apart: false, outside };
-      switch (l.t) {
-        case 'l':
-          symlinks.add(l.p);
-          break;
-        case 'h':
-          if (isUnder(l.p, kept) !== isUnder(l.to, kept)) crossing += 1;
-          symlinks.delete(l.p);
-          break;
-        case 'f':
-        case 'd':
-          symlinks.delete(l.p);
-          break;
-        case 'w':
-          dropUnder(l.p, true);
-          break;
-        case 'o':
-          if (l.p === '') return { apart: false, outside };
-          dropUnder(l.p, false);
-          break;
-        case 'a':
-          break;
-      }
-    }
+  const check = new ApartCheck(kept);
+  for (const layer of layers) for (const l of linesOf(layer)) if (!check.line(l)) return check.result();
+  return check.result();
+}
+
+/**
+ * keptApart's simulation one line at a time (apply order), so that a reader can feed it
+ * while it reads the lines for something else, and fork it (clone) where two stacks
+ * share their bottom layers (keptDelta).
+ */
+export class ApartCheck {
+  private symlinks = new Set<string>();
+  /** Hardlinks joining the two sides: the copied usr/ file's inode is the base tree's (and the store's), and the link replayed outside usr/ would share it with them (written in place there). */
+  private crossing = 0;
+  /** A line went through a symlink of the tree (or the root was opaque). */
+  private through = false;
+  /** The lines replayed on a tree holding `kept` (replayedOnKept). */
+  outside = 0;
+
+  constructor(readonly kept: string) {}
+
+  clone(): ApartCheck {
+    const c = new ApartCheck(this.kept);
+    c.symlinks = new Set(this.symlinks);
+    c.crossing = this.crossing;
+    c.through = this.through;
+    c.outside = this.outside;
+    return c;
   }
-  // A hardlink joining the two sides: the copied usr/ file's inode is the base tree's (and the
-  // store's), and the link replayed outside usr/ would share it with them (written in place there).
-  return { apart: crossing === 0, outside };
+
+  result(): { apart: boolean; outside: number } {
+    return { apart: !this.through && this.crossing === 0, outside: this.outside };
+  }
+
+  /** Takes the next line; false once the tree is not apart whatever follows (a line through a symlink, the root opaque). */
+  line(l: PathLine): boolean {
+    if (this.through) return false;
+    const kept = this.kept;
+    if (replayedOnKept(l, kept)) this.outside += 1;
+    if (this.throughSymlink(l.p) || (l.t === 'h' && this.throughSymlink(l.to))) return !(this.through = true);
+    switch (l.t) {
+      case 'l':
+        this.symlinks.add(l.p);
+        break;
+      case 'h':
+        if (isUnder(l.p, kept) !== isUnder(l.to, kept)) this.crossing += 1;
+        this.symlinks.delete(l.p);
+        break;
+      case 'f':
+      case 'd':
+        this.symlinks.delete(l.p);
+        break;
+      case 'w':
+        this.dropUnder(l.p, true);
+        break;
+      case 'o':
+        if (l.p === '') return !(this.through = true);
+        this.dropUnder(l.p, false);
+        break;
+      case 'a':
+        break;
+    }
+    return true;
+  }
+
+  private throughSymlink(p: string): boolean {
+    if (this.symlinks.size === 0) return false;
+    for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) if (this.symlinks.has(p.slice(0, i))) return true;
+    return false;
+  }
+
+  private dropUnder(p: string, self: boolean): void {
+    for (const s of this.symlinks) if ((self || s !== p) && isUnder(s, p)) this.symlinks.delete(s);
+  }
 }
 
 /**

@@ -2,8 +2,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { importLayer } from '../../src/layer-store/import-layer.js';
+import { keptDelta } from '../../src/layer-store/kept-delta.js';
 import { linkLayersNow } from '../../src/layer-store/link-tree.js';
-import { LayerStore } from '../../src/layer-store/store.js';
+import { LayerStore, type StoredLayer } from '../../src/layer-store/store.js';
 import { hashTree, reboot, tempSysroot } from '../../src/testing/index.js';
 import { prng, seedFrom } from '../helpers/random.js';
 import { blobOf, describeTree, expectSameLinks, freshApply, makeTar, scratch, writeLayout, type GenEntry } from './helpers.js';
@@ -311,4 +312,90 @@ describe(`an image stage whose changed layer is in the middle starts from the bo
     expect(tameCopied).toBe(tameStaged);
     expect(tameStaged).toBeGreaterThan(2);
   }, 300_000);
+});
+
+const DELTA_CASES = Number(process.env.STAGEDROOT_LAYER_DELTA_CASES ?? 60);
+
+describe(`keptDelta models only the shared bottom's lines the difference depends on (seed ${SEED})`, () => {
+  it(`${DELTA_CASES} generated pairs of stacks sharing their bottom layers: the same lines as the model of every line`, async () => {
+    const rand = prng(SEED ^ 0x2718);
+    let compared = 0;
+    let nonEmpty = 0;
+    let onlyRelevant = 0;
+    for (let c = 0; c < DELTA_CASES; c++) {
+      const dir = path.join(base, `delta-${c}`);
+      fs.mkdirSync(dir);
+      const tame = c % 3 === 0;
+      const bottom = Array.from({ length: 1 + Math.floor(rand() * 3) }, () => genLayer(rand, tame));
+      // The two stacks above it: the base's and the next's own layers (a changed middle layer, new ones on top, fewer).
+      const upperA = Array.from({ length: Math.floor(rand() * 3) }, () => genLayer(rand, tame));
+      const upperB = rand() < 0.5 ? [genLayer(rand, tame), ...upperA.slice(1)] : Array.from({ length: 1 + Math.floor(rand() * 2) }, () => genLayer(rand, tame));
+      const store = new LayerStore(path.join(dir, 'layers'));
+      store.prepare();
+      const stored = async (ls: GenEntry[][], name: string): Promise<StoredLayer[] | null> => {
+        const out: StoredLayer[] = [];
+        try {
+          for (const w of writeLayout(path.join(dir, name), ls.map((l) => ({ tar: makeTar(l) })))) out.push((await importLayer(store, blobOf(w))).layer);
+        } catch {
+          return null; // a layer the checker refuses (both stacks' trees fail the same)
+        }
+        return out;
+      };
+      const a = await stored([...bottom, ...upperA], 'a');
+      const b = await stored([...bottom, ...upperB], 'b');
+      if (a !== null && b !== null) {
+        const what = `delta case ${c} of seed ${SEED}: ${JSON.stringify([bottom, upperA, upperB].map((st) => st.map((l) => l.map((e) => `${e.type} ${Buffer.from(e.path).toString('latin1')}`))))}`;
+        const whole = keptDelta(a, b, 'usr', [], { whole: true });
+        const fast = keptDelta(a, b, 'usr');
+        // Where the model of every line cannot say, a line it could not apply was one the difference does not depend on.
+        if (whole === null && fast !== null) onlyRelevant += 1;
+        else expect(fast, what).toEqual(whole);
+        if (whole !== null) {
+          compared += 1;
+          if (whole.lines.length > 0) nonEmpty += 1;
+        }
+      }
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+    console.log(`delta cases of seed ${SEED}: ${compared} compared (${nonEmpty} with lines), ${onlyRelevant} modelled only from the relevant lines`);
+    expect(nonEmpty).toBeGreaterThan(DELTA_CASES / 4);
+  }, 300_000);
+
+  it('takes in the files hardlinks at relevant paths name, through a chain, and a whited-out directory\'s whole subtree', async () => {
+    const dir = path.join(base, 'delta-fixed');
+    fs.mkdirSync(dir);
+    const store = new LayerStore(path.join(dir, 'layers'));
+    store.prepare();
+    const stored = async (ls: GenEntry[][], name: string): Promise<StoredLayer[]> => {
+      const out: StoredLayer[] = [];
+      for (const w of writeLayout(path.join(dir, name), ls.map((l) => ({ tar: makeTar(l) })))) out.push((await importLayer(store, blobOf(w))).layer);
+      return out;
+    };
+    const d = (p: string): GenEntry => ({ type: 'dir', path: p, mode: 0o755 });
+    const f = (p: string, content: string): GenEntry => ({ type: 'file', path: p, content, mode: 0o644, mtime: 1_500_000_000 });
+    const bottom: GenEntry[] = [
+      d('usr'),
+      d('usr/x'),
+      f('usr/x/y', 'y\n'),
+      { type: 'hardlink', path: 'usr/x/h1', target: 'usr/x/y' },
+      d('usr/b'),
+      { type: 'hardlink', path: 'usr/b/z', target: 'usr/x/h1' },
+      d('usr/d'),
+      f('usr/d/1', '1\n'),
+      d('usr/d/e'),
+      f('usr/d/e/2', '2\n'),
+      f('usr/untouched', 'u\n'),
+    ];
+    // The base's own layer replaces usr/b/z and whites out usr/d; the next's adds a file elsewhere.
+    const a = await stored([bottom, [d('usr'), d('usr/b'), f('usr/b/z', 'new\n'), f('usr/.wh.d', '')]], 'a');
+    const b = await stored([bottom, [d('usr'), d('usr/q'), f('usr/q/f', 'q\n')]], 'b');
+    const whole = keptDelta(a, b, 'usr', [], { whole: true });
+    expect(whole).not.toBeNull();
+    expect(keptDelta(a, b, 'usr')).toEqual(whole);
+    const written = whole!.lines.filter((l) => l.t !== 'a').map((l) => `${l.t} ${l.p}`);
+    // usr/b/z is the file again (y's entry, through h1), usr/d comes back whole, usr/q/f is new; nothing else is touched.
+    expect(written).toEqual(expect.arrayContaining(['f usr/b/z', 'd usr/d', 'f usr/d/1', 'd usr/d/e', 'f usr/d/e/2', 'd usr/q', 'f usr/q/f']));
+    expect(written.some((w) => w.includes('untouched') || w.includes('usr/x'))).toBe(false);
+    expect(keptDelta(b, a, 'usr')).toEqual(keptDelta(b, a, 'usr', [], { whole: true }));
+  });
 });

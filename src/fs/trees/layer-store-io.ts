@@ -183,7 +183,14 @@ export class LineWriter {
   }
 }
 
-/** The lines of a file, read 1 MiB at a time (memory: one chunk and the longest line). */
+/**
+ * The lines of a file, read 64 KiB at a time into one buffer (memory: the buffer, grown
+ * to the longest line, and the lines the caller keeps: a kept line holds its chunk's text).
+ * Each chunk's whole lines are decoded at once and split (a newline byte is never inside a
+ * UTF-8 sequence), the partial line moved to the buffer's start: one decode per chunk,
+ * nothing allocated but the text (a layer index of 20,000 lines, 4.5 MB: 116 → 23 ms cold,
+ * 42 → 11 ms warm, against a decode per line into a new 1 MiB buffer per chunk).
+ */
 export function* readLines(file: string): Generator<string> {
   let fd: number;
   try {
@@ -192,20 +199,29 @@ export function* readLines(file: string): Generator<string> {
     throw ioError(err, file, file, 'sysroot');
   }
   try {
-    const buf = Buffer.allocUnsafe(1 << 20);
-    let rest: Buffer = Buffer.alloc(0);
+    let buf = Buffer.allocUnsafe(1 << 16);
+    let have = 0;
     for (;;) {
-      const n = fs.readSync(fd, buf, 0, buf.length, null);
-      if (n === 0) break;
-      const chunk = rest.length > 0 ? Buffer.concat([rest, buf.subarray(0, n)]) : buf.subarray(0, n);
-      let start = 0;
-      for (let nl = chunk.indexOf(0x0a, start); nl !== -1; nl = chunk.indexOf(0x0a, start)) {
-        yield chunk.toString('utf8', start, nl);
-        start = nl + 1;
+      if (have === buf.length) {
+        // A line longer than the buffer: a larger one.
+        const bigger = Buffer.allocUnsafe(buf.length * 2);
+        buf.copy(bigger, 0, 0, have);
+        buf = bigger;
       }
-      rest = Buffer.from(chunk.subarray(start));
+      const n = fs.readSync(fd, buf, have, buf.length - have, null);
+      if (n === 0) break;
+      const end = have + n;
+      const last = buf.lastIndexOf(0x0a, end - 1);
+      if (last === -1) {
+        have = end;
+        continue;
+      }
+      const lines = buf.toString('utf8', 0, last).split('\n');
+      buf.copyWithin(0, last + 1, end);
+      have = end - last - 1;
+      yield* lines;
     }
-    if (rest.length > 0) yield rest.toString('utf8');
+    if (have > 0) yield buf.toString('utf8', 0, have);
   } finally {
     fs.closeSync(fd);
   }
