@@ -2,7 +2,8 @@
  * The registry client against a tiny in-process HTTP server that misbehaves on purpose:
  * redirects to another host, 429 and 503, a stall, a connection cut mid-blob, a 200
  * answer to a Range request, a blob longer than declared or not matching its digest, a
- * redirect loop, the Bearer token flow, a manifest too big or of a foreign kind.
+ * redirect loop, the Bearer token flow, a manifest too big or of a foreign kind; a small
+ * blob read into memory and a sigstore attachment that fail.
  */
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -14,6 +15,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { StagedrootError } from '../../../src/errors.js';
 import { RegistryClient } from '../../../src/sources/registry/client.js';
 import { parseDockerReference } from '../../../src/sources/registry/reference.js';
+import { readSigstoreAttachments } from '../../../src/sources/registry/sigstore.js';
 import type { AuthFile } from '../../../src/sources/registry/auth-file.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
@@ -333,5 +335,37 @@ describe('progress', () => {
     expect(resumed[0]!.bytes).toBeGreaterThanOrEqual(2 * 2 ** 20);
     expect(resumed[0]!.cached).toBe(1.5 * 2 ** 20);
     expect(resumed[0]!.fetched).toBe(resumed[0]!.bytes - 1.5 * 2 ** 20);
+  });
+});
+
+describe('small blobs and sigstore attachments', () => {
+  const SMALL = Buffer.from('{"critical":{}}');
+  const S = { digest: `sha256:${createHash('sha256').update(SMALL).digest('hex')}`, size: SMALL.length };
+
+  it('smallBlob: read whole and checked; longer than declared or another content is SOURCE_CORRUPT, over the limit UNSAFE_ENTRY unfetched, 503 retried', async () => {
+    let calls = 0;
+    const ok = await serve((_q, res) => (calls++ === 0 ? res.writeHead(503, { 'retry-after': '0' }).end() : res.writeHead(200).end(SMALL)));
+    expect((await client(ok.host).smallBlob(S, 'a payload', 1024)).equals(SMALL)).toBe(true);
+    expect(ok.seen).toHaveLength(2);
+    const longer = await serve((_q, res) => res.writeHead(200).end(Buffer.concat([SMALL, Buffer.from('x')])));
+    expect(await caught(client(longer.host).smallBlob(S, 'a payload', 1024))).toMatchObject({ code: 'SOURCE_CORRUPT', message: `${longer.host}/os:1: blob ${S.digest} (a payload) is longer, not the ${S.size} bytes its descriptor declares` });
+    const other = await serve((_q, res) => res.writeHead(200).end(Buffer.from('{"critical":[]}')));
+    expect((await caught(client(other.host).smallBlob(S, 'a payload', 1024))).message).toMatch(/\(a payload\) does not match its digest: its content hashes to sha256:/);
+    const big = await serve((_q, res) => res.writeHead(200).end(SMALL));
+    expect(await caught(client(big.host).smallBlob(S, 'a payload', 4))).toMatchObject({ code: 'UNSAFE_ENTRY', message: `${big.host}/os:1: blob ${S.digest} (a payload) is ${S.size} bytes (limit 4)` });
+    expect(big.seen).toHaveLength(0);
+  });
+
+  it('an attachment: a 404 is no signature; a registry failing is REGISTRY_FAILED (the machine\'s trouble, not a refusal); a manifest of another kind is SIGNATURE_INVALID', async () => {
+    const none = await serve((_q, res) => res.writeHead(404).end());
+    expect(await readSigstoreAttachments(client(none.host), DIGEST)).toEqual({ tag: `${DIGEST.replace(':', '-')}.sig`, found: false, signatures: [], others: 0 });
+    expect(none.seen.map((s) => s.url)).toEqual([`/v2/os/manifests/${DIGEST.replace(':', '-')}.sig`]);
+    const failing = await serve((_q, res) => res.writeHead(500).end());
+    expect(await caught(readSigstoreAttachments(client(failing.host, { retries: 1 }), DIGEST))).toMatchObject({ code: 'REGISTRY_FAILED', message: `${failing.host}/os:1: the sigstore attachment (tag ${DIGEST.replace(':', '-')}.sig): the registry answered 500 (after 2 attempts)` });
+    const docker = JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.docker.distribution.manifest.v2+json', config: { mediaType: 'application/vnd.docker.container.image.v1+json', digest: S.digest, size: S.size }, layers: [] });
+    const v2 = await serve((_q, res) => res.writeHead(200, { 'content-type': 'application/vnd.docker.distribution.manifest.v2+json' }).end(docker));
+    const e = await caught(readSigstoreAttachments(client(v2.host), DIGEST));
+    expect(e.code).toBe('SIGNATURE_INVALID');
+    expect(e.message).toBe(`${v2.host}/os:1: the sigstore attachment ${DIGEST.replace(':', '-')}.sig (sha256:${createHash('sha256').update(docker).digest('hex')}) is application/vnd.docker.distribution.manifest.v2+json, not an OCI image manifest`);
   });
 });
