@@ -95,7 +95,7 @@ const SPLIT_MIN_ENTRIES = 20_000;
  * work runs on workers and no fault hook counts the calls (a crash test needs them in one
  * order). STAGEDROOT_COPY_PARTS=N forces N.
  */
-function copyParts(entries: number | null, faults: FaultHook): number {
+export function copyParts(entries: number | null, faults: FaultHook): number {
   const forced = process.env.STAGEDROOT_COPY_PARTS;
   if (forced !== undefined && /^[1-9]\d*$/.test(forced)) return Number(forced);
   if (entries === null || entries < SPLIT_MIN_ENTRIES || faults !== noFaults || !treeWorkersAvailable()) return 1;

@@ -4,7 +4,7 @@ import { StagedrootError, formatIssues, type Issue } from '../errors.js';
 import type { CopyPolicy } from '../fs/trees/copy-tree.js';
 import { fsyncPaths, syncFilesystem, writeJson } from '../fs/trees/durable.js';
 import { freeSpace, listDir } from '../fs/core/host-paths.js';
-import { runTreeTask } from '../fs/jobs/tree-jobs.js';
+import { runTreeTask, warmTreeWorker } from '../fs/jobs/tree-jobs.js';
 import { treeTasks } from '../fs/trees/tasks.js';
 import { manifestTasks } from '../fs/manifests/tasks.js';
 import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
@@ -15,7 +15,7 @@ import { activationOf, changedByManifests } from './activation-of.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
-import { buildTree, type BuiltTree } from './build-tree.js';
+import { buildTree, copyParts, type BuiltTree } from './build-tree.js';
 import { stageLayers, type StageLayers } from './layer-stack.js';
 import { runInTree, scratchVarLayout } from './run-in-tree.js';
 import { makeBindMountPoints, removeBindMountPoints } from './run-binds.js';
@@ -25,6 +25,7 @@ import { RootFs } from '../fs/trees/root-fs.js';
 import { SharedDivert } from '../persistent-dirs/divert.js';
 import type { SharedOp } from '../persistent-dirs/ops.js';
 import { mergedDirs, sharedDirs } from '../persistent-dirs/config.js';
+import { snapshotsFrom } from '../fs/trees/storage.js';
 import { settleMountPoints } from '../persistent-dirs/mount-points.js';
 import { planShared } from '../persistent-dirs/apply.js';
 import { conflictIssue, etcTypeConflicts } from '../merge/merge.js';
@@ -119,6 +120,7 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
   } catch (error) {
     return { ok: false, error, failure: null }; // a bad option: nothing was recorded
   }
+  warmCopyWorkers(run);
   try {
     const checked = await check(run);
     if (checked.alreadyRunning) return { ok: true, result: unchanged(run, run.base, { alreadyRunning: true }) };
@@ -216,6 +218,18 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageRun
     hooks: [],
   };
   return run;
+}
+
+/**
+ * A copy of a big base tree runs in parts on as many workers (see copyParts): those
+ * beyond the one the sysroot warmed start now, beside the plan, rather than when the
+ * copy starts (each takes a worker's start, tens of milliseconds, before its part can
+ * begin). None for a snapshot, which copies nothing.
+ */
+function warmCopyWorkers(run: Run): void {
+  const { ctx, base } = run;
+  const parts = copyParts(base.entries, ctx.faults);
+  if (parts > 1 && !snapshotsFrom(ctx.layout.root, ctx.storage, ctx.layout.tree(base.id))) warmTreeWorker(parts);
 }
 
 /** Enters a step: from here a failure is recorded in it, and progress says so. */

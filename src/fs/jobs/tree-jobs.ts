@@ -68,15 +68,18 @@ const MAX_IDLE = 4;
 let nextId = 1;
 
 /**
- * Starts a worker ahead of its first task (loading its modules takes a moment), so that
- * a stage's planning and the worker's start overlap. A no-op when one is idle already.
+ * Starts workers ahead of their first task (loading its modules takes a moment), so that
+ * a stage's planning and the workers' start overlap: up to `count` idle ones (a copy
+ * split in two parts runs two tasks at once). A no-op when that many are idle already.
  */
-export function warmTreeWorker(): void {
+export function warmTreeWorker(count = 1): void {
   const url = workerUrl();
-  if (url === null || idle.length > 0) return;
-  const w = spawnWorker(url);
-  w.unref();
-  idle.push(w);
+  if (url === null) return;
+  while (idle.length < Math.min(count, MAX_IDLE)) {
+    const w = spawnWorker(url);
+    w.unref();
+    idle.push(w);
+  }
 }
 
 /** A new worker that leaves the idle list when it dies (its task, if any, sees 'exit' itself). */
