@@ -81,7 +81,12 @@ function keySources(file: string, where: string, o: Record<string, unknown>, [pa
   };
 }
 
+const SIGSTORE_FIELDS = ['type', 'keyPath', 'keyPaths', 'keyData', 'keyDatas', 'rekorPublicKeyPath', 'rekorPublicKeyPaths', 'rekorPublicKeyData', 'rekorPublicKeyDatas', 'signedIdentity', ...SIGSTORE_UNSUPPORTED];
+
 function sigstoreSigned(file: string, where: string, o: Record<string, unknown>): Requirement {
+  // As containers/image: a field it does not know is an error (a misspelt rekorPublicKeyPath must not turn the log check off).
+  const unknown = Object.keys(o).filter((k) => !SIGSTORE_FIELDS.includes(k));
+  if (unknown.length > 0) bad(file, `${where}: sigstoreSigned has unknown fields ${unknown.join(', ')}`);
   const keys = keySources(file, where, o, ['keyPath', 'keyPaths', 'keyData', 'keyDatas']);
   const rekor = keySources(file, where, o, ['rekorPublicKeyPath', 'rekorPublicKeyPaths', 'rekorPublicKeyData', 'rekorPublicKeyDatas']);
   const unsupported = SIGSTORE_UNSUPPORTED.filter((k) => o[k] !== undefined);

@@ -102,6 +102,7 @@ describe('sigstoreSigned in the policy', () => {
     expect(parse({ keyDatas: [Buffer.from('A').toString('base64'), Buffer.from('B').toString('base64')] })).toMatchObject({ keyPaths: [], keyData: [Buffer.from('A'), Buffer.from('B')] });
     expect(parse({ fulcio: {}, rekorPublicKeyData: 'x' })).toMatchObject({ unsupported: ['fulcio'] });
     expect(parse({ keyPath: '/k', pki: {} })).toMatchObject({ unsupported: ['pki'] });
+    expect(() => parse({ keyPath: '/k', rekorPublicKeyPth: '/r' })).toThrow('p.json: default[0]: sigstoreSigned has unknown fields rekorPublicKeyPth');
     expect(() => parse({})).toThrow('p.json: default[0]: sigstoreSigned needs one of keyPath, keyPaths, keyData, keyDatas');
     expect(() => parse({ keyPath: '/a', keyPaths: ['/b'] })).toThrow('sigstoreSigned has keyPath and keyPaths: it takes exactly one');
     expect(() => parse({ keyPaths: [] })).toThrow('keyPaths is not a non-empty array of strings');
