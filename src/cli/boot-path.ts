@@ -8,6 +8,12 @@ export function verbWord(argv: readonly string[]): string | undefined {
   return argv.find((a) => !a.startsWith('-'));
 }
 
+/** True when the command line's verb copies a tree on worker threads (verbs.ts's `treeWork` rows) and does not only ask for its help. */
+export function startsTreeWork(argv: readonly string[]): boolean {
+  const word = verbWord(argv);
+  return word !== undefined && !argv.includes('--help') && !argv.includes('-h') && VERBS.some((v) => v.treeWork === true && v.names.includes(word));
+}
+
 /** True when the command line's verb is one of the boot path's. */
 export function onBootPath(argv: readonly string[]): boolean {
   const word = verbWord(argv);

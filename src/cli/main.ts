@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { fileURLToPath } from 'node:url';
 import { runBundle } from './code-cache.js';
-import { onBootPath } from './boot-path.js';
+import { onBootPath, startsTreeWork } from './boot-path.js';
+import { startEarlyTreeWorker } from '../fs/jobs/early-worker.js';
 import { globalFlags, version } from './flags.js';
 
 // The `stagedroot` bin: bundled by scripts/build-cli.mjs into dist/cli/main.cjs (CommonJS:
@@ -18,6 +19,8 @@ if (flags.version) {
   process.stdout.write(`${version()}\n`);
 } else {
   if (flags.debug) process.setSourceMapsEnabled(true);
+  // A stage's first tree worker starts on another core while this thread loads the bundle (the worker bundle beside it, as tree-jobs.ts finds it).
+  if (startsTreeWork(flags.argv)) startEarlyTreeWorker(new URL('./tree-worker.js', import.meta.url), process.env);
   const bundle = onBootPath(flags.argv) ? 'boot.cjs' : 'run.cjs';
   const cli = runBundle(fileURLToPath(new URL(`./${bundle}`, import.meta.url)), { name: `stagedroot/dist/cli/${bundle}`, sourceMaps: flags.debug, env: process.env }) as { main: (argv: string[]) => Promise<void> };
   void cli.main(argv);

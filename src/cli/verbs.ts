@@ -20,13 +20,15 @@ export interface VerbEntry {
   readonly register: string;
   /** Run from the boot bundle (dist/cli/boot.cjs). */
   readonly bootPath: boolean;
+  /** Copies a tree on worker threads (a stage): the bin starts the first worker before it loads the bundle (see fs/jobs/early-worker.ts). */
+  readonly treeWork?: boolean;
 }
 
 export const VERBS: readonly VerbEntry[] = [
-  { names: ['init'], module: 'init', register: 'initCommand', bootPath: false },
+  { names: ['init'], module: 'init', register: 'initCommand', bootPath: false, treeWork: true },
   { names: ['status'], module: 'status', register: 'statusCommand', bootPath: true },
-  { names: ['stage'], module: 'stage', register: 'stageCommand', bootPath: false },
-  { names: ['upgrade', 'switch'], module: 'upgrade', register: 'upgradeCommands', bootPath: false },
+  { names: ['stage'], module: 'stage', register: 'stageCommand', bootPath: false, treeWork: true },
+  { names: ['upgrade', 'switch'], module: 'upgrade', register: 'upgradeCommands', bootPath: false, treeWork: true },
   { names: ['finalize'], module: 'finalize', register: 'finalizeCommand', bootPath: false },
   { names: ['apply-live'], module: 'apply-live', register: 'applyLiveCommand', bootPath: false },
   { names: ['boot'], module: 'boot', register: 'bootCommand', bootPath: true },
