@@ -24,6 +24,12 @@ export interface SourceInfo {
    * booted deployment running the same image does not make the stage a no-op.
    */
   withConfig?: boolean;
+  /**
+   * An image's layers by diff_id, bottom first, as its config lists them: not checked here
+   * (each layer's is when it is imported), only a hint of what the plan will stack (a stage
+   * over a deployment of the same bottom layer starts copying its usr/ while they are imported).
+   */
+  diffIds?: string[];
 }
 
 /** What a source may know about the deployment it is planned over, beside its tree. */

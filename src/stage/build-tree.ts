@@ -1,15 +1,15 @@
 import type { ChangeOp, ChangeSet, SharedContent } from '../changeset.js';
 import type { Context } from '../context.js';
 import type { Issue } from '../errors.js';
-import type { CopyExclude, CopyPolicy, CopyProgress } from '../fs/trees/copy-tree.js';
+import type { CopyExclude, CopyPolicy, CopyProgress, CopyResult } from '../fs/trees/copy-tree.js';
 import { writeJson } from '../fs/trees/durable.js';
 import { ManifestWriter } from '../fs/manifests/manifest.js';
 import type { ManifestEntry } from '../fs/manifests/manifest-line.js';
 import { displayPath } from '../fs/core/names.js';
 import { readNames } from '../fs/core/walk.js';
 import { RootFs, type TouchEvent } from '../fs/trees/root-fs.js';
-import { runTreeTask, treeWorkersAvailable } from '../fs/jobs/tree-jobs.js';
-import { treeTasks } from '../fs/trees/tasks.js';
+import { runTreeTask, treeWorkersAvailable, type TreeJobOptions } from '../fs/jobs/tree-jobs.js';
+import { treeTasks, type CopyArgs } from '../fs/trees/tasks.js';
 import { manifestTasks } from '../fs/manifests/tasks.js';
 import { copyTreeSplit } from '../fs/trees/copy-split.js';
 import type { PatchResult } from '../fs/manifests/patch-manifest.js';
@@ -55,6 +55,8 @@ export interface BuildTreeOptions {
   signal?: AbortSignal;
   /** Where a write of a layer store file may hardlink it (see ApplyOptions.linkAt); absent: every file written. */
   linkAt?: (rel: string) => boolean;
+  /** A copy of the base's `keep` started before the plan (startKeptCopy): taken when it is the copy this tree needs, else removed first. */
+  early?: EarlyCopy;
 }
 
 export interface BuiltTree {
@@ -138,10 +140,13 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   // layer store): nothing is copied, and the manifest step is told that every top-level
   // entry of the base went, as the clear of a copy would have said. With `keep`, the
   // others went (the change set makes them again from nothing).
-  const left = trusted === null ? [] : trusted.replaced === true ? readNames(trusted.tree) : keep !== undefined ? readNames(trusted.tree).filter((n) => !keep.includes(n)) : [];
+  const left = trusted === null ? [] : trusted.replaced === true ? readNames(trusted.tree) : keep !== undefined ? leftOut(trusted.tree, keep) : [];
   const replaced = trusted !== null && trusted.replaced === true ? left.map((name): TouchEvent => ({ kind: 'remove', path: name })) : null;
   const omitted = keep !== undefined && replaced === null ? left.map((name): TouchEvent => ({ kind: 'remove', path: name })) : [];
-  const exclude: CopyExclude | undefined = omitted.length === 0 ? o.from?.exclude : { hollow: o.from?.exclude?.hollow ?? [], omit: [...(o.from?.exclude?.omit ?? []), ...left], ...(o.from?.exclude?.device === undefined ? {} : { device: o.from.exclude.device }) };
+  const exclude = omitted.length === 0 ? o.from?.exclude : omitting(o.from?.exclude, left);
+  // The copy a base with `keep` gets (the one an early copy may have made already).
+  const wanted = o.from && replaced === null && snapshotOf === null ? copyArgs(ctx, o.work, o.from, trusted !== null, exclude) : null;
+  const early = o.early === undefined ? null : await takeEarly(ctx, o.early, wanted, tree);
   if (replaced !== null) {
     await runTreeTask(treeTasks.makeTree, { kind: storage, path: tree }, { faults: ctx.faults });
     o.onStep?.('copy');
@@ -150,16 +155,20 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     o.onStep?.('copy');
     await runTreeTask(treeTasks.snapshotTree, { src: snapshotOf.tree, dst: tree }, { faults: ctx.faults });
     o.onCopy?.({ done: snapshotOf.entries ?? 0, total: snapshotOf.entries ?? 0, bytes: 0 });
+  } else if (early !== null) {
+    // Copied while the plan ran: what it skipped said now, its progress as one step.
+    o.onStep?.('copy');
+    for (const [rel, why] of early.skipped) jobs.onSkip(rel, why);
+    o.onCopy?.({ done: early.copied.result.entries, total: o.from?.entries ?? early.copied.result.entries, bytes: early.copied.result.bytes });
+    preParts = early.copied.manifests;
+    bytes += early.copied.result.bytes;
   } else {
     await runTreeTask(treeTasks.makeTree, { kind: storage, path: tree }, { faults: ctx.faults });
     o.onStep?.('copy');
     if (o.from) {
       // On worker threads (split in parts on a big tree): the caller's event loop keeps running.
       // Trusting the base manifest, the copy writes none (see below); otherwise it writes the pre-manifest.
-      const base = { src: o.from.tree, dst: tree, policy: o.from.policy, srcManifest: o.from.manifest, total: o.from.entries ?? null, xattrPolicy: ctx.xattrPolicy, ...(exclude ? { exclude } : {}) };
-      const args = trusted !== null ? { ...base, trust: true } : { ...base, manifestOut: pre };
-      const parts = copyParts(o.from.entries ?? null, ctx.faults);
-      const copied = parts > 1 ? await copyTreeSplit(args, parts, { ...jobs, onProgress: o.onCopy }) : { result: await runTreeTask(treeTasks.copyTree, args, { ...jobs, onProgress: o.onCopy }), manifests: trusted !== null ? [] : [pre] };
+      const copied = await runCopy(wanted!, { ...jobs, onProgress: o.onCopy });
       preParts = copied.manifests;
       bytes += copied.result.bytes;
     } else {
@@ -205,6 +214,75 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   }
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
   return { tree, manifest, delta: patched.delta, changed: patched.changed, removed: patched.removed, entries: patched.entries, bytes, storage, warnings, ...(same === undefined ? {} : { same }), ...(patched.sha256 === undefined ? {} : { manifestSha256: patched.sha256 }), ...(overlay === undefined ? {} : { overlay }) };
+}
+
+/** The top-level names of a base tree a copy of `keep` leaves out. */
+function leftOut(tree: string, keep: readonly string[]): string[] {
+  return readNames(tree).filter((n) => !keep.includes(n));
+}
+
+/** An exclusion with `left` omitted too. */
+function omitting(exclude: CopyExclude | undefined, left: readonly string[]): CopyExclude {
+  return { hollow: exclude?.hollow ?? [], omit: [...(exclude?.omit ?? []), ...left], ...(exclude?.device === undefined ? {} : { device: exclude.device }) };
+}
+
+/** A copy of the base tree into a work dir's tree, as buildTree runs it, and its key (the same copy, the same key). */
+interface PlannedCopy {
+  args: CopyArgs;
+  parts: number;
+  key: string;
+}
+
+function copyArgs(ctx: Context, work: string, from: NonNullable<BuildTreeOptions['from']>, trusted: boolean, exclude: CopyExclude | undefined): PlannedCopy {
+  const base = { src: from.tree, dst: `${work}/tree`, policy: from.policy, srcManifest: from.manifest, total: from.entries ?? null, xattrPolicy: ctx.xattrPolicy, ...(exclude ? { exclude } : {}) };
+  const args: CopyArgs = trusted ? { ...base, trust: true } : { ...base, manifestOut: `${work}/manifest.pre.ndjson` };
+  const parts = copyParts(from.entries ?? null, ctx.faults);
+  return { args, parts, key: JSON.stringify([args, parts]) };
+}
+
+function runCopy(c: PlannedCopy, jobs: TreeJobOptions): Promise<{ result: CopyResult; manifests: string[] }> {
+  if (c.parts > 1) return copyTreeSplit(c.args, c.parts, jobs);
+  return runTreeTask(treeTasks.copyTree, c.args, jobs).then((result) => ({ result, manifests: c.args.manifestOut === undefined ? [] : [c.args.manifestOut] }));
+}
+
+/**
+ * A copy of the base tree's `keep` (usr/) into a stage's work dir, started before the plan
+ * (stage.ts: an image update over an image deployment, whose tree is then likely built on
+ * that copy) so that the copy's workers run while the plan imports the new layers and
+ * models the change. buildTree takes it when its own copy would be this one (the same
+ * arguments: the plan kept usr/ with the same policy), else waits for it and removes it.
+ * It reports nothing while it runs (the stage is in its plan step): what it skipped is
+ * said when it is taken. A failure (the disk full before the preflight could say so)
+ * makes it not taken: the stage goes on as if it had never run.
+ */
+export interface EarlyCopy {
+  readonly key: string;
+  /** Settles when the copy ends: its result, or null when it failed or was stopped. */
+  readonly done: Promise<{ copied: { result: CopyResult; manifests: string[] }; skipped: [string, string][] } | null>;
+  /** Stops it (a failed stage): wait for `done` before removing the work dir. */
+  stop(): void;
+}
+
+export function startKeptCopy(ctx: Context, work: string, from: NonNullable<BuildTreeOptions['from']> & { manifest: string; keep: string[] }, signal?: AbortSignal): EarlyCopy {
+  const planned = copyArgs(ctx, work, from, true, omitting(from.exclude, leftOut(from.tree, from.keep)));
+  const stop = new AbortController();
+  const skipped: [string, string][] = [];
+  const jobs: TreeJobOptions = { faults: ctx.faults, signal: signal === undefined ? stop.signal : AbortSignal.any([signal, stop.signal]), onSkip: (rel, why) => void skipped.push([rel, why]), onWarn: ctx.warn };
+  const done = (async () => {
+    ctx.dfs.mkdir(work);
+    await runTreeTask(treeTasks.makeTree, { kind: storageKind(ctx.layout.root, ctx.storage), path: `${work}/tree` }, { faults: ctx.faults });
+    return { copied: await runCopy(planned, jobs), skipped };
+  })().catch(() => null);
+  return { key: planned.key, done, stop: () => stop.abort() };
+}
+
+/** The early copy when it is `wanted` and whole; else null, once it has stopped and its tree is gone. */
+async function takeEarly(ctx: Context, early: EarlyCopy, wanted: PlannedCopy | null, tree: string): Promise<Awaited<EarlyCopy['done']>> {
+  if (wanted === null || wanted.key !== early.key) early.stop();
+  const got = await early.done;
+  if (got !== null && wanted !== null && wanted.key === early.key) return got;
+  await runTreeTask(treeTasks.removeTree, { path: tree }, { faults: ctx.faults });
+  return null;
 }
 
 /** What applying an update to a tree did: the entries it touched, the bytes it wrote, what its source warned about. */

@@ -32,7 +32,7 @@ export interface StageLayers {
 }
 
 /** Whether the policy hardlinks every file under `kept`. */
-function linksAll(p: CopyPolicy, kept: string): boolean {
+export function linksAll(p: CopyPolicy, kept: string): boolean {
   return p.hardlinkPrefixes.some((h) => isUnder(kept, h)) && !(p.copyPrefixes ?? []).some((c) => isUnder(c, kept) || isUnder(kept, c));
 }
 

@@ -5,6 +5,7 @@ import type { CopyPolicy } from '../fs/trees/copy-tree.js';
 import { fsyncPaths, syncFilesystem, writeJson } from '../fs/trees/durable.js';
 import { freeSpace, listDir } from '../fs/core/host-paths.js';
 import { runTreeTask, warmTreeWorker } from '../fs/jobs/tree-jobs.js';
+import { noFaults } from '../fs/core/faults.js';
 import { treeTasks } from '../fs/trees/tasks.js';
 import { manifestTasks } from '../fs/manifests/tasks.js';
 import { ReadOnlyTree } from '../fs/trees/read-only-tree.js';
@@ -15,8 +16,8 @@ import { activationOf, changedByManifests } from './activation-of.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
-import { buildTree, copyParts, type BuiltTree } from './build-tree.js';
-import { stageLayers, type StageLayers } from './layer-stack.js';
+import { buildTree, copyParts, startKeptCopy, type BuiltTree, type EarlyCopy } from './build-tree.js';
+import { linksAll, stageLayers, type StageLayers } from './layer-stack.js';
 import { runInTree, scratchVarLayout } from './run-in-tree.js';
 import { makeBindMountPoints, removeBindMountPoints } from './run-binds.js';
 import { ensurePackageDbPlaces } from '../persistent-dirs/package-db.js';
@@ -125,6 +126,7 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     const checked = await check(run);
     if (checked.alreadyRunning) return { ok: true, result: unchanged(run, run.base, { alreadyRunning: true }) };
     if (checked.alreadyStaged !== null) return { ok: true, result: unchanged(run, checked.alreadyStaged, { alreadyStaged: true }) };
+    run.early = startEarlyCopy(run);
     const changes = await plan(run);
     await preflight(run, changes);
     const built = await build(run, changes);
@@ -187,6 +189,8 @@ interface Run {
    * back while the manifest is written and the tree validated (see sync).
    */
   treeSync?: Promise<void>;
+  /** The copy of the base's usr/ started before the plan (startEarlyCopy), if one was. */
+  early?: EarlyCopy;
 }
 
 /** Checks the options (bad ones: USAGE, before anything is recorded) and picks the new id. */
@@ -271,6 +275,32 @@ function unchanged(run: Run, d: DeploymentRecord, why: { alreadyRunning: true } 
   return { id: d.id, label: d.label, path: run.ctx.layout.tree(d.id), delta: [], warnings: [], entries: d.entries, bytes: d.bytes, ...why, hooks: run.hooks };
 }
 
+/**
+ * An image update over a deployment of an image with the same bottom layer (the image's
+ * config says so; the plan checks it) is built on a copy of the base tree's usr/ (the
+ * layer store's onto or keptDelta path): that copy is started now, on the tree workers,
+ * and runs while the plan imports the new layers and models the change on the main
+ * thread and another worker (two cores: the copy's links and the import's writes side by
+ * side; without workers, run from the TypeScript source, it runs inline first). buildTree
+ * takes it if the plan decided on that copy, else removes it. Not where the usr/ files
+ * would be copied rather than linked (a policy that copies them), or with a fault hook
+ * (the crash tests count the calls in one order).
+ */
+function startEarlyCopy(run: Run): EarlyCopy | undefined {
+  const { ctx, base } = run;
+  const bottom = base.origin?.kind === 'oci-image' ? base.origin.layers?.[0] : undefined;
+  if (bottom === undefined || run.checked?.info.diffIds?.[0] !== bottom) return undefined;
+  if (ctx.faults !== noFaults || !linksAll(run.policy, run.layers.kept)) return undefined;
+  ctx.dfs.mkdir(ctx.layout.workDir);
+  return startKeptCopy(ctx, run.work, { ...baseTreeOf(run), keep: [run.layers.kept] }, run.opts.signal);
+}
+
+/** The base tree as buildTree copies it (with its manifest, trusted under the policy's hardlink prefixes). */
+function baseTreeOf(run: Run): { tree: string; manifest: string; entries: number; policy: CopyPolicy } {
+  const { layout } = run.ctx;
+  return { tree: layout.tree(run.base.id), manifest: layout.manifest(run.base.id), entries: run.base.entries, policy: run.policy };
+}
+
 /** plan: the source reads its input against the base tree and says what to change. */
 async function plan(run: Run): Promise<ChangeSet> {
   // Still the plan step check() entered (its pre-stage hooks and the source's identity): not announced twice.
@@ -318,6 +348,7 @@ async function build(run: Run, changes: ChangeSet): Promise<StagedBuild> {
     work: run.work,
     from: { tree: layout.tree(base.id), manifest: layout.manifest(base.id), entries: base.entries, policy: run.policy, manifestSha256: base.manifestSha256, replaced: image && run.layers.onto === 0, ...(image && run.layers.onto > 0 ? { keep: [run.layers.kept] } : {}) },
     ...(linkAt === null ? {} : { linkAt }),
+    ...(run.early === undefined ? {} : { early: run.early }),
     changes,
     onStep: (step) => {
       enter(run, step);
@@ -491,6 +522,9 @@ async function recordFailure(run: Run, err: unknown): Promise<StageOutcome> {
     ...(e.issues.length ? { issues: e.issues } : {}),
     ...(run.output === undefined ? {} : { output: run.output }),
   };
+  // An early copy still running (the plan failed) stops before its work dir goes.
+  run.early?.stop();
+  await run.early?.done;
   const rec = e.isRejection && run.treeBuilt ? await keepForDiagnosis(run, failure) : null;
   if (rec === null) await runTreeTask(treeTasks.removeTree, { path: work }, { faults: ctx.faults });
   applyTransition(ctx, state, stageFailed(state, failure, rec), 'stage-failed');

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
+import { reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { describeTree, freshApply, makeTar, writeLayout, type GenEntry } from '../layer-store/helpers.js';
 
 /**
@@ -95,6 +95,56 @@ describe('stage of an OCI image through the layer store', () => {
     // The first layer passed and stays (a later image may use it); the hostile one is nowhere.
     expect(fs.readdirSync(diff)).toHaveLength(1);
     expect(fs.readdirSync(path.join(t.dir, 'layers', 'tmp'))).toEqual([]);
+    expect(t.sysroot.status().staged).toBeNull();
+  });
+
+  it('an update over an image deployment of the same bottom layer copies its usr/ while the plan runs: taken when the tree is built on it, else gone', async () => {
+    t = await tempSysroot({ tree: { 'etc/hostname': 'node\n' } });
+    const v1 = path.join(t.scratch, 'v1');
+    writeLayout(v1, [{ tar: makeTar(base), gzip: true }, { tar: makeTar(top), gzip: true }]);
+    const r1 = await t.sysroot.stage(v1);
+    await reboot(t.sysroot);
+    expect(t.sysroot.status().booted).toBe(r1.id);
+    // What the copy step reported: an early copy is taken whole, reported once (its count) when the step starts; a copy
+    // made in the step reports as it goes (its first entry first).
+    const stage = async (img: string): Promise<{ copied: number[]; r: Awaited<ReturnType<TempSysroot['sysroot']['stage']>> }> => {
+      const copied: number[] = [];
+      const r = await t!.sysroot.stage(img, { onProgress: (p) => void (p.phase === 'copy' && p.done > 0 ? copied.push(p.done) : undefined) });
+      return { copied, r };
+    };
+    const work = path.join(t.dir, 'work');
+
+    // The top layer changed: the tree is v1's usr/ (copied early), changed where v2's differs.
+    const changed: GenEntry[] = [...top.filter((e) => e.path !== 'usr/bin/tool'), { type: 'file', path: 'usr/bin/tool', content: '#!/bin/sh\necho three\n', mode: 0o755 }];
+    const v2 = path.join(t.scratch, 'v2');
+    writeLayout(v2, [{ tar: makeTar(base), gzip: true }, { tar: makeTar(changed), gzip: true }]);
+    const reference = path.join(t.scratch, 'fresh-v2');
+    await freshApply(v2, reference);
+    const s2 = await stage(v2);
+    expect(s2.copied).toHaveLength(1);
+    expect(s2.copied[0]).toBeGreaterThan(1);
+    expect(ofImage(describeTree(s2.r.path))).toEqual(ofImage(describeTree(reference)));
+    expect(fs.statSync(path.join(s2.r.path, 'usr/lib/a.so')).ino).toBe(fs.statSync(path.join(r1.path, 'usr/lib/a.so')).ino);
+    expect((await t.sysroot.verify(s2.r.id)).drift).toEqual([]);
+    await t.sysroot.discardStaged();
+
+    // The same bottom, but the image carries an SELinux policy: the stage labels what it writes, links nothing,
+    // so the early copy (links to v1's inodes) is not taken; its tree is gone before the tree is built whole.
+    const labelled: GenEntry[] = [...top, { type: 'dir', path: 'etc/selinux', mode: 0o755 }, { type: 'file', path: 'etc/selinux/config', content: 'SELINUX=disabled\n' }];
+    const v3 = path.join(t.scratch, 'v3');
+    writeLayout(v3, [{ tar: makeTar(base), gzip: true }, { tar: makeTar(labelled), gzip: true }]);
+    const s3 = await stage(v3);
+    expect(s3.copied).toEqual([]);
+    expect(fs.statSync(path.join(s3.r.path, 'usr/lib/a.so')).ino).not.toBe(fs.statSync(path.join(r1.path, 'usr/lib/a.so')).ino);
+    expect(fs.readFileSync(path.join(s3.r.path, 'usr/bin/tool'), 'utf8')).toBe('#!/bin/sh\necho two\n');
+    expect((await t.sysroot.verify(s3.r.id)).drift).toEqual([]);
+    await t.sysroot.discardStaged();
+
+    // A plan that fails after the early copy started (the new layer is hostile): nothing of it stays in work/.
+    const v4 = path.join(t.scratch, 'v4');
+    writeLayout(v4, [{ tar: makeTar(base), gzip: true }, { tar: makeTar([{ type: 'file', path: '../escape', content: 'x' }]) }]);
+    await expect(t.sysroot.stage(v4)).rejects.toMatchObject({ code: 'PATH_ESCAPE' });
+    expect(fs.existsSync(work) ? fs.readdirSync(work) : []).toEqual([]);
     expect(t.sysroot.status().staged).toBeNull();
   });
 });

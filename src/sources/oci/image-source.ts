@@ -60,6 +60,7 @@ export function imageSource(p: string, o: ImageSourceOptions = {}, members?: Mem
         signed,
         origin: { kind: 'oci-image', digest: img.digest, mediaType: img.mediaType, labels: img.labels, ...(img.ref ? { ref: img.ref } : {}), ...(img.platform ? { platform: img.platform } : {}) },
         ...(label ? { label } : {}),
+        diffIds: img.diffIds,
       };
     },
     async plan(_base, context): Promise<ChangeSet> {

@@ -42,6 +42,8 @@ export interface ResolvedImage {
   ref?: string;
   labels: Record<string, string>;
   layers: ImageLayer[];
+  /** The layers' diff_ids as the config lists them (checked only when each layer is imported). */
+  diffIds: string[];
 }
 
 interface Config {
@@ -141,7 +143,7 @@ export async function resolveOci(store: BlobStore, o: ImageOptions): Promise<Res
     return { name: blobPath(l.digest), what: blobName(l.digest, what), digest: l.digest, of: 'blob', size: l.size };
   });
   const platform = config.os && config.architecture ? showPlatform(config) : d.platform?.os && d.platform.architecture ? showPlatform(d.platform) : undefined;
-  return { store, digest: d.digest, mediaType: mt, manifest: chosen.bytes, labels: config.labels, layers, ...(platform ? { platform } : {}), ...(chosen.ref ? { ref: chosen.ref } : {}) };
+  return { store, digest: d.digest, mediaType: mt, manifest: chosen.bytes, labels: config.labels, layers, diffIds: config.diffIds.filter((x): x is string => typeof x === 'string'), ...(platform ? { platform } : {}), ...(chosen.ref ? { ref: chosen.ref } : {}) };
 }
 
 async function readConfig(store: BlobStore, manifest: Record<string, unknown>, manifestDigest: string): Promise<Config> {
@@ -200,7 +202,7 @@ export async function resolveDocker(store: BlobStore, o: ImageOptions): Promise<
     });
     const platform = config.os && config.architecture ? showPlatform(config) : undefined;
     const ref = o.ref ?? tags(e)[0];
-    return { store, digest: cd, mediaType: 'application/vnd.docker.container.image.v1+json', manifest: null, labels: config.labels, layers, ...(platform ? { platform } : {}), ...(ref ? { ref } : {}) };
+    return { store, digest: cd, mediaType: 'application/vnd.docker.container.image.v1+json', manifest: null, labels: config.labels, layers, diffIds: layers.map((l) => l.digest), ...(platform ? { platform } : {}), ...(ref ? { ref } : {}) };
   }
   return reject('SOURCE_UNSUPPORTED', `${where} has no image for ${showPlatform(want)}: it has ${seen.join(', ')} (choose one with --platform)`, 'manifest.json');
 }

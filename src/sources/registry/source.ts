@@ -89,6 +89,7 @@ export function registrySource(ref: ImageReference, o: RegistrySourceOptions = {
         signed: { payload: bytesPayload(manifest.bytes, `the manifest ${manifest.digest} of image ${name}`), defaultSignature: path.join(dir, `${manifest.digest.replace(':', '-')}.minisig`) },
         origin,
         ...(labels[VERSION_LABEL] ? { label: labels[VERSION_LABEL] } : {}),
+        diffIds: diffIdsOf(doc),
       };
     },
     async plan(base, c) {
@@ -112,4 +113,10 @@ export function registrySource(ref: ImageReference, o: RegistrySourceOptions = {
       return { ...set, description: `image ${name} (${pulled.digest}) pulled from ${pulled.registry}${pulled.mirror ? ` (the mirror ${pulled.mirror})` : ''} with ${pulled.credentials}${signed}: ${set.description}` };
     },
   };
+}
+
+/** The diff_ids an image config lists (a hint: see SourceInfo.diffIds). */
+function diffIdsOf(config: Record<string, unknown>): string[] {
+  const ids = (config.rootfs as { diff_ids?: unknown } | undefined)?.diff_ids;
+  return Array.isArray(ids) ? ids.filter((x): x is string => typeof x === 'string') : [];
 }
