@@ -25,8 +25,10 @@
  *                            OCI layout through the layer store: a first install against
  *                            tar -xzf, an update with a new layer on top and one with a
  *                            changed middle layer against cp -al + tar -xzf of the new
- *                            layers, each + sync -f); replaces their section of BENCHMARKS.md
+ *                            layers, each + sync -f), on the bench directory's filesystem
+ *                            and on ext4 and XFS loop mounts; replaces their section of BENCHMARKS.md
  *   BENCH_IMAGE_FILES=20000  the image rows' base layer, in files
+ *   BENCH_IMAGE_LOOPS=ext4,xfs  the loop mounts of the image rows ("" for none)
  *   --registry               only the registry pull rows (scripts/bench/registry-pull.mjs:
  *                            a first pull from docker-registry on loopback against skopeo
  *                            copy docker://… oci:DIR, interleaved, and the bytes an update
@@ -53,7 +55,7 @@ import { bootDirTarget, cliSection, measureCli, spliceCliSection } from './bench
 import { measureBootDir } from './bench/boot-dir.mjs';
 import { finalizeRow, measureFinalize } from './bench/finalize.mjs';
 import { measureStageRows } from './bench/stage-rows.mjs';
-import { imageSection, measureImageRows, spliceImageSection } from './bench/image-stage.mjs';
+import { imageSection, measureImageLoops, measureImageRows, spliceImageSection } from './bench/image-stage.mjs';
 import { measureRegistryPull, registryPullMissing, registrySection, spliceRegistrySection } from './bench/registry-pull.mjs';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -119,7 +121,8 @@ if (registryOnly) {
 if (imageOnly) {
   const when = `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npm run bench -- --image\`.`;
   const res = await measureImageRows({ base: process.env.BENCH_DIR ?? '/var/tmp', reps: Number(process.env.BENCH_REPS ?? 3), log });
-  const section = imageSection(res, targetsTable, when);
+  const loops = await measureImageLoops({ base: process.env.BENCH_DIR ?? '/var/tmp', reps: Number(process.env.BENCH_REPS ?? 3), log });
+  const section = imageSection(res, targetsTable, when, loops);
   console.log(`\n${section}\n(run took ${((performance.now() - started) / 60000).toFixed(1)} min)`);
   if (out !== '-' && fs.existsSync(out)) {
     fs.writeFileSync(out, spliceImageSection(fs.readFileSync(out, 'utf8'), section));
@@ -179,6 +182,7 @@ const cli = await measureCli({ dir: path.join(base, 'cli'), seed, log, starts: q
 log('the image rows (the layer store)');
 const imageWhen = `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC in this run.`;
 const images = await measureImageRows({ base, reps: quick ? 1 : Math.min(reps, 3), log });
+const imageLoops = await measureImageLoops({ base, reps: quick ? 1 : Math.min(reps, 3), log });
 const bootDirSamples = await measureBootDir({ dir: path.join(base, 'boot-dir'), log });
 log('the registry pull rows');
 const registryWhen = `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC in this run.`;
@@ -245,7 +249,7 @@ samples, the full copy and rsync fewer: see Method); ratios compare medians meas
 same run, on the same trees and the same update.
 
 ${cliSection(cli, targetsTable, cliWhenFull, bootDirSamples)}
-${imageSection(images, targetsTable, imageWhen)}
+${imageSection(images, targetsTable, imageWhen, imageLoops)}
 ${registrySection(pulls, targetsTable, registryWhen)}
 ${FILESYSTEM_HEADING}
 

@@ -14,7 +14,9 @@
  * Each stage prints the time of its steps (plan: the import of new layers; copy; apply:
  * the link; manifest; validate; sync; commit); BENCH_IMAGE_PROF=DIR writes the main
  * thread's CPU profile of each update stage there. Run alone: `node scripts/bench/image-stage.mjs`
- * (dist/ built first).
+ * (dist/ built first). BENCH_IMAGE_LOOPS=ext4,xfs (the default; "" for none) measures the
+ * same rows again on loop mounts of those filesystems made under BENCH_DIR (loop-mount.mjs),
+ * each its own sysroot and image, one after the other.
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -24,6 +26,7 @@ import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Sysroot } from '../../dist/index.js';
 import { prng } from './prng.mjs';
+import { loopMount } from './loop-mount.mjs';
 
 const sh = (cmd, args) => execFileSync(cmd, args, { stdio: ['ignore', 'ignore', 'inherit'], maxBuffer: 1 << 30 });
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -182,6 +185,30 @@ export async function measureImageRows({ base = process.env.BENCH_DIR ?? '/var/t
   }
 }
 
+/**
+ * The image rows on each filesystem of BENCH_IMAGE_LOOPS (default ext4,xfs), a loop mount of
+ * 2 GiB under `base`: [{ type, res }] or [{ type, why }] where one could not be made.
+ */
+export async function measureImageLoops({ base = process.env.BENCH_DIR ?? '/var/tmp', log = console.log, ...o } = {}) {
+  const types = (process.env.BENCH_IMAGE_LOOPS ?? 'ext4,xfs').split(',').filter((t) => t !== '');
+  const out = [];
+  for (const type of types) {
+    const m = loopMount(base, type, 2);
+    if (m.why) {
+      log(`NOTE: no image rows on ${type}: ${m.why}`);
+      out.push({ type, why: m.why });
+      continue;
+    }
+    try {
+      log(`the image rows on a ${type} loop mount`);
+      out.push({ type, res: await measureImageRows({ ...o, base: m.dir, log }) });
+    } finally {
+      m.cleanup();
+    }
+  }
+  return out;
+}
+
 /** BENCH_IMAGE_PROF=DIR: the main thread's CPU profile of each update stage (DIR/NAME.cpuprofile). */
 async function profiled(name, f) {
   const to = process.env.BENCH_IMAGE_PROF;
@@ -211,20 +238,28 @@ export function imageTargets(res) {
 }
 
 /** The section of BENCHMARKS.md: the targets, where each stage's time went, and NOTES-image.md (the profiles' reading). */
-export function imageSection(res, targetsTable, when) {
+export function imageSection(res, targetsTable, when, loops = []) {
   const notesFile = new URL('./NOTES-image.md', import.meta.url);
   const notes = fs.existsSync(notesFile) ? `\n${fs.readFileSync(notesFile, 'utf8').trim()}\n` : '';
-  const steps = res.rows.map((r) => `- ${r.name.split(':')[0]}: ${Object.entries(r.steps).map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}`).join('\n');
+  const steps = (res) => res.rows.map((r) => `- ${r.name.split(':')[0]}: ${Object.entries(r.steps).map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}`).join('\n');
+  const loads = (res) => res.loads.map((x) => x.toFixed(2)).join(', ');
+  const others = loops
+    .map((l) =>
+      l.why
+        ? `### On a ${l.type} loop mount\n\nNot measured: ${l.why}.\n`
+        : `### On a ${l.type} loop mount\n\nThe same rows on a ${l.res.fsType} loop mount made by the bench (2 GiB), measured after the rows above; load average at each round's start ${loads(l.res)}.\n\n${targetsTable(imageTargets(l.res))}\n\nWhere each stage's time went (medians):\n\n${steps(l.res)}\n`,
+    )
+    .join('\n');
   return `${IMAGE_HEADING}
 
-${when} On ${res.fsType}, ${res.files.toLocaleString('en-US')} files in the base layer (${res.baseMB.toFixed(1)} MB gzip) and layers of 200 files, medians of ${res.reps} round${res.reps === 1 ? '' : 's'}; load average at each round's start ${res.loads.map((x) => x.toFixed(2)).join(', ')} (2 cores). Every stage is \`Sysroot.stage\` of a local OCI layout, its baseline timed in the same round (scripts/bench/image-stage.mjs).
+${when} On ${res.fsType}, ${res.files.toLocaleString('en-US')} files in the base layer (${res.baseMB.toFixed(1)} MB gzip) and layers of 200 files, medians of ${res.reps} round${res.reps === 1 ? '' : 's'}; load average at each round's start ${loads(res)} (2 cores). Every stage is \`Sysroot.stage\` of a local OCI layout, its baseline timed in the same round (scripts/bench/image-stage.mjs).
 
 ${targetsTable(imageTargets(res))}
 
 Where each stage's time went (medians, from each step's first progress event to the next; plan includes the import of the layers the store lacks):
 
-${steps}
-${notes}`;
+${steps(res)}
+${others === '' ? '' : `\n${others}`}${notes}`;
 }
 
 /** Replaces the image section of BENCHMARKS.md (or adds it before Results). */
@@ -240,6 +275,7 @@ export function spliceImageSection(doc, section) {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const res = await measureImageRows();
+  const loops = await measureImageLoops();
   const { targetsTable } = await import('./report.mjs');
-  console.log(imageSection(res, targetsTable, `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC.`));
+  console.log(imageSection(res, targetsTable, `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC.`, loops));
 }
