@@ -2,7 +2,7 @@ import { StagedrootError } from '../../errors.js';
 import type { RegistryClient } from './client.js';
 import { requirementsFor, type Policy } from './policy.js';
 import { formatReference, type ImageReference } from './reference.js';
-import { lookasideFor, REGISTRIES_D, sigstoreAttachmentsFor } from './registries-d.js';
+import { REGISTRIES_D, registriesDFor, type RegistriesDConfig } from './registries-d.js';
 import { readSigstoreAttachments, sigstoreKeyNames, sigstoreKeys, verifySigstoreSigned, type SigstoreAttachments } from './sigstore.js';
 import { readLookaside, verifySignedBy } from './simple-signing.js';
 
@@ -15,12 +15,15 @@ export interface PolicyVerdict {
 
 /**
  * The policy's verdict on an image before any layer is fetched: every requirement of the
- * reference's scope must hold (containers/image: all of them). `signedBy` reads the
- * signatures from the lookaside registries.d names; `sigstoreSigned` from the sigstore
- * attachment in the registry, through `client` (the endpoint that served the image),
- * when registries.d says `use-sigstore-attachments: true` for that endpoint's reference
- * (a mirror's, when a mirror served it). A refusal is
- * SIGNATURE_INVALID (a rejection, exit 3) naming the image and what was expected.
+ * reference's scope must hold (containers/image: all of them). Where the signatures are
+ * is asked of registries.d about the endpoint that served the image (`client.ref`: a
+ * mirror's own name when a mirror served it, as containers/image makes its client from
+ * the physical reference), their claimed identity checked against `ref`, the name asked
+ * for. `signedBy` reads them from that endpoint's lookaside, under its repository
+ * (`BASE/REPO@sha256=HEX/signature-N`); `sigstoreSigned` from the sigstore attachment
+ * in that registry, through `client`, when registries.d says
+ * `use-sigstore-attachments: true` for it. A refusal is SIGNATURE_INVALID (a
+ * rejection, exit 3) naming the image and what was expected.
  */
 export async function enforcePolicy(policy: Policy, ref: ImageReference, digest: string, client: RegistryClient, o: { registriesD?: string } = {}): Promise<PolicyVerdict> {
   const { scope, reqs } = requirementsFor(policy, ref);
@@ -32,6 +35,8 @@ export async function enforcePolicy(policy: Policy, ref: ImageReference, digest:
   const signedBy: string[] = [];
   let sigs: Buffer[] | undefined;
   let attachments: SigstoreAttachments | undefined;
+  let config: RegistriesDConfig | undefined;
+  const registriesD = async () => (config ??= await registriesDFor(client.ref, dir));
   for (const r of reqs) {
     if (r.type === 'insecureAcceptAnything') continue;
     if (r.type === 'reject') refuse('it rejects every image of this scope');
@@ -42,8 +47,7 @@ export async function enforcePolicy(policy: Policy, ref: ImageReference, digest:
       const logged = r.rekorKeyPaths.length + r.rekorKeyData.length > 0 ? ', logged in Rekor' : '';
       const expected = `it requires a sigstore signature by ${sigstoreKeyNames(r)}${logged} (${r.signedIdentity.type})`;
       if (attachments === undefined) {
-        // As containers/image, registries.d is asked about the endpoint that served the image (a mirror's own name), the identity checked against the name asked for.
-        const use = await sigstoreAttachmentsFor(client.ref, dir);
+        const use = (await registriesD()).useSigstoreAttachments;
         if (use?.value !== true) refuse(`${expected}, and ${use ? `${use.file} says use-sigstore-attachments: false` : `no file in ${dir} says use-sigstore-attachments: true`} for ${client.image}, so it has no sigstore signature to read`);
         attachments = await readSigstoreAttachments(client, digest);
       }
@@ -54,9 +58,9 @@ export async function enforcePolicy(policy: Policy, ref: ImageReference, digest:
     }
     if (r.type !== 'signedBy') continue;
     if (sigs === undefined) {
-      const at = await lookasideFor(ref, dir);
-      if (at === null) refuse(`it requires a signature by ${r.keyPaths.join(', ') || 'the keyData key'}, and no lookaside in ${dir} says where ${image}'s signatures are`);
-      sigs = await readLookaside(at!.url, ref, digest);
+      const at = (await registriesD()).lookaside;
+      if (at === null) refuse(`it requires a signature by ${r.keyPaths.join(', ') || 'the keyData key'}, and no lookaside in ${dir} says where ${client.image}'s signatures are`);
+      sigs = await readLookaside(at!.url, client.ref, digest);
     }
     const v = await verifySignedBy(r, sigs, ref, digest);
     if ('why' in v) refuse(`it requires a signature by ${r.keyPaths.join(', ') || 'the keyData key'} (${r.signedIdentity.type}), and ${v.why}`);

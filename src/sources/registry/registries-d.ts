@@ -29,15 +29,26 @@ function scopeConfig(v: unknown, file: string): ScopeConfig {
   return { file, ...(typeof u === 'string' ? { lookaside: u } : {}), ...(s !== undefined ? { useSigstoreAttachments: s } : {}) };
 }
 
+/** What registries.d says for one reference: each setting with the file it came from, null where no scope sets it. */
+export interface RegistriesDConfig {
+  /** The lookaside base URL (simple signing's signatures). */
+  lookaside: { url: string; file: string } | null;
+  /** Whether sigstore signatures are looked for as attachments in the registry (default false). */
+  useSigstoreAttachments: RegistriesDSetting<boolean> | null;
+}
+
 /**
- * A setting for a reference as containers/image looks it up: each field on its own, from
- * the most specific `docker:` scope that sets it (the repository, each parent namespace,
- * the host, `*.DOMAIN`), else from `default-docker`; the files read in name order, the
- * first file to name a scope holding it.
+ * What registries.d says for a reference, as containers/image looks it up (one read of
+ * the directory): each setting on its own, from the most specific `docker:` scope that
+ * sets it (the repository, each parent namespace, the host, `*.DOMAIN`), else from
+ * `default-docker`; the files read in name order, the first file to name a scope holding
+ * it. The reference is the endpoint's (a mirror's own name when a mirror serves), as
+ * containers/image's client is made from the physical reference.
  */
-async function settingFor<K extends 'lookaside' | 'useSigstoreAttachments'>(ref: ImageReference, key: K, dir: string): Promise<RegistriesDSetting<NonNullable<ScopeConfig[K]>> | null> {
-  const scopes = new Map<string, ScopeConfig>();
-  let fallback: ScopeConfig | null = null;
+export async function registriesDFor(ref: ImageReference, dir = REGISTRIES_D): Promise<RegistriesDConfig> {
+  const keys = ['lookaside', 'useSigstoreAttachments'] as const;
+  const scopes = { lookaside: new Map<string, ScopeConfig>(), useSigstoreAttachments: new Map<string, ScopeConfig>() };
+  const fallback: Record<(typeof keys)[number], ScopeConfig | null> = { lookaside: null, useSigstoreAttachments: null };
   for (const n of (await listDirAsync(dir)).filter((n) => n.endsWith('.yaml') || n.endsWith('.yml')).sort()) {
     const file = path.join(dir, n);
     const bytes = await readSmallFile(file, 1024 * 1024);
@@ -50,27 +61,15 @@ async function settingFor<K extends 'lookaside' | 'useSigstoreAttachments'>(ref:
     }
     if (doc['default-docker'] !== undefined) {
       const d = scopeConfig(doc['default-docker'], file);
-      if (d[key] !== undefined && fallback === null) fallback = d;
+      for (const k of keys) if (d[k] !== undefined && fallback[k] === null) fallback[k] = d;
     }
     for (const [scope, v] of Object.entries((doc.docker ?? {}) as Record<string, unknown>)) {
       const c = scopeConfig(v, file);
-      if (c[key] !== undefined && !scopes.has(scope)) scopes.set(scope, c);
+      for (const k of keys) if (c[k] !== undefined && !scopes[k].has(scope)) scopes[k].set(scope, c);
     }
   }
-  for (const s of scopesOf(ref).slice(1, -1)) {
-    const hit = scopes.get(s);
-    if (hit) return { value: hit[key]!, file: hit.file };
-  }
-  return fallback ? { value: fallback[key]!, file: fallback.file } : null;
-}
-
-/** The lookaside base URL for a reference (simple signing's signatures), or null. */
-export async function lookasideFor(ref: ImageReference, dir = REGISTRIES_D): Promise<{ url: string; file: string } | null> {
-  const s = await settingFor(ref, 'lookaside', dir);
-  return s && { url: s.value, file: s.file };
-}
-
-/** Whether a reference's sigstore signatures are looked for as attachments in its registry (`use-sigstore-attachments`, default false). */
-export async function sigstoreAttachmentsFor(ref: ImageReference, dir = REGISTRIES_D): Promise<RegistriesDSetting<boolean> | null> {
-  return settingFor(ref, 'useSigstoreAttachments', dir);
+  const pick = (k: (typeof keys)[number]): ScopeConfig | null => scopesOf(ref).slice(1, -1).map((s) => scopes[k].get(s)).find((c) => c !== undefined) ?? fallback[k];
+  const l = pick('lookaside');
+  const u = pick('useSigstoreAttachments');
+  return { lookaside: l && { url: l.lookaside!, file: l.file }, useSigstoreAttachments: u && { value: u.useSigstoreAttachments!, file: u.file } };
 }

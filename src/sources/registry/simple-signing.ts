@@ -10,7 +10,12 @@ import { tlsFor } from './tls-files.js';
 const MAX_SIGNATURE = 64 * 1024;
 const MAX_SIGNATURES = 32;
 
-/** The signatures of a manifest digest at a lookaside (`BASE/REPO@ALG=HEX/signature-N`, N from 1 until one is missing). */
+/**
+ * The signatures of a manifest digest at a lookaside (`BASE/REPO@ALG=HEX/signature-N`, N
+ * from 1 until one is missing). `ref` is the endpoint's reference (a mirror's own name
+ * when a mirror served the image, as containers/image's lookasideStorageBaseURL of the
+ * physical reference): REPO is its repository.
+ */
 export async function readLookaside(base: string, ref: ImageReference, digest: string): Promise<Buffer[]> {
   const [alg, hex] = digest.split(':');
   const out: Buffer[] = [];

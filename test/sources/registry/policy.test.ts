@@ -3,7 +3,9 @@
  * signed by the real skopeo (`copy --sign-by`, GPG simple signing into a lookaside that
  * registries.d names), verified with gpg before any layer is fetched; an unsigned,
  * wrongly signed or wrongly named image and a `reject` scope are refused (exit 3,
- * SIGNATURE_INVALID naming the image and what was expected), nothing staged.
+ * SIGNATURE_INVALID naming the image and what was expected), nothing staged. Through a
+ * mirror, the signatures are read from the lookaside registries.d names for the mirror,
+ * under its repository, and their identity checked against the name asked for.
  */
 import * as fs from 'node:fs';
 import * as http from 'node:http';
@@ -18,7 +20,7 @@ import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
 import { cli } from '../../helpers/cli.js';
 import { tool } from '../../helpers/tools.js';
 import { manifestOf, umociImage } from '../oci/oci-helpers.js';
-import { gpgKey, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
+import { freePort, gpgKey, mirrorConf, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
 
 describe('policy scopes', () => {
   it('most specific first: the reference, the repository, its namespaces, the host, wildcard domains, the transport default', () => {
@@ -41,6 +43,7 @@ describe('signature policies (GPG simple signing, real skopeo and gpg)', () => {
   let other: { fpr: string; pub: string };
   let registriesD: string;
   let digest: string;
+  let down: string;
   let t: TempSysroot | null = null;
 
   /** skopeo copy to REPO:TAG, signed by `fpr` (the signature into the lookaside), with --sign-identity when given. */
@@ -65,6 +68,10 @@ describe('signature policies (GPG simple signing, real skopeo and gpg)', () => {
     await pushAs('os/unsigned:1');
     await pushAs('os/other:1', { fpr: other.fpr });
     await pushAs('os/renamed:1', { fpr: trusted.fpr, identity: `${reg.host}/os/elsewhere:1` });
+    // A mirror of a source that is down (nothing listens there): one signature names the source, as its signer would; one the mirror (skopeo's default).
+    down = `127.0.0.1:${await freePort()}`;
+    await pushAs('mirror/os/signed:1', { fpr: trusted.fpr, identity: `${down}/os/signed:1` });
+    await pushAs('mirror/os/renamed:1', { fpr: trusted.fpr });
     auth = writeAuthFile(path.join(scratch, 'auth.json'), {});
   }, 120_000);
   afterAll(async () => {
@@ -76,16 +83,17 @@ describe('signature policies (GPG simple signing, real skopeo and gpg)', () => {
     t = null;
   });
 
-  const policyFile = (name: string, scoped: unknown[], dflt: unknown[] = [{ type: 'reject' }]): string => {
+  const policyFile = (name: string, scoped: unknown[], scope = `${reg.host}/os`): string => {
     const p = path.join(scratch, `${name}.json`);
-    fs.writeFileSync(p, JSON.stringify({ default: dflt, transports: { docker: { [`${reg.host}/os`]: scoped } } }));
+    fs.writeFileSync(p, JSON.stringify({ default: [{ type: 'reject' }], transports: { docker: { [scope]: scoped } } }));
     return p;
   };
   const signedBy = (key: string, signedIdentity?: unknown) => [{ type: 'signedBy', keyType: 'GPGKeys', keyPath: key, ...(signedIdentity ? { signedIdentity } : {}) }];
-  const stage = async (repoTag: string, policy: string, verb: string[] = ['stage']) => {
+  const stage = async (repoTag: string, policy: string, verb: string[] = ['stage'], o: { host?: string; registriesD?: string; registriesConf?: string } = {}) => {
     t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const blobDir = path.join(t.scratch, 'blobs');
-    const r = await cli([...verb, `docker://${reg.host}/${repoTag}`, '--policy', policy, '--registries-d', registriesD, '--sysroot', t.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', blobDir, '--json']);
+    const conf = o.registriesConf ? ['--registries-conf', o.registriesConf] : [];
+    const r = await cli([...verb, `docker://${o.host ?? reg.host}/${repoTag}`, '--policy', policy, '--registries-d', o.registriesD ?? registriesD, ...conf, '--sysroot', t.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', blobDir, '--json']);
     const layer = manifestOf(path.join(scratch, 'image')).json.layers[0]!;
     return { r, layerFetched: fs.existsSync(path.join(blobDir, 'blobs', ...layer.digest.split(':'))) };
   };
@@ -163,5 +171,35 @@ describe('signature policies (GPG simple signing, real skopeo and gpg)', () => {
     const { r } = await stage('os/unsigned:1', policyFile('trusted', signedBy(trusted.pub)), ['switch']);
     expect(r.code, r.out + r.err).toBe(3);
     expect(JSON.parse(r.out).error.code).toBe('SIGNATURE_INVALID');
+  });
+
+  it("through a mirror: the lookaside registries.d names for the mirror is read, under the mirror's repository; the identity is checked against the name asked for", async () => {
+    const conf = mirrorConf(path.join(scratch, 'mirror.conf'), `${down}/os`, `${reg.host}/mirror/os`);
+    // The source's own scope names a lookaside that holds nothing: only the mirror's scope leads to the signatures (skopeo wrote them under mirror/os/…).
+    const viaMirror = path.join(scratch, 'registries.d-mirror');
+    fs.mkdirSync(viaMirror, { recursive: true });
+    fs.writeFileSync(path.join(viaMirror, 'mirror.yaml'), `docker:\n  ${down}:\n    lookaside: file://${path.join(scratch, 'empty-lookaside')}\n  ${reg.host}/mirror:\n    lookaside: file://${path.join(scratch, 'sigstore')}\n`);
+    const policy = policyFile('mirror', signedBy(trusted.pub), `${down}/os`);
+    const o = { host: down, registriesD: viaMirror, registriesConf: conf };
+    const { r } = await stage('os/signed:1', policy, ['stage'], o);
+    expect(r.code, r.out + r.err).toBe(0);
+    const st = t!.sysroot.status();
+    const d = st.deployments.find((x) => x.id === st.staged)!;
+    expect(d.origin).toMatchObject({ digest, pullspec: `${down}/os/signed:1`, mirror: `${reg.host}/mirror/os/signed` });
+    expect(d.source).toContain(`signed by ${trusted.fpr} (transports.docker["${down}/os"])`);
+    t!.cleanup();
+    // Signed by the same key, but for the mirror's name (what skopeo records by default): not the image asked for.
+    const renamed = await stage('os/renamed:1', policy, ['stage'], o);
+    expect(renamed.r.code, renamed.r.out + renamed.r.err).toBe(3);
+    expect(JSON.parse(renamed.r.out).error.message).toContain(`${down}/os/renamed:1 (${digest}) is refused by the policy ${policy} (transports.docker["${down}/os"]): it requires a signature by ${trusted.pub} (matchRepoDigestOrExact), and signature 1 is for "${reg.host}/mirror/os/renamed:1", which matchRepoDigestOrExact does not accept for ${down}/os/renamed:1`);
+    expect(renamed.layerFetched).toBe(false);
+    t!.cleanup();
+    // No lookaside for the mirror: refused, naming the mirror whose signatures were looked for.
+    const sourceOnly = path.join(scratch, 'registries.d-source-only');
+    fs.mkdirSync(sourceOnly, { recursive: true });
+    fs.writeFileSync(path.join(sourceOnly, 'source.yaml'), `docker:\n  ${down}:\n    lookaside: file://${path.join(scratch, 'sigstore')}\n`);
+    const none = await stage('os/signed:1', policy, ['stage'], { ...o, registriesD: sourceOnly });
+    expect(none.r.code, none.r.out + none.r.err).toBe(3);
+    expect(JSON.parse(none.r.out).error.message).toContain(`and no lookaside in ${sourceOnly} says where ${reg.host}/mirror/os/signed:1's signatures are`);
   });
 });

@@ -147,3 +147,9 @@ export async function gpgKey(gnupg: string, dir: string, name: string): Promise<
   fs.writeFileSync(pub, String((await tool('gpg', ['--armor', '--export', fpr], { env: { GNUPGHOME: gnupg } })).stdout));
   return { fpr, pub };
 }
+
+/** A registries.conf (v2) at FILE whose `prefix` (HOST/REPO) is pulled from `mirror` (HOST/REPO) first, then from itself. */
+export function mirrorConf(file: string, prefix: string, mirror: string): string {
+  fs.writeFileSync(file, `[[registry]]\nprefix = "${prefix}"\nlocation = "${prefix}"\n[[registry.mirror]]\nlocation = "${mirror}"\n`);
+  return file;
+}

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parsePolicy } from '../../../src/sources/registry/policy.js';
 import { parsePullspec } from '../../../src/sources/registry/reference.js';
-import { lookasideFor, sigstoreAttachmentsFor } from '../../../src/sources/registry/registries-d.js';
+import { registriesDFor } from '../../../src/sources/registry/registries-d.js';
 import { verifyRekorSet } from '../../../src/sources/registry/rekor-set.js';
 import { parseSigstorePayload, sigstoreKey, verifySigstoreSignature } from '../../../src/sources/registry/sigstore-payload.js';
 import { tool } from '../../helpers/tools.js';
@@ -110,18 +110,17 @@ describe('sigstoreSigned in the policy', () => {
   });
 });
 
-describe("registries.d's use-sigstore-attachments", () => {
+describe("registries.d's lookaside and use-sigstore-attachments", () => {
   it('each setting from the most specific scope that sets it, else default-docker; a value that is no boolean is refused', async () => {
     const dir = path.join(scratch, 'registries.d');
     fs.mkdirSync(dir);
     fs.writeFileSync(path.join(dir, 'a.yaml'), 'default-docker:\n  use-sigstore-attachments: true\n  lookaside: https://sigs.example\ndocker:\n  quay.io/ns:\n    lookaside: file:///ns\n  quay.io/ns/off:\n    use-sigstore-attachments: false\n');
     const ref = parsePullspec('quay.io/ns/os:1');
-    expect(await sigstoreAttachmentsFor(ref, dir)).toEqual({ value: true, file: path.join(dir, 'a.yaml') });
-    expect(await lookasideFor(ref, dir)).toEqual({ url: 'file:///ns', file: path.join(dir, 'a.yaml') });
-    expect((await sigstoreAttachmentsFor(parsePullspec('quay.io/ns/off:1'), dir))?.value).toBe(false);
-    expect(await lookasideFor(parsePullspec('quay.io/ns/off:1'), dir)).toMatchObject({ url: 'file:///ns' });
-    expect(await sigstoreAttachmentsFor(ref, path.join(scratch, 'none'))).toBeNull();
+    expect(await registriesDFor(ref, dir)).toEqual({ lookaside: { url: 'file:///ns', file: path.join(dir, 'a.yaml') }, useSigstoreAttachments: { value: true, file: path.join(dir, 'a.yaml') } });
+    expect(await registriesDFor(parsePullspec('quay.io/ns/off:1'), dir)).toMatchObject({ lookaside: { url: 'file:///ns' }, useSigstoreAttachments: { value: false } });
+    expect(await registriesDFor(parsePullspec('other.io/os:1'), dir)).toMatchObject({ lookaside: { url: 'https://sigs.example' }, useSigstoreAttachments: { value: true } });
+    expect(await registriesDFor(ref, path.join(scratch, 'none'))).toEqual({ lookaside: null, useSigstoreAttachments: null });
     fs.writeFileSync(path.join(dir, 'b.yaml'), 'docker:\n  example.com:\n    use-sigstore-attachments: "yes"\n');
-    await expect(sigstoreAttachmentsFor(ref, dir)).rejects.toThrow(`${path.join(dir, 'b.yaml')}: use-sigstore-attachments is "yes", not true or false`);
+    await expect(registriesDFor(ref, dir)).rejects.toThrow(`${path.join(dir, 'b.yaml')}: use-sigstore-attachments is "yes", not true or false`);
   });
 });

@@ -17,7 +17,7 @@ import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
 import { cli } from '../../helpers/cli.js';
 import { tool } from '../../helpers/tools.js';
 import { manifestOf, umociImage } from '../oci/oci-helpers.js';
-import { freePort, gpgKey, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
+import { freePort, gpgKey, mirrorConf, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
 import { cosignPayload, damageBlob, pushAttachment, rekorBundle, signingKey, signPayload, type SigningKey } from './sigstore-helpers.js';
 
 describe('sigstoreSigned (sigstore attachments made with openssl, pushed with the real skopeo)', () => {
@@ -203,8 +203,7 @@ describe('sigstoreSigned (sigstore attachments made with openssl, pushed with th
   });
 
   it("through a mirror: the attachment is read from the mirror that served the image, registries.d asked about the mirror's name, the identity checked against the name asked for", async () => {
-    const conf = path.join(scratch, 'mirror.conf');
-    fs.writeFileSync(conf, `[[registry]]\nprefix = "${down}/os"\nlocation = "${down}/os"\n[[registry.mirror]]\nlocation = "${reg.host}/mirror/os"\n`);
+    const conf = mirrorConf(path.join(scratch, 'mirror.conf'), `${down}/os`, `${reg.host}/mirror/os`);
     const policy = path.join(scratch, 'mirror-policy.json');
     fs.writeFileSync(policy, JSON.stringify({ default: [{ type: 'reject' }], transports: { docker: { [`${down}/os`]: [sigstoreSigned({ keyPath: trusted.pub })] } } }));
     const { r } = await stage('os/good', policy, { host: down, registriesConf: conf });
