@@ -1,6 +1,7 @@
 import { StagedrootError } from '../../errors.js';
 import { readSmallFile } from '../../fs/trees/fetch-file.js';
 import { formatReference, parsePullspec, type ImageReference } from './reference.js';
+import { describeDuplicate, duplicateKey } from './strict-json.js';
 
 /** containers-policy.json(5): what images may be pulled, and whose signatures they need. */
 export const POLICY_FILE = '/etc/containers/policy.json';
@@ -43,21 +44,48 @@ function bad(file: string, why: string): never {
   throw new StagedrootError('SIGNATURE_INVALID', `${file}: ${why}`, { path: file });
 }
 
+/**
+ * The fields each object of the policy format may have (containers/image's
+ * policy_config.go and policy_config_sigstore.go): as there, a field it does not define
+ * is an error, not ignored (a misspelt field must not silently loosen a requirement).
+ */
+const FIELDS = {
+  insecureAcceptAnything: ['type'],
+  reject: ['type'],
+  signedBy: ['type', 'keyType', 'keyPath', 'keyPaths', 'keyData', 'signedIdentity'],
+} as const;
+
+/** The fields of each signedIdentity (containers/image: exactly these, the second one required). */
+const IDENTITY_FIELDS = {
+  matchRepoDigestOrExact: ['type'],
+  matchRepository: ['type'],
+  matchExact: ['type'],
+  exactReference: ['type', 'dockerReference'],
+  exactRepository: ['type', 'dockerRepository'],
+} as const;
+
+/** `o` (`what` at `where`) has no field but `allowed`, else SIGNATURE_INVALID naming the file, where, what and the fields. */
+function onlyFields(file: string, where: string, what: string, o: Record<string, unknown>, allowed: readonly string[]): void {
+  const unknown = Object.keys(o).filter((k) => !allowed.includes(k));
+  if (unknown.length > 0) bad(file, `${where}: ${what} has unknown field${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')}`);
+}
+
 function requirement(file: string, where: string, r: unknown): Requirement {
   if (r === null || typeof r !== 'object' || Array.isArray(r)) bad(file, `${where} is not an object`);
   const o = r as Record<string, unknown>;
   switch (o.type) {
     case 'insecureAcceptAnything':
     case 'reject':
+      onlyFields(file, where, o.type, o, FIELDS[o.type]);
       return { type: o.type };
     case 'sigstoreSigned':
       return sigstoreSigned(file, where, o);
     case 'signedBy': {
+      onlyFields(file, where, 'signedBy', o, FIELDS.signedBy);
       if (o.keyType !== 'GPGKeys') bad(file, `${where}: keyType ${JSON.stringify(o.keyType)} (only GPGKeys is defined)`);
-      const keyPaths = typeof o.keyPath === 'string' ? [o.keyPath] : Array.isArray(o.keyPaths) && o.keyPaths.every((p) => typeof p === 'string') ? (o.keyPaths as string[]) : [];
-      const keyData = typeof o.keyData === 'string' ? [Buffer.from(o.keyData, 'base64')] : [];
-      if (keyPaths.length + keyData.length !== 1 && !(keyPaths.length > 1 && keyData.length === 0)) bad(file, `${where}: signedBy needs exactly one of keyPath, keyPaths, keyData`);
-      return { type: 'signedBy', keyPaths, keyData, signedIdentity: identity(file, where, o.signedIdentity) };
+      const keys = keySources(file, where, 'signedBy', o, ['keyPath', 'keyPaths', 'keyData']);
+      if (keys.given.length === 0) bad(file, `${where}: signedBy needs one of keyPath, keyPaths, keyData`);
+      return { type: 'signedBy', keyPaths: keys.paths, keyData: keys.data, signedIdentity: identity(file, where, o.signedIdentity) };
     }
     default:
       return bad(file, `${where}: unknown requirement type ${JSON.stringify(o.type)}`);
@@ -67,16 +95,18 @@ function requirement(file: string, where: string, r: unknown): Requirement {
 /** Fields of sigstoreSigned (containers-policy.json(5)) for keyless signing (certificates from Fulcio or another CA), which stagedroot does not verify. */
 const SIGSTORE_UNSUPPORTED = ['fulcio', 'pki'];
 
-/** One of `names` (a path, paths, data, datas) at most: the paths, and the data decoded from base64. */
-function keySources(file: string, where: string, o: Record<string, unknown>, [path, paths, data, datas]: [string, string, string, string]): { paths: string[]; data: Buffer[]; given: string[] } {
+/** One of `names` (a path, paths, data and, for sigstoreSigned, datas) at most: the paths, and the data decoded from base64. */
+function keySources(file: string, where: string, what: string, o: Record<string, unknown>, names: [string, string, string, string?]): { paths: string[]; data: Buffer[]; given: string[] } {
+  const [path, paths, data, datas] = names;
   const strings = (v: unknown): v is string[] => Array.isArray(v) && v.length > 0 && v.every((p) => typeof p === 'string');
-  const given = [path, paths, data, datas].filter((k) => o[k] !== undefined);
-  if (given.length > 1) bad(file, `${where}: sigstoreSigned has ${given.join(' and ')}: it takes exactly one of ${path}, ${paths}, ${data}, ${datas}`);
+  const all = names.filter((k): k is string => k !== undefined);
+  const given = all.filter((k) => o[k] !== undefined);
+  if (given.length > 1) bad(file, `${where}: ${what} has ${given.join(' and ')}: it takes exactly one of ${all.join(', ')}`);
   for (const k of [path, data]) if (o[k] !== undefined && typeof o[k] !== 'string') bad(file, `${where}: ${k} is not a string`);
-  for (const k of [paths, datas]) if (o[k] !== undefined && !strings(o[k])) bad(file, `${where}: ${k} is not a non-empty array of strings`);
+  for (const k of [paths, datas]) if (k !== undefined && o[k] !== undefined && !strings(o[k])) bad(file, `${where}: ${k} is not a non-empty array of strings`);
   return {
     paths: typeof o[path] === 'string' ? [o[path] as string] : ((o[paths] as string[] | undefined) ?? []),
-    data: (typeof o[data] === 'string' ? [o[data] as string] : ((o[datas] as string[] | undefined) ?? [])).map((d) => Buffer.from(d, 'base64')),
+    data: (typeof o[data] === 'string' ? [o[data] as string] : datas !== undefined ? ((o[datas] as string[] | undefined) ?? []) : []).map((d) => Buffer.from(d, 'base64')),
     given,
   };
 }
@@ -85,10 +115,9 @@ const SIGSTORE_FIELDS = ['type', 'keyPath', 'keyPaths', 'keyData', 'keyDatas', '
 
 function sigstoreSigned(file: string, where: string, o: Record<string, unknown>): Requirement {
   // As containers/image: a field it does not know is an error (a misspelt rekorPublicKeyPath must not turn the log check off).
-  const unknown = Object.keys(o).filter((k) => !SIGSTORE_FIELDS.includes(k));
-  if (unknown.length > 0) bad(file, `${where}: sigstoreSigned has unknown fields ${unknown.join(', ')}`);
-  const keys = keySources(file, where, o, ['keyPath', 'keyPaths', 'keyData', 'keyDatas']);
-  const rekor = keySources(file, where, o, ['rekorPublicKeyPath', 'rekorPublicKeyPaths', 'rekorPublicKeyData', 'rekorPublicKeyDatas']);
+  onlyFields(file, where, 'sigstoreSigned', o, SIGSTORE_FIELDS);
+  const keys = keySources(file, where, 'sigstoreSigned', o, ['keyPath', 'keyPaths', 'keyData', 'keyDatas']);
+  const rekor = keySources(file, where, 'sigstoreSigned', o, ['rekorPublicKeyPath', 'rekorPublicKeyPaths', 'rekorPublicKeyData', 'rekorPublicKeyDatas']);
   const unsupported = SIGSTORE_UNSUPPORTED.filter((k) => o[k] !== undefined);
   if (keys.given.length === 0 && unsupported.length === 0) bad(file, `${where}: sigstoreSigned needs one of keyPath, keyPaths, keyData, keyDatas (or fulcio, which stagedroot does not verify)`);
   return { type: 'sigstoreSigned', keyPaths: keys.paths, keyData: keys.data, signedIdentity: identity(file, where, o.signedIdentity), rekorKeyPaths: rekor.paths, rekorKeyData: rekor.data, unsupported };
@@ -96,7 +125,9 @@ function sigstoreSigned(file: string, where: string, o: Record<string, unknown>)
 
 function identity(file: string, where: string, v: unknown): SignedIdentity {
   if (v === undefined) return { type: 'matchRepoDigestOrExact' };
-  const o = (v ?? {}) as Record<string, unknown>;
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) bad(file, `${where}: signedIdentity is not an object`);
+  const o = v as Record<string, unknown>;
+  if (typeof o.type === 'string' && Object.hasOwn(IDENTITY_FIELDS, o.type)) onlyFields(file, where, `signedIdentity ${o.type}`, o, IDENTITY_FIELDS[o.type as keyof typeof IDENTITY_FIELDS]);
   switch (o.type) {
     case 'matchRepoDigestOrExact':
     case 'matchRepository':
@@ -125,7 +156,12 @@ export function parsePolicy(text: string, file: string): Policy {
   } catch (err) {
     return bad(file, `not JSON: ${(err as Error).message}`);
   }
+  // As containers/image's strict parse: a repeated key is an error (JSON.parse would keep the last one).
+  const dup = duplicateKey(text);
+  if (dup !== null) bad(file, `it has ${describeDuplicate(dup)}`);
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) bad(file, 'a policy is a JSON object');
+  const extra = Object.keys(doc).filter((k) => k !== 'default' && k !== 'transports');
+  if (extra.length > 0) bad(file, `a policy has default and transports, not ${extra.join(', ')}`);
   const docker = new Map<string, Requirement[]>();
   const t = (doc.transports ?? {}) as Record<string, unknown>;
   const d = (t.docker ?? {}) as Record<string, unknown>;

@@ -1,4 +1,5 @@
 import { constants, createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
+import { describeDuplicate, duplicateKey } from './strict-json.js';
 
 /** A sigstore signature attachment's layer (cosign's "simple signing" payload). */
 export const SIGSTORE_SIGNATURE_MEDIA_TYPE = 'application/vnd.dev.cosign.simplesigning.v1+json';
@@ -75,15 +76,20 @@ function exactly(o: unknown, names: string[], what: string): string | null {
  * `{"critical": {"type": "cosign container image signature", "image":
  * {"docker-manifest-digest": D}, "identity": {"docker-reference": R}}, "optional": …}`,
  * each object with exactly those fields, `optional` null or an object (its `creator` a
- * string, its `timestamp` an integer when present). Returns the claim, or why it is none.
+ * string, its `timestamp` an integer when present), and none of these objects repeating a
+ * key (JSON.parse would keep the last; the values inside `optional` are not checked, as
+ * there). Returns the claim, or why it is none.
  */
 export function parseSigstorePayload(payload: Buffer): SigstoreClaim | { why: string } {
+  const text = payload.toString('utf8');
   let doc: unknown;
   try {
-    doc = JSON.parse(payload.toString('utf8'));
+    doc = JSON.parse(text);
   } catch {
     return { why: 'is not JSON' };
   }
+  const dup = duplicateKey(text, (p) => p[0] !== 'optional' || p.length === 1);
+  if (dup !== null) return { why: `has ${describeDuplicate(dup)}` };
   const why = exactly(doc, ['critical', 'optional'], 'the payload');
   if (why) return { why };
   const { critical, optional } = doc as Record<string, unknown>;

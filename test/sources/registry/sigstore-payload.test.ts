@@ -88,6 +88,18 @@ describe('the cosign payload', () => {
     expect(parseSigstorePayload(doc(crit(), { timestamp: 1.5 }))).toEqual({ why: 'has an optional.timestamp that is not an integer' });
     expect(parseSigstorePayload(doc(crit(), 'x'))).toEqual({ why: 'has an optional that is neither null nor an object' });
   });
+
+  it('a key repeated in the payload, critical, its image or identity, or optional is refused (JSON.parse would keep the last); inside optional\'s values it is not looked at, as containers/image', () => {
+    const good = `"type": "cosign container image signature", "image": {"docker-manifest-digest": "${D}"}`;
+    const payload = (s: string) => parseSigstorePayload(Buffer.from(s));
+    // a signer's identity, then another one the verifier would read instead
+    expect(payload(`{"critical": {${good}, "identity": {"docker-reference": "example.com/os", "docker-reference": "evil.com/os"}}, "optional": null}`)).toEqual({ why: 'has the key "docker-reference" twice in critical.identity' });
+    expect(payload(`{"critical": {"type": "cosign container image signature", "image": {"docker-manifest-digest": "${D}", "docker-manifest-digest": "${D}"}, "identity": {"docker-reference": "example.com/os"}}, "optional": null}`)).toEqual({ why: 'has the key "docker-manifest-digest" twice in critical.image' });
+    expect(payload(`{"critical": {${good}, "identity": {"docker-reference": "example.com/os"}, "type": "x"}, "optional": null}`)).toEqual({ why: 'has the key "type" twice in critical' });
+    expect(payload(`{"critical": {${good}, "identity": {"docker-reference": "a.com/os"}}, "critical": {${good}, "identity": {"docker-reference": "example.com/os"}}, "optional": null}`)).toEqual({ why: 'has the key "critical" twice' });
+    expect(payload(`{"critical": {${good}, "identity": {"docker-reference": "example.com/os"}}, "optional": {"creator": "a", "creator": "b"}}`)).toEqual({ why: 'has the key "creator" twice in optional' });
+    expect(payload(`{"critical": {${good}, "identity": {"docker-reference": "example.com/os"}}, "optional": {"annotations": {"k": "a", "k": "b"}}}`)).toEqual({ digest: D, reference: 'example.com/os' });
+  });
 });
 
 describe('sigstoreSigned in the policy', () => {
@@ -102,7 +114,7 @@ describe('sigstoreSigned in the policy', () => {
     expect(parse({ keyDatas: [Buffer.from('A').toString('base64'), Buffer.from('B').toString('base64')] })).toMatchObject({ keyPaths: [], keyData: [Buffer.from('A'), Buffer.from('B')] });
     expect(parse({ fulcio: {}, rekorPublicKeyData: 'x' })).toMatchObject({ unsupported: ['fulcio'] });
     expect(parse({ keyPath: '/k', pki: {} })).toMatchObject({ unsupported: ['pki'] });
-    expect(() => parse({ keyPath: '/k', rekorPublicKeyPth: '/r' })).toThrow('p.json: default[0]: sigstoreSigned has unknown fields rekorPublicKeyPth');
+    expect(() => parse({ keyPath: '/k', rekorPublicKeyPth: '/r' })).toThrow('p.json: default[0]: sigstoreSigned has unknown field rekorPublicKeyPth');
     expect(() => parse({})).toThrow('p.json: default[0]: sigstoreSigned needs one of keyPath, keyPaths, keyData, keyDatas');
     expect(() => parse({ keyPath: '/a', keyPaths: ['/b'] })).toThrow('sigstoreSigned has keyPath and keyPaths: it takes exactly one');
     expect(() => parse({ keyPaths: [] })).toThrow('keyPaths is not a non-empty array of strings');
