@@ -1,6 +1,6 @@
 import type { Activation } from './activation.js';
 import type { Layout } from './layout.js';
-import type { BaseState, Failure, LiveApplied, Origin, SignatureRecord } from './schema.js';
+import type { BaseState, Failure, LiveApplied, MergeReport, Origin, SignatureRecord } from './schema.js';
 
 /** The last merge as status shows it: kept paths absolute (host paths). */
 export interface MergeStatus {
@@ -86,6 +86,11 @@ export interface Status {
   deployments: DeploymentStatus[];
 }
 
+/** A merge report as status shows it: each kept local version at its path under the sysroot `root`. */
+export function mergeStatus(m: MergeReport, root: string): MergeStatus {
+  return { ...m, conflicts: m.conflicts.map((c) => ({ path: c.path, kept: c.kept === null ? null : `${root}/${c.kept}` })) };
+}
+
 /** The status object (`status --json`), a pure view of the state. */
 export function statusView(s: BaseState, layout: Layout, storage: Status['storage'] = 'portable'): Status {
   const staged = s.staged === null ? undefined : s.deployments.find((d) => d.id === s.staged);
@@ -105,7 +110,7 @@ export function statusView(s: BaseState, layout: Layout, storage: Status['storag
     storage,
     shared: Object.fromEntries((s.shared ?? []).map((rel) => [rel, layout.shared(rel)])),
     merged: s.merged ?? ['etc'],
-    lastMerge: s.lastMerge ? { ...s.lastMerge, conflicts: s.lastMerge.conflicts.map((c) => ({ path: c.path, kept: c.kept === null ? null : `${layout.root}/${c.kept}` })) } : null,
+    lastMerge: s.lastMerge ? mergeStatus(s.lastMerge, layout.root) : null,
     deployments: [...s.deployments]
       .sort((a, b) => Number(b.id) - Number(a.id))
       .map((d) => ({

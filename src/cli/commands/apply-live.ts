@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { action, collect, common, xattrOption, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson } from '../io.js';
 import { formatMerge } from '../format.js';
+import { mergeStatus } from '../../state/status.js';
 import { parseCommand } from '../../util/run-command.js';
 import { DEFAULT_HEALTH_DIRS } from './health.js';
 
@@ -21,7 +22,8 @@ export function applyLiveCommand(program: Command, env: CliEnv): void {
         const r = await s.applyLive({ discardOnFailure: o.discardOnFailure, services, health, disruptionPolicy: o.disruptionPolicy, onStep: o.json ? undefined : (step) => env.io.err(`apply-live: ${step}\n`) });
         if (o.json) return printJson(env.io, r);
         env.io.out(`applied live: deployment ${r.id} is current and runs in deployment ${r.running}'s root (${r.paths.length} path${r.paths.length === 1 ? '' : 's'} written, ${r.actions.map((a) => a.type).join(', ') || 'no action'}); the next boot runs it\n`);
-        env.io.out(formatMerge(s.status().lastMerge!).join('\n') + '\n');
+        // The merge report apply-live recorded as lastMerge (no second read of the state for it).
+        env.io.out(formatMerge(mergeStatus(r.merge, s.path)).join('\n') + '\n');
       }),
     );
 }

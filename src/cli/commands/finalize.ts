@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { action, common, xattrOption, openSysroot, type CliEnv, type CommonOptions } from '../common.js';
 import { printJson } from '../io.js';
 import { formatMerge } from '../format.js';
+import { mergeStatus } from '../../state/status.js';
 
 export function finalizeCommand(program: Command, env: CliEnv): void {
   xattrOption(common(program.command('finalize')))
@@ -14,7 +15,7 @@ export function finalizeCommand(program: Command, env: CliEnv): void {
         if (o.json) printJson(env.io, r);
         else if (r.finalized) {
           env.io.out(`finalized: deployment ${r.id} is current (was ${r.previous}); it boots next\n`);
-          env.io.out(formatMerge(s.status().lastMerge!).join('\n') + '\n');
+          env.io.out(formatMerge(mergeStatus(r.merge, s.path)).join('\n') + '\n');
         }
         else if (r.reason === 'locked') env.io.out(`deployment ${r.id} is staged but finalization-locked; nothing changed (run \`stagedroot unlock\`)\n`);
         else env.io.out('nothing staged; nothing to finalize\n');
