@@ -108,9 +108,12 @@ export async function prepareFinalize(ctx: Context, s: BaseState, o: FinalizeOpt
  */
 export function commitFinalize(ctx: Context, p: PreparedFinalize, transition: (s: BaseState) => Transition, op = 'finalize'): BaseState {
   const t = transition(p.merged);
-  const next = applyTransition(ctx, p.before, { next: { ...t.next, lastMerge: p.report, finishPending: p.id }, drop: t.drop }, op);
-  ctx.dfs.unlink(ctx.layout.mergeMarker(p.id));
-  return finishFinalize(ctx, next);
+  // Right after the swap, the one state written after it is finishFinalize's (applyTransition's `finish`).
+  const finish = (next: BaseState): BaseState => {
+    ctx.dfs.unlink(ctx.layout.mergeMarker(p.id));
+    return finishFinalize(ctx, next);
+  };
+  return applyTransition(ctx, p.before, { next: { ...t.next, lastMerge: p.report, finishPending: p.id }, drop: t.drop }, op, { finish });
 }
 
 /**

@@ -21,8 +21,15 @@ import { saveState } from './state-file.js';
  * its first boot and a crash never leaves more tries on disk than the state allows; what
  * the old state needed is removed only after the next state is durable. `tries: 'write'`
  * (the boot hook) sets the tries file from the state.
+ *
+ * `finish`: the steps that complete the transition after its commit point (finalize's
+ * last steps, finishFinalize), which write the state themselves. When the pointer moves,
+ * the state with the intent already stands for the next one (a crash after the swap is
+ * recovered to it and the steps resumed, see effectiveState and recoverFinalize), so they
+ * run right after the swap and theirs is the one state written after it, not the next
+ * state first and theirs again. They must write the state and be safe to repeat.
  */
-export function applyTransition(ctx: Context, from: BaseState, given: Transition, op: string, o: { tries?: 'keep' | 'write' } = {}): BaseState {
+export function applyTransition(ctx: Context, from: BaseState, given: Transition, op: string, o: { tries?: 'keep' | 'write'; finish?: (next: BaseState) => BaseState } = {}): BaseState {
   const { layout, dfs } = ctx;
   const t = withLiveRecord(given);
   verifyTransition(from, t, op);
@@ -36,10 +43,18 @@ export function applyTransition(ctx: Context, from: BaseState, given: Transition
   // (recovery rewrites them for the state it settles on).
   syncBootEntries(ctx, t.next);
   if (moves) dfs.replaceSymlink(layout.currentLink, layout.linkTarget(t.next.current));
-  saveState(layout, dfs, { ...t.next, intent: null });
-  syncBootFiles(ctx, t.next, { tries: 'keep', cleanup: true });
+  let next = t.next;
+  if (moves && o.finish !== undefined) {
+    // Past the pointer the intent on disk already means t.next (effectiveState, recovery):
+    // the finish steps run now and write the one state after them, instead of t.next first.
+    next = o.finish(t.next);
+  } else {
+    saveState(layout, dfs, { ...t.next, intent: null });
+    if (o.finish !== undefined) next = o.finish(t.next);
+  }
+  syncBootFiles(ctx, next, { tries: 'keep', cleanup: true });
   removeDeployments(ctx, t.drop);
-  return t.next;
+  return next;
 }
 
 /**

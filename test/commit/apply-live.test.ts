@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isStagedrootError } from '../../src/errors.js';
-import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
+import { countingHook, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { cli } from '../helpers/cli.js';
 
 const FAKE = path.join(path.dirname(fileURLToPath(import.meta.url)), '../helpers/fake-systemctl.sh');
@@ -125,6 +125,35 @@ describe('apply-live', () => {
     expect(read(oldTree, 'etc/containers/policy.json')).toBe(POLICY);
     expect(live.merge.conflicts).toEqual([{ path: 'etc/containers/policy.json', kept: `kept/${r.id}/etc/containers/policy.json` }]);
     expect(fs.readFileSync(path.join(t.dir, 'kept', r.id, 'etc/containers/policy.json'), 'utf8')).toBe('{"local":true}\n');
+  });
+
+  it('the CLI reports the merge it made (a kept local version at its path under the sysroot)', async () => {
+    const b = await booted();
+    t = b.t;
+    const oldTree = t.sysroot.status().deployments.find((d) => d.booted)!.path;
+    fs.writeFileSync(path.join(oldTree, 'etc/containers/policy.json'), '{"local":true}\n');
+    const r = await t.sysroot.stage({ files: [{ path: '/etc/containers/policy.json', contents: POLICY }] });
+    const ok = await cli(['apply-live', '--sysroot', t.dir, '--systemctl', `sh ${FAKE} ${b.log}`]);
+    expect(ok.code, ok.err).toBe(0);
+    expect(ok.out).toContain(`applied live: deployment ${r.id} is current`);
+    expect(ok.out).toContain(`last merge into ${r.id} at `);
+    expect(ok.out).toContain(`etc/containers/policy.json: local version kept at ${t.dir}/kept/${r.id}/etc/containers/policy.json`);
+  });
+
+  it('writes the state twice: the intent before the swap, then the one after its last steps', async () => {
+    const hook = countingHook();
+    const s = await tempSysroot({ tree: TREE, faults: hook });
+    t = s;
+    await s.sysroot.boot({ runDir: '/nonexistent' });
+    await s.sysroot.stage({ files: [{ path: '/etc/containers/policy.json', contents: POLICY }] });
+    const log = path.join(s.scratch, 'systemctl.log');
+    const from = hook.ops.length;
+    await s.sysroot.applyLive({ services: { command: ['sh', FAKE, log] } });
+    const stateWrites = hook.ops.slice(from).filter((o) => o === `rename ${path.join(s.dir, 'state.json')}`);
+    expect(stateWrites).toHaveLength(2);
+    const st = s.sysroot.status();
+    expect(st.current).toBe(st.activeLive?.deployment);
+    expect(JSON.parse(fs.readFileSync(path.join(s.dir, 'state.json'), 'utf8'))).toMatchObject({ intent: null, finishPending: null });
   });
 
   it('an SSH key outside etc/ (the sshkey policy, None) is written into the running root too', async () => {
