@@ -23,6 +23,9 @@ export interface Row {
 
 type Stats = NonNullable<ReturnType<typeof lstatOrNull>>;
 
+/** Thrown inside forEachRow's walk to stop it at its limit. */
+const PAST_LIMIT = Symbol('past the limit');
+
 export interface RowSources {
   /** The merged directory, tree-relative ("etc"). */
   dir: string;
@@ -55,9 +58,10 @@ function peekUnder(r: ManifestReader, dir: string): ManifestEntry | null {
  * recorded one. Size and mtime alone would not do (`cp -p` and `touch -r` keep them, and
  * a wrong "unchanged" here loses a local edit); every write, chmod, chown or attribute
  * change moves the ctime, which no user can set. Memory follows the directory's depth,
- * not its size.
+ * not its size. With a `limit`, the walk stops at the live entry past it and returns
+ * false (the rows given so far are not all of them); true when it went through.
  */
-export function forEachRow(o: RowSources, fn: (row: Row) => void): void {
+export function forEachRow(o: RowSources, fn: (row: Row) => void, limit = Infinity): boolean {
   const rb = new ManifestReader(o.baseManifest);
   const rn = new ManifestReader(o.newManifest);
   const take = (r: ManifestReader, p: string): ManifestEntry | null => (peekUnder(r, o.dir)?.p === p ? r.next() : null);
@@ -71,7 +75,9 @@ export function forEachRow(o: RowSources, fn: (row: Row) => void): void {
       fn({ p: x, b: take(rb, x), n: take(rn, x), l: null });
     }
   };
+  let live = 0;
   const visit = (rel: string, host: string | Buffer, st: Stats): void => {
+    if (++live > limit) throw PAST_LIMIT;
     flushBefore(rel);
     const b = take(rb, rel);
     const n = take(rn, rel);
@@ -85,6 +91,10 @@ export function forEachRow(o: RowSources, fn: (row: Row) => void): void {
       if (st.isDirectory()) walkTree(host, { enter: (rel, h, s) => visit(`${o.dir}/${rel}`, h, s) });
     }
     flushBefore(null);
+    return true;
+  } catch (err) {
+    if (err === PAST_LIMIT) return false;
+    throw err;
   } finally {
     rb.close();
     rn.close();
@@ -98,12 +108,21 @@ export function forEachRow(o: RowSources, fn: (row: Row) => void): void {
  * worker thread follows the local changes and the update, not the directory's size.
  */
 export function changedRows(o: RowSources & { always: readonly string[] }): Row[] {
+  return changedRowsUpTo(o, Infinity)!;
+}
+
+/** changedRows of a directory with at most `limit` live entries; null (the walk stopped there) for a larger one. */
+export function changedRowsUpTo(o: RowSources & { always: readonly string[] }, limit: number): Row[] | null {
   const always = new Set(o.always);
   const rows: Row[] = [];
-  forEachRow(o, (r) => {
-    if (!sameEntry(r.l, r.n) || always.has(r.p)) rows.push(r);
-  });
-  return rows;
+  const whole = forEachRow(
+    o,
+    (r) => {
+      if (!sameEntry(r.l, r.n) || always.has(r.p)) rows.push(r);
+    },
+    limit,
+  );
+  return whole ? rows : null;
 }
 
 /**

@@ -5,13 +5,12 @@ import { copyOut, lstatOrNull } from '../fs/trees/copy-entry.js';
 import { parseDelta } from '../fs/manifests/delta.js';
 import { exists, readText } from '../fs/core/host-paths.js';
 import { displayPath, hostPath } from '../fs/core/names.js';
-import { changedRows, type Row, type RowSources } from './merge-rows.js';
+import { changedRows, changedRowsUpTo, type Row, type RowSources } from './merge-rows.js';
 import { patchOverlay } from '../fs/manifests/patch-manifest.js';
 import { overlayFile } from '../fs/manifests/manifest-overlay.js';
 import { labelTouched } from '../fs/trees/selinux.js';
 import { RootFs, type TouchEvent } from '../fs/trees/root-fs.js';
 import { runTreeTask } from '../fs/jobs/tree-jobs.js';
-import { entriesAtMost } from '../fs/core/walk.js';
 import { rowTasks } from './row-tasks.js';
 import type { Layout } from '../state/layout.js';
 import { planMerge, rowsAlwaysPlanned, typeConflictPaths, type MergeAction, type TypeConflict, type UpdatePaths } from './plan.js';
@@ -96,7 +95,8 @@ export function planEtcMerge(layout: Layout, booted: string, staged: string, mer
   if (o.thread === 'caller') return plan(walks.map((w) => changedRows(w)));
   return (async () => {
     const rows: Row[][] = [];
-    for (const w of walks) rows.push(o.thread === undefined && entriesAtMost(`${w.liveTree}/${w.dir}`, INLINE_ROWS_MAX_ENTRIES) ? changedRows(w) : await runTreeTask(rowTasks.changedRows, w));
+    // A small directory's rows in one walk here; a walk that passes the limit stops and the worker walks it whole.
+    for (const w of walks) rows.push((o.thread === undefined ? changedRowsUpTo(w, INLINE_ROWS_MAX_ENTRIES) : null) ?? (await runTreeTask(rowTasks.changedRows, w)));
     return plan(rows);
   })();
 }
@@ -109,7 +109,8 @@ export function planEtcMerge(layout: Layout, booted: string, staged: string, mer
  * comparing a small etc/: the rows of a few thousand entries take less (an lstat each,
  * a hash only where the inode changed since the manifest recorded it). Above it the
  * walk goes to the worker as before, so that a library user's event loop is not held
- * for a large tree's walk. Counting stops past the limit (entriesAtMost).
+ * for a large tree's walk: the walk here stops at the entry past the limit
+ * (changedRowsUpTo), and the worker's walks the directory whole.
  */
 export const INLINE_ROWS_MAX_ENTRIES = 4000;
 

@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { planEtcMerge } from '../../src/merge/merge.js';
+import { changedRows, changedRowsUpTo } from '../../src/merge/merge-rows.js';
 import { Layout } from '../../src/state/layout.js';
 import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { BASE_TREE } from '../helpers/trees.js';
@@ -33,4 +34,20 @@ it('plans the same merge on the caller thread as on a worker thread', async () =
   expect(onWorker.conflicts.map((c) => c.path)).toEqual(['etc/app.conf']);
   expect(onCaller).toEqual(onWorker);
   expect(bySize).toEqual(onWorker);
+});
+
+it('the walk on the caller thread stops past its limit (the worker walks that directory whole)', async () => {
+  t = await tempSysroot({ tree: { ...BASE_TREE, 'etc/a/1': '1\n', 'etc/a/2': '2\n', 'etc/b': 'b\n' } });
+  const r = await t.sysroot.stage({ version: 1, label: 'next', files: [{ path: '/etc/b', contents: 'B\n' }] });
+  const booted = t.sysroot.status().booted!;
+  const layout = new Layout(t.dir);
+  fs.writeFileSync(path.join(layout.tree(booted), 'etc/a/3'), 'local\n');
+  const src = { dir: 'etc', baseManifest: layout.manifest(booted), newManifest: layout.manifest(r.id), liveTree: layout.tree(booted), always: [] };
+  let live = 0;
+  for (const _ of fs.readdirSync(path.join(layout.tree(booted), 'etc'), { recursive: true })) live++;
+  const all = changedRows(src);
+  expect(all.map((row) => row.p)).toContain('etc/a/3');
+  expect(changedRowsUpTo(src, live + 1)).toEqual(all); // etc itself is one of the entries
+  expect(changedRowsUpTo(src, live)).toBeNull();
+  expect(changedRowsUpTo(src, 1)).toBeNull();
 });

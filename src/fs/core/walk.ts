@@ -42,23 +42,6 @@ export function readEntries(host: string | Buffer): DirEntry[] {
 }
 
 /**
- * Whether the tree at `root` holds at most `limit` entries below it (none when it is
- * missing or not a directory). The walk stops at the first entry past the limit, so a
- * large tree costs `limit` readdir entries, not its size; no lstat. False when a
- * directory cannot be read.
- */
-export function entriesAtMost(root: string, limit: number): boolean {
-  if (fs.lstatSync(root, { throwIfNoEntry: false })?.isDirectory() !== true) return true;
-  let n = 0;
-  try {
-    for (const step of walk(root)) if (!step.leave && ++n > limit) return false;
-  } catch {
-    return false; // a directory it cannot read: not small, let the caller's full walk report it
-  }
-  return true;
-}
-
-/**
  * A part of a walk in manifest order: the entries from `lo` (included) to `hi`
  * (excluded); null is the start or the end. The directories above `lo` are passed
  * through without a visit; the ones above `hi` are entered but never left.

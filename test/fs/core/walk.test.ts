@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { entriesAtMost, walk, walkEntries, walkTree } from '../../../src/fs/core/walk.js';
+import { walk, walkEntries, walkTree } from '../../../src/fs/core/walk.js';
 import { readTree } from '../../../src/fs/trees/read-tree.js';
 import { copyTree } from '../../../src/fs/trees/copy-tree.js';
 import { copyOut } from '../../../src/fs/trees/copy-entry.js';
@@ -121,23 +121,3 @@ describe('every walker user keeps a latin-1 name byte for byte', () => {
   });
 });
 
-describe('entriesAtMost', () => {
-  it('counts every entry below the root, directories and symlinks included, and none for a missing root or a file', () => {
-    const d = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-count-'));
-    try {
-      fs.mkdirSync(path.join(d, 'a/b'), { recursive: true }); // 2 entries
-      fs.writeFileSync(path.join(d, 'a/b/f'), 'x'); // 3
-      fs.writeFileSync(path.join(d, 'g'), 'y'); // 4
-      fs.symlinkSync('a', path.join(d, 'l')); // 5 (not followed)
-      expect(entriesAtMost(d, 5)).toBe(true);
-      expect(entriesAtMost(d, 4)).toBe(false);
-      expect(entriesAtMost(path.join(d, 'a'), 2)).toBe(true);
-      expect(entriesAtMost(path.join(d, 'a'), 1)).toBe(false);
-      expect(entriesAtMost(path.join(d, 'missing'), 0)).toBe(true);
-      expect(entriesAtMost(path.join(d, 'g'), 0)).toBe(true);
-      expect(entriesAtMost(path.join(d, 'l'), 0)).toBe(true); // a symlink to a directory is not walked
-    } finally {
-      fs.rmSync(d, { recursive: true, force: true });
-    }
-  });
-});
