@@ -256,7 +256,7 @@ ${when} On ${res.fsType}, ${res.files.toLocaleString('en-US')} files in the base
 
 ${targetsTable(imageTargets(res))}
 
-Where each stage's time went (medians, from each step's first progress event to the next; plan includes the import of the layers the store lacks):
+Where each stage's time went (medians, from each step's first progress event to the next; plan includes the import of the layers the store lacks and, for an update over an image deployment, the copy of its usr/ that starts before the plan):
 
 ${steps(res)}
 ${others === '' ? '' : `\n${others}`}${notes}`;
