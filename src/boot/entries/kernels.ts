@@ -7,6 +7,8 @@ import { writeJson, type DurableFs } from '../../fs/trees/durable.js';
 import { isDirectory, readBytes, readLink, readText } from '../../fs/core/host-paths.js';
 import { hashFile } from '../../fs/core/hash.js';
 import { ctimeUs } from '../../fs/manifests/manifest-line.js';
+import { unchangedSince } from '../../fs/manifests/manifest.js';
+import { ManifestIndex } from '../../fs/manifests/manifest-index.js';
 import { copiedNames, kernelDir, type KernelImage } from '../../state/boot-entry-text.js';
 import type { DeploymentRecord } from '../../state/schema.js';
 import { parseJsonState } from '../../util/json-state.js';
@@ -81,6 +83,8 @@ function linkedVersion(tree: string, seen: SeenPaths): string | null {
 export interface KernelHashCache {
   file: string;
   dfs: DurableFs;
+  /** The deployment's manifest: an image it recorded from this very inode, unchanged since, has its hash there. */
+  manifest?: string;
 }
 
 /** Each image's hash, with what identifies the inode it was read from. */
@@ -112,12 +116,34 @@ function imageHashes(tree: string, rels: string[], cache: KernelHashCache | unde
     const c = known.find((k) => k.rel === rel);
     if (st !== null && c !== undefined && c.ino === st.ino && c.size === st.size && c.mtimeMs === st.mtimeMs && c.ctimeUs === ctimeUs(st)) return c;
     read = true;
-    const sha256 = hashFile(host);
+    const sha256 = (st !== null ? manifestHash(cache?.manifest, rel, st) : null) ?? hashFile(host);
     // Recorded with the stat taken before the read: a write during the read moves the ctime, so the next call reads again.
     return { rel, ino: st?.ino ?? -1, size: st?.size ?? -1, mtimeMs: st?.mtimeMs ?? -1, ctimeUs: st === null ? -1 : ctimeUs(st), sha256 };
   });
   if (read && cache !== undefined) writeJson(cache.dfs, cache.file, now);
   return now.map((c) => c.sha256);
+}
+
+/**
+ * The sha256 the deployment's manifest recorded for `rel` when it recorded this very inode,
+ * unchanged since (inode, size, mtime and ctime: unchangedSince, the proof the /etc merge
+ * trusts), so that the first sync of a new deployment does not read its images whole (tens
+ * of MB; a stage copies boot/ and records them); null otherwise, or without a manifest.
+ */
+function manifestHash(manifest: string | undefined, rel: string, st: NonNullable<ReturnType<SeenPaths['lstat']>>): string | null {
+  if (manifest === undefined || !st.isFile()) return null;
+  let index: ManifestIndex;
+  try {
+    index = new ManifestIndex(manifest);
+  } catch {
+    return null; // none (a tree being built) or unreadable: the image is read
+  }
+  try {
+    const e = index.find(rel);
+    return unchangedSince(e, st) ? e!.h! : null;
+  } finally {
+    index.close();
+  }
 }
 
 /**

@@ -98,7 +98,7 @@ export function syncBootEntries(ctx: Context, s: BaseState): void {
   let wrote = false;
   const counted: Context = { ...ctx, dfs: new DurableFs({ afterMutation: (op, p) => ((wrote = true), ctx.faults.afterMutation(op, p)) }) };
   const kernels: Record<string, KernelImage | null> = {};
-  const { list, none } = bootables(s, (d) => (kernels[d.id] = findKernel(ctx.layout.tree(d.id), { file: ctx.layout.kernelHashes(d.id), dfs: counted.dfs }, seen)))!;
+  const { list, none } = bootables(s, (d) => (kernels[d.id] = findKernel(ctx.layout.tree(d.id), { file: ctx.layout.kernelHashes(d.id), dfs: counted.dfs, manifest: ctx.layout.manifest(d.id) }, seen)))!;
   warnNoKernel(ctx, none);
   const arg = sysrootArg(ctx, loader, list, mounts);
   if (loader === 'grub') writeGrubMenu(counted, boot, list, arg, seen);

@@ -165,4 +165,40 @@ describe('Boot Loader Specification entries in --boot-dir', () => {
     fs.writeFileSync(cache, '{"torn');
     expect(findKernel(tree, { file: cache, dfs: makeContext(t!.dir).dfs })!.hash).toBe(findKernel(tree)!.hash);
   });
+
+  it("a new deployment's first sync takes its images' hashes from its manifest while they are the inodes it recorded; a changed one is read", async () => {
+    boot = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-boot-dir-'));
+    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=debian\n', 'boot/vmlinuz-6.1.0-18-amd64': 'debian kernel\n', 'boot/initrd.img-6.1.0-18-amd64': 'debian initrd\n', 'usr/lib/modules/6.1.0-18-amd64/modules.dep': '\n' }, bootDir: boot });
+    const r = await t.sysroot.stage({ files: [{ path: '/etc/os-release', contents: 'ID=debian\nVERSION=2\n' }] });
+    const tree = path.join(t.dir, 'deploy', r.id, 'tree');
+    const cache = path.join(t.dir, 'deploy', r.id, 'kernel-hashes.json');
+    const manifest = path.join(t.dir, 'deploy', r.id, 'manifest.ndjson');
+    const rel = 'boot/vmlinuz-6.1.0-18-amd64';
+    const real = findKernel(tree)!.hash;
+    const kernelSha = createHash('sha256').update('debian kernel\n').digest('hex');
+    // A copy of the manifest (and its overlay) with another hash planted for the kernel shows where the lookup took it from.
+    const planted = kernelSha.replace(/^./, kernelSha[0] === '0' ? '1' : '0');
+    const copy = path.join(t.scratch, 'manifest.ndjson');
+    for (const [from, to] of [[manifest, copy], [`${manifest}.overlay`, `${copy}.overlay`]] as const) {
+      if (fs.existsSync(from)) fs.writeFileSync(to, fs.readFileSync(from, 'utf8').split(kernelSha).join(planted));
+    }
+    const dfs = makeContext(t.dir).dfs;
+    fs.rmSync(cache, { force: true });
+    expect(findKernel(tree, { file: cache, dfs, manifest: copy })!.hash).not.toBe(real);
+    expect((JSON.parse(fs.readFileSync(cache, 'utf8')) as { rel: string; sha256: string }[]).find((c) => c.rel === rel)!.sha256).toBe(planted);
+    // The real manifest: the hash the image has, not read.
+    fs.rmSync(cache);
+    expect(findKernel(tree, { file: cache, dfs, manifest })!.hash).toBe(real);
+    // Changed since the manifest recorded it (same size, mtime put back; the ctime moved): read, whatever the manifest says.
+    fs.rmSync(cache);
+    const host = path.join(tree, rel);
+    const st = fs.statSync(host);
+    await new Promise((res) => setTimeout(res, 20));
+    fs.writeFileSync(host, 'debian KERNEL\n');
+    fs.utimesSync(host, st.atime, st.mtime);
+    const read = findKernel(tree, { file: cache, dfs, manifest: copy })!.hash;
+    expect(read).toBe(findKernel(tree)!.hash);
+    expect(read).not.toBe(real);
+  });
+
 });
