@@ -102,20 +102,15 @@ export class ManifestCursor {
    * were copied and the sum of their files' sizes.
    */
   copyRun(out: ManifestWriter, prefix: string, stop: string | null): { lines: number; bytes: number } {
-    return this.run(prefix, stop, out, true);
+    return this.run(prefix, stop, out);
   }
 
-  /** Passes over the run copyRun would copy (its lines neither decoded nor copied). Returns how many lines. */
-  skipRun(prefix: string, stop: string | null): number {
-    return this.run(prefix, stop, null, false).lines;
-  }
-
-  /** Passes over the run copyRun would copy, as skipRun, and sums its files' sizes as copyRun does. */
+  /** Passes over the run copyRun would copy (its lines neither decoded nor copied) and sums its files' sizes as copyRun does. */
   passRun(prefix: string, stop: string | null): { lines: number; bytes: number } {
-    return this.run(prefix, stop, null, true);
+    return this.run(prefix, stop, null);
   }
 
-  private run(prefix: string, until: string | null, out: ManifestWriter | null, sizes: boolean): { lines: number; bytes: number } {
+  private run(prefix: string, until: string | null, out: ManifestWriter | null): { lines: number; bytes: number } {
     let stop = until;
     if (this.overlay !== null) {
       // The run stops before the next path the overlay names: from there on, line by line.
@@ -188,7 +183,7 @@ export class ManifestCursor {
       if (k === 0) break; // the next line is not in the run
       const lastEnd = ends[k - 1]!;
       const next = Math.min(lastEnd + 1, this.end);
-      if (sizes) bytes += sumSizes(this.buf, this.start, lastEnd);
+      bytes += sumSizes(this.buf, this.start, lastEnd);
       if (out !== null) {
         const run = this.buf.subarray(this.start, next);
         // A last line without its newline gets one, as the writer would write it.
