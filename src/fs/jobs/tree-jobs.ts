@@ -5,6 +5,7 @@ import { StagedrootError } from '../../errors.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
 import { abortedError, type TaskHooks, type TreeTask } from './tree-tasks.js';
 import type { JobMessage, JobRequest } from './tree-worker.js';
+import { takeEarlyTreeWorker } from './early-worker.js';
 import { fromWire } from './wire-error.js';
 
 export interface TreeJobOptions {
@@ -75,6 +76,7 @@ let nextId = 1;
 export function warmTreeWorker(count = 1): void {
   const url = workerUrl();
   if (url === null) return;
+  adoptEarly(url);
   while (idle.length < Math.min(count, MAX_IDLE)) {
     const w = spawnWorker(url);
     w.unref();
@@ -86,7 +88,10 @@ export function warmTreeWorker(count = 1): void {
 function spawnWorker(url: URL): Worker {
   // worker_threads is loaded by the first worker, not by every verb that imports this module.
   const { Worker } = process.getBuiltinModule('node:worker_threads');
-  const w = new Worker(url);
+  return tracked(new Worker(url));
+}
+
+function tracked(w: Worker): Worker {
   w.on('error', () => {}); // reported to the task that runs on it; an idle one is just dropped
   w.on('exit', () => {
     const i = idle.indexOf(w);
@@ -95,8 +100,19 @@ function spawnWorker(url: URL): Worker {
   return w;
 }
 
+/**
+ * The worker the bin started before it loaded the CLI's bundle (early-worker.ts), made the
+ * first idle one, so that the stage's tasks run on it rather than on workers started
+ * later beside it (before, it was never taken: a third worker's start on two cores).
+ */
+function adoptEarly(url: URL): void {
+  const w = takeEarlyTreeWorker(url);
+  if (w !== undefined) idle.push(tracked(w));
+}
+
 function takeWorker(url: URL): Worker {
-  const w = idle.pop() ?? spawnWorker(url);
+  adoptEarly(url);
+  const w = idle.shift() ?? spawnWorker(url); // the oldest: the likeliest to have finished its start
   w.ref();
   return w;
 }

@@ -11,6 +11,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startEarlyTreeWorker, takeEarlyTreeWorker } from '../../../src/fs/jobs/early-worker.js';
 import { startsTreeWork } from '../../../src/cli/boot-path.js';
+import { CLI } from '../../helpers/cli.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-early-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -63,5 +64,28 @@ describe('the early tree worker', () => {
     expect(startsTreeWork(['status'])).toBe(false);
     expect(startsTreeWork(['finalize'])).toBe(false);
     expect(startsTreeWork([])).toBe(false);
+  });
+
+  it('is the first worker a CLI stage runs its tasks on: a copy in two parts starts one worker more, not two (dist/)', () => {
+    const tree = path.join(dir, 'tree');
+    fs.mkdirSync(path.join(tree, 'etc'), { recursive: true });
+    fs.writeFileSync(path.join(tree, 'etc/os-release'), 'ID=test\n');
+    fs.mkdirSync(path.join(tree, 'usr/lib'), { recursive: true });
+    fs.writeFileSync(path.join(tree, 'usr/lib/a'), 'a\n');
+    const sysroot = path.join(dir, 'sysroot');
+    const spec = path.join(dir, 'spec.json');
+    fs.writeFileSync(spec, JSON.stringify({ files: [{ path: '/etc/motd', contents: 'hi\n' }] }));
+    // Counts the worker threads the process starts (the bin's early one and tree-jobs.ts's), each by its file.
+    const count = path.join(dir, 'count-workers.cjs');
+    fs.writeFileSync(count, "const wt = require('node:worker_threads');\nif (wt.isMainThread) { const W = wt.Worker; const files = []; wt.Worker = class extends W { constructor(f, ...a) { super(f, ...a); files.push(String(f)); } }; process.on('exit', () => require('node:fs').writeSync(2, `workers: ${JSON.stringify(files)}\\n`)); }\n");
+    const run = (args: string[]) => spawnSync(process.execPath, ['-r', count, CLI, ...args, '--sysroot', sysroot], { encoding: 'utf8', env: { ...process.env, STAGEDROOT_COPY_PARTS: '2', STAGEDROOT_TREE_WORKERS: '' } });
+    const started = (stderr: string) => JSON.parse(/workers: (.*)\n/.exec(stderr)![1]!) as string[];
+    const init = run(['init', '--from', tree]);
+    expect(init.status, init.stderr).toBe(0);
+    const r = run(['stage', spec]);
+    expect(r.status, r.stderr).toBe(0);
+    // The early worker and the copy's second part's: before, the early one was never taken and two more started.
+    expect(started(r.stderr)).toHaveLength(2);
+    expect(new Set(started(r.stderr).map((f) => path.basename(f)))).toEqual(new Set(['tree-worker.js']));
   });
 });
