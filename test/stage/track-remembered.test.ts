@@ -6,48 +6,38 @@
  * and CA the pull would be refused.
  */
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import { hostPlatform } from '../../src/sources/oci/platform.js';
-import { reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
+import { reboot, type TempSysroot } from '../../src/testing/index.js';
 import { cli } from '../helpers/cli.js';
 import { manifestOf, umociImage } from '../sources/oci/oci-helpers.js';
-import { push, startRegistry, writeAuthFile, type TestRegistry } from '../sources/registry/registry-helpers.js';
+import { push, writeAuthFile, withRegistryScratch, type TestRegistry } from '../sources/registry/registry-helpers.js';
 
 const USER = { name: 'upgrader', password: 'remembered-never-printed-3' };
-let scratch: string;
+const scratch = withRegistryScratch('stagedroot-remembered-');
 let reg: TestRegistry;
 const layouts: Record<string, string> = {};
 const digests: Record<string, string> = {};
 
 async function image(name: string, version: string): Promise<void> {
-  const dir = path.join(scratch, name);
-  await umociImage(scratch, dir, 'stable', [{ add: { 'etc/os-release': `ID=image\nVERSION_ID=${version}\n`, [`usr/share/${name}`]: `${version}\n`.repeat(1000) } }], { arch: hostPlatform().architecture, labels: { 'org.opencontainers.image.version': version } });
+  const dir = path.join(scratch.dir, name);
+  await umociImage(scratch.dir, dir, 'stable', [{ add: { 'etc/os-release': `ID=image\nVERSION_ID=${version}\n`, [`usr/share/${name}`]: `${version}\n`.repeat(1000) } }], { arch: hostPlatform().architecture, labels: { 'org.opencontainers.image.version': version } });
   layouts[name] = dir;
   digests[name] = manifestOf(dir).digest;
 }
 
 beforeAll(async () => {
-  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-remembered-'));
-  reg = await startRegistry(path.join(scratch, 'registry'), { htpasswd: USER });
+  reg = await scratch.startRegistry('registry', { htpasswd: USER });
   await Promise.all([image('v1', '1'), image('v2', '2'), image('v3', '3')]);
   await push(reg, layouts.v1!, 'os/node:stable');
 }, 120_000);
-afterAll(async () => {
-  await reg?.stop();
-  fs.rmSync(scratch, { recursive: true, force: true });
-});
 let t: TempSysroot | null = null;
-afterEach(() => {
-  t?.cleanup();
-  t = null;
-});
 
 const originOf = async (id: string) => (JSON.parse((await cli(['status', '--sysroot', t!.dir, '--json'])).out) as { deployments: { id: string; origin?: { digest: string; pulledWith?: Record<string, string> } }[] }).deployments.find((d) => d.id === id)!.origin!;
 
 it('upgrade after `stage docker://… --authfile F --certs-dir C --blob-dir B` pulls with F, C and B again; a remembered file gone is a usage error naming it', async () => {
-  t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+  t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
   const auth = writeAuthFile(path.join(t.scratch, 'auth', 'auth.json'), { [reg.host]: USER });
   const blobDir = path.join(t.scratch, 'blobs');
   const conf = path.join(t.scratch, 'registries.conf');

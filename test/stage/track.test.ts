@@ -5,17 +5,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { hostPlatform } from '../../src/sources/oci/platform.js';
 import { Sysroot } from '../../src/sysroot.js';
-import { reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
+import { reboot, type TempSysroot } from '../../src/testing/index.js';
 import { cli } from '../helpers/cli.js';
 import { manifestOf, umociImage } from '../sources/oci/oci-helpers.js';
-import { push, startRegistry, writeAuthFile, type TestRegistry } from '../sources/registry/registry-helpers.js';
+import { push, writeAuthFile, withRegistryScratch, type TestRegistry } from '../sources/registry/registry-helpers.js';
 
-let scratch: string;
+const scratch = withRegistryScratch('stagedroot-track-');
 let reg: TestRegistry;
 let auth: string;
 const layouts: Record<string, string> = {};
@@ -23,37 +22,28 @@ const digests: Record<string, string> = {};
 
 /** An image whose tree says its version; pushed as REPO:TAG. */
 async function image(name: string, tag: string, version: string, payload = 'x'.repeat(200_000)): Promise<void> {
-  const dir = path.join(scratch, name);
-  await umociImage(scratch, dir, tag, [{ add: { 'etc/os-release': `ID=image\nVERSION_ID=${version}\n`, 'usr/bin/tool': `${version}\n`, [`usr/share/${name}`]: payload } }], { arch: hostPlatform().architecture, labels: { 'org.opencontainers.image.version': version } });
+  const dir = path.join(scratch.dir, name);
+  await umociImage(scratch.dir, dir, tag, [{ add: { 'etc/os-release': `ID=image\nVERSION_ID=${version}\n`, 'usr/bin/tool': `${version}\n`, [`usr/share/${name}`]: payload } }], { arch: hostPlatform().architecture, labels: { 'org.opencontainers.image.version': version } });
   layouts[name] = dir;
   digests[name] = manifestOf(dir).digest;
 }
 
 beforeAll(async () => {
-  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-track-'));
-  reg = await startRegistry(path.join(scratch, 'registry'));
+  reg = await scratch.startRegistry('registry');
   await image('v1', 'stable', '1');
   await image('v2', 'stable', '2');
   await image('other', 'edge', '9', randomBytes(1_600_000).toString('base64')); // a layer over 2 MiB: progress lines on the way
   await push(reg, layouts.v1!, 'os/node:stable');
   await push(reg, layouts.other!, 'os/other:edge');
-  auth = writeAuthFile(path.join(scratch, 'auth.json'), {}); // anonymous, and never the host's own files
+  auth = writeAuthFile(path.join(scratch.dir, 'auth.json'), {}); // anonymous, and never the host's own files
 }, 120_000);
-afterAll(async () => {
-  await reg?.stop();
-  fs.rmSync(scratch, { recursive: true, force: true });
-});
 let t: TempSysroot | null = null;
-afterEach(() => {
-  t?.cleanup();
-  t = null;
-});
 
 const layerOf = (name: string) => manifestOf(layouts[name]!).json.layers[0]!;
 
 /** A sysroot booted into os/node:stable (v1), pulled from the registry. */
 async function bootedOnStable(): Promise<{ t: TempSysroot; args: string[]; blobDir: string }> {
-  const s = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+  const s = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
   const blobDir = path.join(s.scratch, 'blobs');
   const args = ['--sysroot', s.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', blobDir];
   const r = await cli(['switch', `docker://${reg.host}/os/node:stable`, ...args]);
@@ -116,7 +106,7 @@ describe('stagedroot upgrade', () => {
   }, 60_000);
 
   it('a booted deployment not pulled from a registry tracks nothing: a usage error that says what to do', async () => {
-    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const r = await cli(['upgrade', '--sysroot', t.dir, '--json']);
     expect(r.code).toBe(2);
     expect(JSON.parse(r.out).error).toMatchObject({ code: 'USAGE' });
@@ -145,7 +135,7 @@ describe('stagedroot switch', () => {
   }, 60_000);
 
   it('--json prints the pull\'s progress as JSON lines on stderr, every layer\'s last one whole', async () => {
-    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const blobDir = path.join(t.scratch, 'blobs');
     const r = await cli(['switch', `docker://${reg.host}/os/other:edge`, '--json', '--sysroot', t.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', blobDir]);
     expect(r.code, r.err).toBe(0);
@@ -162,7 +152,7 @@ describe('stagedroot switch', () => {
   });
 
   it('stage docker://… --json prints the same lines', async () => {
-    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const r = await cli(['stage', `docker://${reg.host}/os/other:edge`, '--json', '--sysroot', t.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', path.join(t.scratch, 'blobs')]);
     expect(r.code, r.err).toBe(0);
     const lines = r.err.trim().split('\n').map((l) => JSON.parse(l) as { progress: string; what: string });
@@ -171,7 +161,7 @@ describe('stagedroot switch', () => {
   });
 
   it('a bad reference is a usage error naming it', async () => {
-    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const r = await cli(['switch', `${reg.host}/OS:1`, '--sysroot', t.dir]);
     expect(r.code).toBe(2);
     expect(r.err).toContain(`The image "${reg.host}/OS:1" is not a valid image reference: the repository name "OS" must be lowercase`);

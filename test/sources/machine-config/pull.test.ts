@@ -6,42 +6,32 @@
  * the digest and the registry that served it.
  */
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { sourceFromPath } from '../../../src/sources/detect.js';
 import { hostPlatform } from '../../../src/sources/oci/platform.js';
-import { reboot, tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
+import { reboot, type TempSysroot } from '../../../src/testing/index.js';
 import { cli } from '../../helpers/cli.js';
 import { NODE_TREE, renderedDoc } from './machine-config-helpers.js';
 import { manifestOf, umociImage } from '../oci/oci-helpers.js';
-import { push, startRegistry, writeAuthFile, type TestRegistry } from '../registry/registry-helpers.js';
+import { push, writeAuthFile, withRegistryScratch, type TestRegistry } from '../registry/registry-helpers.js';
 
 const USER = { name: 'mcd', password: 'pull-secret-not-shown-7' };
-let scratch: string;
+const scratch = withRegistryScratch('stagedroot-mc-pull-');
 let reg: TestRegistry;
 let auth: string;
 let digest: string;
 let t: TempSysroot | null = null;
 
 beforeAll(async () => {
-  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-mc-pull-'));
-  reg = await startRegistry(path.join(scratch, 'registry'), { htpasswd: USER });
-  const layout = path.join(scratch, 'image');
-  await umociImage(scratch, layout, '9.6', [{ add: { 'etc/os-release': 'ID=rhcos\nVERSION_ID=9.6\n', 'etc/passwd': 'root:x:0:0:root:/root:/bin/bash\n', 'usr/lib/os-file': 'from the registry\n' } }], { arch: hostPlatform().architecture, labels: { 'org.opencontainers.image.version': '9.6' } });
+  reg = await scratch.startRegistry('registry', { htpasswd: USER });
+  const layout = path.join(scratch.dir, 'image');
+  await umociImage(scratch.dir, layout, '9.6', [{ add: { 'etc/os-release': 'ID=rhcos\nVERSION_ID=9.6\n', 'etc/passwd': 'root:x:0:0:root:/root:/bin/bash\n', 'usr/lib/os-file': 'from the registry\n' } }], { arch: hostPlatform().architecture, labels: { 'org.opencontainers.image.version': '9.6' } });
   await push(reg, layout, 'openshift/os:9.6');
   digest = manifestOf(layout).digest;
-  auth = writeAuthFile(path.join(scratch, 'auth.json'), { [reg.host]: USER });
+  auth = writeAuthFile(path.join(scratch.dir, 'auth.json'), { [reg.host]: USER });
 }, 120_000);
-afterAll(async () => {
-  await reg?.stop();
-  fs.rmSync(scratch, { recursive: true, force: true });
-});
-afterEach(() => {
-  t?.cleanup();
-  t = null;
-});
 
 function mcFile(name: string, url: string): string {
   const doc: Record<string, any> = renderedDoc(1);
@@ -53,7 +43,7 @@ function mcFile(name: string, url: string): string {
 
 describe('a MachineConfig whose osImageURL is pulled (--pull)', () => {
   it('by digest: the image from the registry, the config over it, the origin with pullspec and registry; nothing said about a password', async () => {
-    t = await tempSysroot({ tree: NODE_TREE });
+    t = await scratch.tempSysroot({ tree: NODE_TREE });
     const blobDir = path.join(t.scratch, 'blobs');
     const url = `${reg.host}/openshift/os@${digest}`;
     const r = await cli(['stage', mcFile('by-digest', url), '--pull', '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', blobDir, '--sysroot', t.dir, '--json']);
@@ -71,7 +61,7 @@ describe('a MachineConfig whose osImageURL is pulled (--pull)', () => {
   });
 
   it('by tag, through the library; once booted, the same config again needs no layer fetched', async () => {
-    t = await tempSysroot({ tree: NODE_TREE });
+    t = await scratch.tempSysroot({ tree: NODE_TREE });
     const blobDir = path.join(t.scratch, 'blobs');
     const fetched: string[] = [];
     const p = mcFile('by-tag', `${reg.host}/openshift/os:9.6`);
@@ -94,7 +84,7 @@ describe('a MachineConfig whose osImageURL is pulled (--pull)', () => {
   });
 
   it('without --pull (and no store) nothing is pulled: the config goes over the booted tree, with OS_IMAGE_NOT_APPLIED', async () => {
-    t = await tempSysroot({ tree: NODE_TREE });
+    t = await scratch.tempSysroot({ tree: NODE_TREE });
     const r = await cli(['stage', mcFile('no-pull', `${reg.host}/openshift/os@${digest}`), '--sysroot', t.dir, '--json']);
     expect(r.code, r.out + r.err).toBe(0);
     const out = JSON.parse(r.out) as { path: string; warnings: { code: string; message: string }[] };
@@ -103,12 +93,12 @@ describe('a MachineConfig whose osImageURL is pulled (--pull)', () => {
   });
 
   it('a bad osImageURL is the config\'s error (SPEC_INVALID, exit 3); --pull with --image-store or on another source is a usage error', async () => {
-    t = await tempSysroot({ tree: NODE_TREE });
+    t = await scratch.tempSysroot({ tree: NODE_TREE });
     const bad = await cli(['stage', mcFile('bad', `docker://${reg.host}/openshift/os:9.6`), '--pull', '--sysroot', t.dir, '--json']);
     expect(bad.code, bad.out + bad.err).toBe(3);
     expect(JSON.parse(bad.out).error).toMatchObject({ code: 'SPEC_INVALID', message: expect.stringContaining('spec.osImageURL "docker://') });
     expect(t.sysroot.status().staged).toBeNull();
-    const both = await cli(['stage', mcFile('both', `${reg.host}/openshift/os:9.6`), '--pull', '--image-store', scratch, '--sysroot', t.dir]);
+    const both = await cli(['stage', mcFile('both', `${reg.host}/openshift/os:9.6`), '--pull', '--image-store', scratch.dir, '--sysroot', t.dir]);
     expect(both.code).toBe(2);
     expect(both.err).toContain('--pull and --image-store are two places for the image spec.osImageURL names: give one');
     const spec = path.join(t.scratch, 'spec.json');
@@ -119,7 +109,7 @@ describe('a MachineConfig whose osImageURL is pulled (--pull)', () => {
   });
 
   it('a registry that refuses the credentials: REGISTRY_FAILED (exit 1) naming the image, nothing staged', async () => {
-    t = await tempSysroot({ tree: NODE_TREE });
+    t = await scratch.tempSysroot({ tree: NODE_TREE });
     const wrong = writeAuthFile(path.join(t.scratch, 'wrong.json'), { [reg.host]: { name: USER.name, password: 'wrong' } });
     const r = await cli(['stage', mcFile('refused', `${reg.host}/openshift/os:9.6`), '--pull', '--authfile', wrong, '--certs-dir', reg.certsDir, '--blob-dir', path.join(t.scratch, 'b'), '--sysroot', t.dir]);
     expect(r.code, r.err).toBe(1);

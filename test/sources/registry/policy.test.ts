@@ -10,17 +10,16 @@
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { hostPlatform } from '../../../src/sources/oci/platform.js';
 import { parsePolicy, requirementsFor, scopesOf } from '../../../src/sources/registry/policy.js';
 import { parsePullspec } from '../../../src/sources/registry/reference.js';
-import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
+import type { TempSysroot } from '../../../src/testing/index.js';
 import { cli } from '../../helpers/cli.js';
 import { tool } from '../../helpers/tools.js';
 import { manifestOf, umociImage } from '../oci/oci-helpers.js';
-import { freePort, gpgKey, mirrorConf, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
+import { freePort, gpgKey, mirrorConf, writeAuthFile, withRegistryScratch, type TestRegistry } from './registry-helpers.js';
 
 describe('policy scopes', () => {
   it('most specific first: the reference, the repository, its namespaces, the host, wildcard domains, the transport default', () => {
@@ -35,7 +34,7 @@ describe('policy scopes', () => {
 });
 
 describe('signature policies (GPG simple signing, real skopeo and gpg)', () => {
-  let scratch: string;
+  const scratch = withRegistryScratch('stagedroot-policy-');
   let reg: TestRegistry;
   let auth: string;
   let gnupg: string;
@@ -48,21 +47,20 @@ describe('signature policies (GPG simple signing, real skopeo and gpg)', () => {
 
   /** skopeo copy to REPO:TAG, signed by `fpr` (the signature into the lookaside), with --sign-identity when given. */
   async function pushAs(repoTag: string, o: { fpr?: string; identity?: string } = {}): Promise<void> {
-    await tool('skopeo', ['--insecure-policy', '--registries.d', registriesD, 'copy', '--quiet', '--dest-cert-dir', path.join(reg.certsDir, reg.host), ...(o.fpr ? ['--sign-by', o.fpr] : []), ...(o.identity ? ['--sign-identity', o.identity] : []), `oci:${path.join(scratch, 'image')}:1`, `docker://${reg.host}/${repoTag}`], { env: { GNUPGHOME: gnupg } });
+    await tool('skopeo', ['--insecure-policy', '--registries.d', registriesD, 'copy', '--quiet', '--dest-cert-dir', path.join(reg.certsDir, reg.host), ...(o.fpr ? ['--sign-by', o.fpr] : []), ...(o.identity ? ['--sign-identity', o.identity] : []), `oci:${path.join(scratch.dir, 'image')}:1`, `docker://${reg.host}/${repoTag}`], { env: { GNUPGHOME: gnupg } });
   }
 
   beforeAll(async () => {
-    scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-policy-'));
-    gnupg = path.join(scratch, 'gnupg');
+    gnupg = path.join(scratch.dir, 'gnupg');
     fs.mkdirSync(gnupg, { mode: 0o700 });
-    reg = await startRegistry(path.join(scratch, 'registry'));
-    trusted = await gpgKey(gnupg, scratch, 'trusted');
-    other = await gpgKey(gnupg, scratch, 'other');
-    registriesD = path.join(scratch, 'registries.d');
+    reg = await scratch.startRegistry('registry');
+    trusted = await gpgKey(gnupg, scratch.dir, 'trusted');
+    other = await gpgKey(gnupg, scratch.dir, 'other');
+    registriesD = path.join(scratch.dir, 'registries.d');
     fs.mkdirSync(registriesD);
-    fs.writeFileSync(path.join(registriesD, 'test.yaml'), `docker:\n  ${reg.host}:\n    lookaside: file://${path.join(scratch, 'sigstore')}\n`);
-    const layout = path.join(scratch, 'image');
-    await umociImage(scratch, layout, '1', [{ add: { 'etc/os-release': 'ID=image\nVERSION_ID=1\n', 'usr/bin/tool': 'one\n' } }], { arch: hostPlatform().architecture });
+    fs.writeFileSync(path.join(registriesD, 'test.yaml'), `docker:\n  ${reg.host}:\n    lookaside: file://${path.join(scratch.dir, 'sigstore')}\n`);
+    const layout = path.join(scratch.dir, 'image');
+    await umociImage(scratch.dir, layout, '1', [{ add: { 'etc/os-release': 'ID=image\nVERSION_ID=1\n', 'usr/bin/tool': 'one\n' } }], { arch: hostPlatform().architecture });
     digest = manifestOf(layout).digest;
     await pushAs('os/signed:1', { fpr: trusted.fpr });
     await pushAs('os/unsigned:1');
@@ -72,29 +70,21 @@ describe('signature policies (GPG simple signing, real skopeo and gpg)', () => {
     down = `127.0.0.1:${await freePort()}`;
     await pushAs('mirror/os/signed:1', { fpr: trusted.fpr, identity: `${down}/os/signed:1` });
     await pushAs('mirror/os/renamed:1', { fpr: trusted.fpr });
-    auth = writeAuthFile(path.join(scratch, 'auth.json'), {});
+    auth = writeAuthFile(path.join(scratch.dir, 'auth.json'), {});
   }, 120_000);
-  afterAll(async () => {
-    await reg?.stop();
-    fs.rmSync(scratch, { recursive: true, force: true });
-  });
-  afterEach(() => {
-    t?.cleanup();
-    t = null;
-  });
 
   const policyFile = (name: string, scoped: unknown[], scope = `${reg.host}/os`): string => {
-    const p = path.join(scratch, `${name}.json`);
+    const p = path.join(scratch.dir, `${name}.json`);
     fs.writeFileSync(p, JSON.stringify({ default: [{ type: 'reject' }], transports: { docker: { [scope]: scoped } } }));
     return p;
   };
   const signedBy = (key: string, signedIdentity?: unknown) => [{ type: 'signedBy', keyType: 'GPGKeys', keyPath: key, ...(signedIdentity ? { signedIdentity } : {}) }];
   const stage = async (repoTag: string, policy: string, verb: string[] = ['stage'], o: { host?: string; registriesD?: string; registriesConf?: string } = {}) => {
-    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const blobDir = path.join(t.scratch, 'blobs');
     const conf = o.registriesConf ? ['--registries-conf', o.registriesConf] : [];
     const r = await cli([...verb, `docker://${o.host ?? reg.host}/${repoTag}`, '--policy', policy, '--registries-d', o.registriesD ?? registriesD, ...conf, '--sysroot', t.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', blobDir, '--json']);
-    const layer = manifestOf(path.join(scratch, 'image')).json.layers[0]!;
+    const layer = manifestOf(path.join(scratch.dir, 'image')).json.layers[0]!;
     return { r, layerFetched: fs.existsSync(path.join(blobDir, 'blobs', ...layer.digest.split(':'))) };
   };
 
@@ -136,7 +126,7 @@ describe('signature policies (GPG simple signing, real skopeo and gpg)', () => {
     t!.cleanup();
     expect((await stage('os/unsigned:1', policyFile('accept', [{ type: 'insecureAcceptAnything' }]))).r.code).toBe(0);
     t!.cleanup();
-    const p = path.join(scratch, 'default-only.json');
+    const p = path.join(scratch.dir, 'default-only.json');
     fs.writeFileSync(p, JSON.stringify({ default: [{ type: 'reject' }] }));
     const byDefault = await stage('os/signed:1', p);
     expect(byDefault.r.code).toBe(3);
@@ -144,18 +134,18 @@ describe('signature policies (GPG simple signing, real skopeo and gpg)', () => {
   });
 
   it('signatures served over http from a default-docker lookaside are read the same way', async () => {
-    const root = path.join(scratch, 'sigstore');
+    const root = path.join(scratch.dir, 'sigstore');
     const server = http.createServer((req, res) => {
       const file = path.join(root, decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname));
       if (!file.startsWith(root + path.sep) || !fs.existsSync(file)) return void res.writeHead(404).end();
       res.writeHead(200).end(fs.readFileSync(file));
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const overHttp = path.join(scratch, 'registries.d-http');
+    const overHttp = path.join(scratch.dir, 'registries.d-http');
     fs.mkdirSync(overHttp, { recursive: true });
     fs.writeFileSync(path.join(overHttp, 'default.yaml'), `default-docker:\n  lookaside: http://127.0.0.1:${(server.address() as AddressInfo).port}\n`);
     try {
-      t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+      t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
       const args = ['--policy', policyFile('trusted', signedBy(trusted.pub)), '--registries-d', overHttp, '--sysroot', t.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', path.join(t.scratch, 'blobs')];
       const ok = await cli(['stage', `docker://${reg.host}/os/signed:1`, ...args]);
       expect(ok.code, ok.err).toBe(0);
@@ -174,11 +164,11 @@ describe('signature policies (GPG simple signing, real skopeo and gpg)', () => {
   });
 
   it("through a mirror: the lookaside registries.d names for the mirror is read, under the mirror's repository; the identity is checked against the name asked for", async () => {
-    const conf = mirrorConf(path.join(scratch, 'mirror.conf'), `${down}/os`, `${reg.host}/mirror/os`);
+    const conf = mirrorConf(path.join(scratch.dir, 'mirror.conf'), `${down}/os`, `${reg.host}/mirror/os`);
     // The source's own scope names a lookaside that holds nothing: only the mirror's scope leads to the signatures (skopeo wrote them under mirror/os/…).
-    const viaMirror = path.join(scratch, 'registries.d-mirror');
+    const viaMirror = path.join(scratch.dir, 'registries.d-mirror');
     fs.mkdirSync(viaMirror, { recursive: true });
-    fs.writeFileSync(path.join(viaMirror, 'mirror.yaml'), `docker:\n  ${down}:\n    lookaside: file://${path.join(scratch, 'empty-lookaside')}\n  ${reg.host}/mirror:\n    lookaside: file://${path.join(scratch, 'sigstore')}\n`);
+    fs.writeFileSync(path.join(viaMirror, 'mirror.yaml'), `docker:\n  ${down}:\n    lookaside: file://${path.join(scratch.dir, 'empty-lookaside')}\n  ${reg.host}/mirror:\n    lookaside: file://${path.join(scratch.dir, 'sigstore')}\n`);
     const policy = policyFile('mirror', signedBy(trusted.pub), `${down}/os`);
     const o = { host: down, registriesD: viaMirror, registriesConf: conf };
     const { r } = await stage('os/signed:1', policy, ['stage'], o);
@@ -195,9 +185,9 @@ describe('signature policies (GPG simple signing, real skopeo and gpg)', () => {
     expect(renamed.layerFetched).toBe(false);
     t!.cleanup();
     // No lookaside for the mirror: refused, naming the mirror whose signatures were looked for.
-    const sourceOnly = path.join(scratch, 'registries.d-source-only');
+    const sourceOnly = path.join(scratch.dir, 'registries.d-source-only');
     fs.mkdirSync(sourceOnly, { recursive: true });
-    fs.writeFileSync(path.join(sourceOnly, 'source.yaml'), `docker:\n  ${down}:\n    lookaside: file://${path.join(scratch, 'sigstore')}\n`);
+    fs.writeFileSync(path.join(sourceOnly, 'source.yaml'), `docker:\n  ${down}:\n    lookaside: file://${path.join(scratch.dir, 'sigstore')}\n`);
     const none = await stage('os/signed:1', policy, ['stage'], { ...o, registriesD: sourceOnly });
     expect(none.r.code, none.r.out + none.r.err).toBe(3);
     expect(JSON.parse(none.r.out).error.message).toContain(`and no lookaside in ${sourceOnly} says where ${reg.host}/mirror/os/signed:1's signatures are`);

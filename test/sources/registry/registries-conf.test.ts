@@ -8,16 +8,16 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { StagedrootError } from '../../../src/errors.js';
 import { hostPlatform } from '../../../src/sources/oci/platform.js';
 import { parsePullspec } from '../../../src/sources/registry/reference.js';
 import { endpointsFor, loadRegistriesConf, parseRegistriesConf, type RegistriesConf } from '../../../src/sources/registry/registries-conf.js';
-import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
+import type { TempSysroot } from '../../../src/testing/index.js';
 import { cli } from '../../helpers/cli.js';
 import { tool } from '../../helpers/tools.js';
 import { manifestOf, umociImage } from '../oci/oci-helpers.js';
-import { freePort, push, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
+import { freePort, push, writeAuthFile, withRegistryScratch, type TestRegistry } from './registry-helpers.js';
 
 const conf = (text: string, file = 'registries.conf'): RegistriesConf => ({ registries: parseRegistriesConf(text, file), files: [file] });
 const names = (c: RegistriesConf | null, spec: string) => endpointsFor(c, parsePullspec(spec)).map((e) => `${e.mirror ? 'mirror' : 'source'} ${e.ref.registry}/${e.ref.repository}${e.ref.digest ? '@…' : `:${e.ref.tag}`}${e.insecure ? ' insecure' : ''}`);
@@ -110,7 +110,7 @@ blocked = true
 });
 
 describe('pulls through mirrors (real registries on loopback)', () => {
-  let scratch: string;
+  const scratch = withRegistryScratch('stagedroot-mirrors-');
   let source: TestRegistry;
   let mirror: TestRegistry;
   let plain: TestRegistry;
@@ -121,37 +121,27 @@ describe('pulls through mirrors (real registries on loopback)', () => {
   let t: TempSysroot | null = null;
 
   beforeAll(async () => {
-    scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-mirrors-'));
-    for (const d of ['source', 'mirror', 'plain']) fs.mkdirSync(path.join(scratch, d));
-    [source, mirror, plain] = await Promise.all([startRegistry(path.join(scratch, 'source')), startRegistry(path.join(scratch, 'mirror')), startRegistry(path.join(scratch, 'plain'), { tls: false })]);
+    [source, mirror, plain] = await Promise.all([scratch.startRegistry('source'), scratch.startRegistry('mirror'), scratch.startRegistry('plain', { tls: false })]);
     down = `127.0.0.1:${await freePort()}`; // nothing listens there
-    certsDir = path.join(scratch, 'certs.d');
+    certsDir = path.join(scratch.dir, 'certs.d');
     for (const r of [source, mirror]) fs.cpSync(path.join(r.certsDir, r.host), path.join(certsDir, r.host), { recursive: true });
-    const layout = path.join(scratch, 'image');
-    await umociImage(scratch, layout, '1', [{ add: { 'etc/os-release': 'ID=image\nVERSION_ID=1\n', 'usr/bin/tool': 'one\n' } }], { arch: hostPlatform().architecture, labels: { 'org.opencontainers.image.version': '1' } });
+    const layout = path.join(scratch.dir, 'image');
+    await umociImage(scratch.dir, layout, '1', [{ add: { 'etc/os-release': 'ID=image\nVERSION_ID=1\n', 'usr/bin/tool': 'one\n' } }], { arch: hostPlatform().architecture, labels: { 'org.opencontainers.image.version': '1' } });
     digest = manifestOf(layout).digest;
     await push(source, layout, 'os/node:1');
     await push(mirror, layout, 'mirrored/os/node:1');
     await tool('skopeo', ['--insecure-policy', 'copy', '--quiet', '--dest-tls-verify=false', `oci:${layout}:1`, `docker://${plain.host}/plain/os/node:1`]);
-    auth = writeAuthFile(path.join(scratch, 'auth.json'), {});
+    auth = writeAuthFile(path.join(scratch.dir, 'auth.json'), {});
   }, 120_000);
-  afterAll(async () => {
-    await Promise.all([source, mirror, plain].map((r) => r?.stop()));
-    fs.rmSync(scratch, { recursive: true, force: true });
-  });
-  afterEach(() => {
-    t?.cleanup();
-    t = null;
-  });
 
   /** A registries.conf for the source's os/ with these mirrors (location, and extra lines). */
   const confFile = (name: string, mirrors: string[][], extra = ''): string => {
-    const p = path.join(scratch, `${name}.conf`);
+    const p = path.join(scratch.dir, `${name}.conf`);
     fs.writeFileSync(p, `[[registry]]\nprefix = "${source.host}/os"\nlocation = "${source.host}/os"\n${extra}` + mirrors.map(([loc, ...lines]) => `[[registry.mirror]]\nlocation = "${loc}"\n${lines.join('\n')}\n`).join(''));
     return p;
   };
   const stage = async (file: string, ref = `docker://${source.host}/os/node:1`, json = true) => {
-    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const r = await cli(['stage', ref, '--registries-conf', file, '--sysroot', t.dir, '--authfile', auth, '--certs-dir', certsDir, '--blob-dir', path.join(t.scratch, 'blobs'), ...(json ? ['--json'] : [])]);
     const st = t.sysroot.status();
     return { r, origin: st.deployments.find((d) => d.id === st.staged)?.origin };
@@ -202,10 +192,10 @@ describe('pulls through mirrors (real registries on loopback)', () => {
   });
 
   it('an insecure TLS mirror whose CA is not known is used unverified; the same mirror not marked insecure fails through to the source', async () => {
-    const noMirrorCa = path.join(scratch, 'certs-source-only');
+    const noMirrorCa = path.join(scratch.dir, 'certs-source-only');
     fs.cpSync(path.join(source.certsDir, source.host), path.join(noMirrorCa, source.host), { recursive: true });
     const run = async (file: string) => {
-      t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+      t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
       const r = await cli(['stage', `docker://${source.host}/os/node:1`, '--registries-conf', file, '--sysroot', t.dir, '--authfile', auth, '--certs-dir', noMirrorCa, '--blob-dir', path.join(t.scratch, 'blobs')]);
       const st = t.sysroot.status();
       return { r, origin: st.deployments.find((d) => d.id === st.staged)?.origin };

@@ -1,9 +1,12 @@
 import * as fs from 'node:fs';
 import * as net from 'node:net';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { execa, type ResultPromise } from 'execa';
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
 import { tool } from '../../helpers/tools.js';
 
 /**
@@ -152,4 +155,55 @@ export async function gpgKey(gnupg: string, dir: string, name: string): Promise<
 export function mirrorConf(file: string, prefix: string, mirror: string): string {
   fs.writeFileSync(file, `[[registry]]\nprefix = "${prefix}"\nlocation = "${prefix}"\n[[registry.mirror]]\nlocation = "${mirror}"\n`);
   return file;
+}
+
+/** The scratch of a registry test file or describe block: see withRegistryScratch. */
+export interface RegistryScratch {
+  /** The temp dir (made before the file's or block's own beforeAll, removed after all its tests). */
+  readonly dir: string;
+  /** A registry (startRegistry) with its files in DIR/NAME, stopped after all the tests. */
+  startRegistry(name: string, o?: Parameters<typeof startRegistry>[1]): Promise<TestRegistry>;
+  /** A temp sysroot (tempSysroot) for the test that makes it, removed after that test. */
+  tempSysroot(o?: Parameters<typeof tempSysroot>[0]): Promise<TempSysroot>;
+}
+
+/**
+ * The set-up and tear-down every registry test shares, registered in the caller's file or
+ * describe block: a temp dir (`prefix` + random) made in a beforeAll, the registries
+ * started through it stopped and the dir removed in an afterAll, the temp sysroots made
+ * through it removed after each test.
+ */
+export function withRegistryScratch(prefix: string): RegistryScratch {
+  let dir: string | undefined;
+  const registries: TestRegistry[] = [];
+  const sysroots: TempSysroot[] = [];
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  });
+  afterEach(() => {
+    for (const t of sysroots.splice(0)) t.cleanup();
+  });
+  afterAll(async () => {
+    await Promise.all(registries.splice(0).map((r) => r.stop()));
+    if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const scratch: RegistryScratch = {
+    get dir(): string {
+      if (dir === undefined) throw new Error('withRegistryScratch: the scratch dir is made in a beforeAll; read it in a hook or a test');
+      return dir;
+    },
+    async startRegistry(name, o) {
+      const home = path.join(scratch.dir, name);
+      fs.mkdirSync(home, { recursive: true });
+      const reg = await startRegistry(home, o);
+      registries.push(reg);
+      return reg;
+    },
+    async tempSysroot(o) {
+      const t = await tempSysroot(o);
+      sysroots.push(t);
+      return t;
+    },
+  };
+  return scratch;
 }

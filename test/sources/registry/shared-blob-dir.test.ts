@@ -7,18 +7,17 @@
 import { randomBytes } from 'node:crypto';
 import { execa } from 'execa';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import { pullImage } from '../../../src/sources/registry/pull.js';
 import { parseDockerReference } from '../../../src/sources/registry/reference.js';
 import { directoryStore } from '../../../src/sources/oci/blob-store.js';
 import { resolveOci } from '../../../src/sources/oci/resolve.js';
 import { blob, manifestOf, readIndex, sha256, umociImage, writeFiles } from '../oci/oci-helpers.js';
-import { push, startRegistry, type TestRegistry } from './registry-helpers.js';
+import { push, withRegistryScratch, type TestRegistry } from './registry-helpers.js';
 
 const CHILD = path.join(import.meta.dirname, 'pull-child.mjs');
-let scratch: string;
+const scratch = withRegistryScratch('stagedroot-shared-blobs-');
 let reg: TestRegistry;
 let layout: string;
 let one: { digest: string; json: { config: { digest: string }; layers: { digest: string; size: number }[] } };
@@ -26,15 +25,13 @@ let two: typeof one;
 
 beforeAll(async () => {
   expect(fs.existsSync(path.join(import.meta.dirname, '../../../dist/sources/registry/pull.js')), 'needs the build (npm run build)').toBe(true);
-  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-shared-blobs-'));
-  fs.mkdirSync(path.join(scratch, 'registry'));
-  reg = await startRegistry(path.join(scratch, 'registry'), { tls: false });
-  layout = path.join(scratch, 'layout');
+  reg = await scratch.startRegistry('registry', { tls: false });
+  layout = path.join(scratch.dir, 'layout');
   // Image 1: a large base layer (random, so that gzip keeps it large) and a small one;
   // image 2: image 1's layers and one more. Both share the base.
-  await umociImage(scratch, layout, '1', [{ add: { 'usr/share/base': randomBytes(6 * 1024 * 1024).toString('base64') } }, { add: { 'etc/os-release': 'ID=image\nVERSION_ID=1\n' } }]);
+  await umociImage(scratch.dir, layout, '1', [{ add: { 'usr/share/base': randomBytes(6 * 1024 * 1024).toString('base64') } }, { add: { 'etc/os-release': 'ID=image\nVERSION_ID=1\n' } }]);
   await execa('umoci', ['tag', '--image', `${layout}:1`, '2']);
-  await execa('umoci', ['insert', '--image', `${layout}:2`, writeFiles(path.join(scratch, 'layer-two'), { 'etc/two': 'two\n' }), '/']);
+  await execa('umoci', ['insert', '--image', `${layout}:2`, writeFiles(path.join(scratch.dir, 'layer-two'), { 'etc/two': 'two\n' }), '/']);
   await push(reg, layout, 'os/shared:1');
   await push(reg, layout, 'os/shared:2');
   const byTag = (tag: string) => readIndex(layout).manifests.findIndex((m) => m.annotations?.['org.opencontainers.image.ref.name'] === tag);
@@ -42,11 +39,6 @@ beforeAll(async () => {
   two = manifestOf(layout, byTag('2'));
   expect(two.json.layers[0]!.digest).toBe(one.json.layers[0]!.digest);
 }, 120_000);
-
-afterAll(async () => {
-  await reg?.stop();
-  fs.rmSync(scratch, { recursive: true, force: true });
-});
 
 /** The directory holds each image whole, read back by digest; nothing half-written or locked is left. */
 async function expectWhole(dir: string, images: (typeof one)[]): Promise<void> {
@@ -61,7 +53,7 @@ async function expectWhole(dir: string, images: (typeof one)[]): Promise<void> {
 }
 
 it('two processes pulling two images that share a layer into one directory at once: both whole, both named by index.json', async () => {
-  const dir = path.join(scratch, 'two-processes');
+  const dir = path.join(scratch.dir, 'two-processes');
   const run = (tag: string) => execa(process.execPath, [CHILD, `${reg.host}/os/shared:${tag}`, dir], { reject: false });
   const [a, b] = await Promise.all([run('1'), run('2')]);
   expect(a.exitCode, a.stderr).toBe(0);
@@ -72,7 +64,7 @@ it('two processes pulling two images that share a layer into one directory at on
 }, 60_000);
 
 it('the same image pulled twice at once in one process: its blobs fetched once, each pull finds it whole', async () => {
-  const dir = path.join(scratch, 'one-process');
+  const dir = path.join(scratch.dir, 'one-process');
   const pull = () => pullImage(parseDockerReference(`docker://${reg.host}/os/shared:2`), dir, { plainHttp: true, auth: null, backoffMs: 5, registriesConf: null, policy: null });
   const [a, b] = await Promise.all([pull(), pull()]);
   expect(a.digest).toBe(two.digest);
@@ -86,7 +78,7 @@ it('the same image pulled twice at once in one process: its blobs fetched once, 
 }, 60_000);
 
 it('a later pull keeps the images the index already names, the newest first', async () => {
-  const dir = path.join(scratch, 'one-then-other');
+  const dir = path.join(scratch.dir, 'one-then-other');
   const pull = (tag: string) => pullImage(parseDockerReference(`docker://${reg.host}/os/shared:${tag}`), dir, { plainHttp: true, auth: null, backoffMs: 5, registriesConf: null, policy: null });
   await pull('1');
   await pull('2');

@@ -9,19 +9,18 @@
  * SIGNATURE_INVALID naming the image and what was expected), nothing staged.
  */
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { hostPlatform } from '../../../src/sources/oci/platform.js';
-import { tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
+import type { TempSysroot } from '../../../src/testing/index.js';
 import { cli } from '../../helpers/cli.js';
 import { tool } from '../../helpers/tools.js';
 import { manifestOf, umociImage } from '../oci/oci-helpers.js';
-import { freePort, gpgKey, mirrorConf, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
+import { freePort, gpgKey, mirrorConf, writeAuthFile, withRegistryScratch, type TestRegistry } from './registry-helpers.js';
 import { cosignPayload, damageBlob, pushAttachment, rekorBundle, signingKey, signPayload, type SigningKey } from './sigstore-helpers.js';
 
 describe('sigstoreSigned (sigstore attachments made with openssl, pushed with the real skopeo)', () => {
-  let scratch: string;
+  const scratch = withRegistryScratch('stagedroot-sigstore-');
   let reg: TestRegistry;
   let auth: string;
   let registriesD: string;
@@ -38,18 +37,17 @@ describe('sigstoreSigned (sigstore attachments made with openssl, pushed with th
   const otherDigest = `sha256:${'1'.repeat(64)}`;
 
   beforeAll(async () => {
-    scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-sigstore-'));
-    reg = await startRegistry(path.join(scratch, 'registry'));
+    reg = await scratch.startRegistry('registry');
     let otherRekor: SigningKey;
-    [trusted, other, ed, rsa, rekor, otherRekor] = await Promise.all([signingKey(scratch, 'trusted', 'ecdsa-p256'), signingKey(scratch, 'other', 'ecdsa-p256'), signingKey(scratch, 'ed', 'ed25519'), signingKey(scratch, 'rsa', 'rsa'), signingKey(scratch, 'rekor', 'ecdsa-p256'), signingKey(scratch, 'other-rekor', 'ecdsa-p256')]);
-    gnupg = path.join(scratch, 'gnupg');
+    [trusted, other, ed, rsa, rekor, otherRekor] = await Promise.all([signingKey(scratch.dir, 'trusted', 'ecdsa-p256'), signingKey(scratch.dir, 'other', 'ecdsa-p256'), signingKey(scratch.dir, 'ed', 'ed25519'), signingKey(scratch.dir, 'rsa', 'rsa'), signingKey(scratch.dir, 'rekor', 'ecdsa-p256'), signingKey(scratch.dir, 'other-rekor', 'ecdsa-p256')]);
+    gnupg = path.join(scratch.dir, 'gnupg');
     fs.mkdirSync(gnupg, { mode: 0o700 });
-    gpg = await gpgKey(gnupg, scratch, 'gpg');
-    registriesD = path.join(scratch, 'registries.d');
+    gpg = await gpgKey(gnupg, scratch.dir, 'gpg');
+    registriesD = path.join(scratch.dir, 'registries.d');
     fs.mkdirSync(registriesD);
-    fs.writeFileSync(path.join(registriesD, 'test.yaml'), `docker:\n  ${reg.host}:\n    lookaside: file://${path.join(scratch, 'lookaside')}\n    use-sigstore-attachments: true\n`);
-    const layout = path.join(scratch, 'image');
-    await umociImage(scratch, layout, '1', [{ add: { 'etc/os-release': 'ID=image\nVERSION_ID=1\n', 'usr/bin/tool': 'one\n' } }], { arch: hostPlatform().architecture });
+    fs.writeFileSync(path.join(registriesD, 'test.yaml'), `docker:\n  ${reg.host}:\n    lookaside: file://${path.join(scratch.dir, 'lookaside')}\n    use-sigstore-attachments: true\n`);
+    const layout = path.join(scratch.dir, 'image');
+    await umociImage(scratch.dir, layout, '1', [{ add: { 'etc/os-release': 'ID=image\nVERSION_ID=1\n', 'usr/bin/tool': 'one\n' } }], { arch: hostPlatform().architecture });
     digest = manifestOf(layout).digest;
     const push = (repo: string, fpr?: string) => tool('skopeo', ['--insecure-policy', '--registries.d', registriesD, 'copy', '--quiet', '--dest-cert-dir', path.join(reg.certsDir, reg.host), ...(fpr ? ['--sign-by', fpr] : []), `oci:${layout}:1`, `docker://${reg.host}/${repo}:1`], { env: { GNUPGHOME: gnupg } });
     for (const repo of ['os/good', 'os/unsigned', 'os/other', 'os/digest', 'os/named', 'os/corrupt', 'os/keys', 'os/rekor', 'os/rekor-bad']) await push(repo);
@@ -57,54 +55,46 @@ describe('sigstoreSigned (sigstore attachments made with openssl, pushed with th
     await push('os/gpgonly', gpg.fpr);
     const sig = async (key: SigningKey, repo: string, o: { digest?: string; identity?: string; optional?: Record<string, unknown> } = {}) => {
       const payload = cosignPayload(o.digest ?? digest, o.identity ?? `${reg.host}/${repo}:1`, o.optional ?? null);
-      return { payload, signature: await signPayload(key, payload, scratch) };
+      return { payload, signature: await signPayload(key, payload, scratch.dir) };
     };
-    await pushAttachment(reg, scratch, 'os/good', digest, [await sig(trusted, 'os/good')]);
-    await pushAttachment(reg, scratch, 'os/other', digest, [await sig(other, 'os/other')]);
-    await pushAttachment(reg, scratch, 'os/digest', digest, [await sig(trusted, 'os/digest', { digest: otherDigest }), await sig(other, 'os/digest')]);
+    await pushAttachment(reg, scratch.dir, 'os/good', digest, [await sig(trusted, 'os/good')]);
+    await pushAttachment(reg, scratch.dir, 'os/other', digest, [await sig(other, 'os/other')]);
+    await pushAttachment(reg, scratch.dir, 'os/digest', digest, [await sig(trusted, 'os/digest', { digest: otherDigest }), await sig(other, 'os/digest')]);
     // cosign sign records the repository alone, no tag
-    await pushAttachment(reg, scratch, 'os/named', digest, [await sig(trusted, 'os/named', { identity: `${reg.host}/os/named` })]);
+    await pushAttachment(reg, scratch.dir, 'os/named', digest, [await sig(trusted, 'os/named', { identity: `${reg.host}/os/named` })]);
     const damaged = await sig(trusted, 'os/corrupt', { optional: { creator: 'the corrupt case' } });
-    await pushAttachment(reg, scratch, 'os/corrupt', digest, [damaged]);
+    await pushAttachment(reg, scratch.dir, 'os/corrupt', digest, [damaged]);
     damageBlob(reg, `sha256:${(await import('node:crypto')).createHash('sha256').update(damaged.payload).digest('hex')}`);
-    await pushAttachment(reg, scratch, 'os/keys', digest, [await sig(other, 'os/keys'), { mediaType: 'application/vnd.dsse.envelope.v1+json', data: Buffer.from('{}') }, await sig(rsa, 'os/keys'), await sig(ed, 'os/keys')]);
-    await pushAttachment(reg, scratch, 'os/both', digest, [await sig(trusted, 'os/both')]);
+    await pushAttachment(reg, scratch.dir, 'os/keys', digest, [await sig(other, 'os/keys'), { mediaType: 'application/vnd.dsse.envelope.v1+json', data: Buffer.from('{}') }, await sig(rsa, 'os/keys'), await sig(ed, 'os/keys')]);
+    await pushAttachment(reg, scratch.dir, 'os/both', digest, [await sig(trusted, 'os/both')]);
     // Logged in a Rekor (its key made with openssl): a good SET; one by another log's key, one logging another payload's hash.
     const logged = async (repo: string, log: SigningKey, o: { payloadHash?: string } = {}) => {
       const s = await sig(trusted, repo);
-      return { ...s, bundle: await rekorBundle(log, trusted.pub, s.signature, s.payload, scratch, o) };
+      return { ...s, bundle: await rekorBundle(log, trusted.pub, s.signature, s.payload, scratch.dir, o) };
     };
-    await pushAttachment(reg, scratch, 'os/rekor', digest, [await logged('os/rekor', rekor)]);
-    await pushAttachment(reg, scratch, 'os/rekor-bad', digest, [await logged('os/rekor-bad', otherRekor), await logged('os/rekor-bad', rekor, { payloadHash: '0'.repeat(64) })]);
+    await pushAttachment(reg, scratch.dir, 'os/rekor', digest, [await logged('os/rekor', rekor)]);
+    await pushAttachment(reg, scratch.dir, 'os/rekor-bad', digest, [await logged('os/rekor-bad', otherRekor), await logged('os/rekor-bad', rekor, { payloadHash: '0'.repeat(64) })]);
     // A mirror of a source that is down (nothing listens there): the signature names the source.
     down = `127.0.0.1:${await freePort()}`;
     await push('mirror/os/good');
-    await pushAttachment(reg, scratch, 'mirror/os/good', digest, [await sig(trusted, 'mirror/os/good', { identity: `${down}/os/good:1` })]);
-    auth = writeAuthFile(path.join(scratch, 'auth.json'), {});
+    await pushAttachment(reg, scratch.dir, 'mirror/os/good', digest, [await sig(trusted, 'mirror/os/good', { identity: `${down}/os/good:1` })]);
+    auth = writeAuthFile(path.join(scratch.dir, 'auth.json'), {});
   }, 180_000);
-  afterAll(async () => {
-    await reg?.stop();
-    fs.rmSync(scratch, { recursive: true, force: true });
-  });
-  afterEach(() => {
-    t?.cleanup();
-    t = null;
-  });
 
   let n = 0;
   const policyFile = (scoped: unknown[]): string => {
-    const p = path.join(scratch, `policy-${++n}.json`);
+    const p = path.join(scratch.dir, `policy-${++n}.json`);
     fs.writeFileSync(p, JSON.stringify({ default: [{ type: 'reject' }], transports: { docker: { [`${reg.host}/os`]: scoped } } }));
     return p;
   };
   const sigstoreSigned = (keys: Record<string, unknown>, signedIdentity?: unknown) => ({ type: 'sigstoreSigned', ...keys, ...(signedIdentity ? { signedIdentity } : {}) });
   const stage = async (repo: string, policy: string, o: { registriesD?: string; host?: string; registriesConf?: string } = {}) => {
     t?.cleanup();
-    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const blobDir = path.join(t.scratch, 'blobs');
     const conf = o.registriesConf ? ['--registries-conf', o.registriesConf] : [];
     const r = await cli(['stage', `docker://${o.host ?? reg.host}/${repo}:1`, '--policy', policy, '--registries-d', o.registriesD ?? registriesD, ...conf, '--sysroot', t.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', blobDir, '--json']);
-    const layer = manifestOf(path.join(scratch, 'image')).json.layers[0]!;
+    const layer = manifestOf(path.join(scratch.dir, 'image')).json.layers[0]!;
     return { r, layerFetched: fs.existsSync(path.join(blobDir, 'blobs', ...layer.digest.split(':'))) };
   };
   const staged = () => {
@@ -195,7 +185,7 @@ describe('sigstoreSigned (sigstore attachments made with openssl, pushed with th
   });
 
   it('without use-sigstore-attachments for the registry there is nothing to read: refused, saying so', async () => {
-    const plain = path.join(scratch, 'registries.d-plain');
+    const plain = path.join(scratch.dir, 'registries.d-plain');
     fs.mkdirSync(plain, { recursive: true });
     fs.writeFileSync(path.join(plain, 'default.yaml'), 'default-docker:\n  use-sigstore-attachments: true\n');
     fs.writeFileSync(path.join(plain, 'host.yaml'), `docker:\n  ${reg.host}/os:\n    use-sigstore-attachments: false\n`);
@@ -203,8 +193,8 @@ describe('sigstoreSigned (sigstore attachments made with openssl, pushed with th
   });
 
   it("through a mirror: the attachment is read from the mirror that served the image, registries.d asked about the mirror's name, the identity checked against the name asked for", async () => {
-    const conf = mirrorConf(path.join(scratch, 'mirror.conf'), `${down}/os`, `${reg.host}/mirror/os`);
-    const policy = path.join(scratch, 'mirror-policy.json');
+    const conf = mirrorConf(path.join(scratch.dir, 'mirror.conf'), `${down}/os`, `${reg.host}/mirror/os`);
+    const policy = path.join(scratch.dir, 'mirror-policy.json');
     fs.writeFileSync(policy, JSON.stringify({ default: [{ type: 'reject' }], transports: { docker: { [`${down}/os`]: [sigstoreSigned({ keyPath: trusted.pub })] } } }));
     const { r } = await stage('os/good', policy, { host: down, registriesConf: conf });
     expect(r.code, r.out + r.err).toBe(0);

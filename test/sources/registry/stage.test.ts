@@ -4,9 +4,8 @@
  * pullspec and the registry that served it.
  */
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { StagedrootError } from '../../../src/errors.js';
 import { findAuthFile } from '../../../src/sources/registry/auth-file.js';
 import { pullImage } from '../../../src/sources/registry/pull.js';
@@ -14,49 +13,40 @@ import { parseDockerReference } from '../../../src/sources/registry/reference.js
 import { registrySource } from '../../../src/sources/registry/source.js';
 import { sourceFromPath } from '../../../src/sources/detect.js';
 import { hostPlatform } from '../../../src/sources/oci/platform.js';
-import { reboot, tempSysroot, type TempSysroot } from '../../../src/testing/index.js';
+import { reboot, type TempSysroot } from '../../../src/testing/index.js';
 import { Sysroot } from '../../../src/sysroot.js';
 import { cli } from '../../helpers/cli.js';
 import { listing, manifestOf, umociImage } from '../oci/oci-helpers.js';
-import { push, startRegistry, writeAuthFile, type TestRegistry } from './registry-helpers.js';
+import { push, writeAuthFile, withRegistryScratch, type TestRegistry } from './registry-helpers.js';
 
 const USER = { name: 'stager', password: 'not-in-any-message-9' };
-let scratch: string;
+const scratch = withRegistryScratch('stagedroot-registry-stage-');
 let reg: TestRegistry;
 let auth: string;
 let digest1: string;
 let digest2: string;
 
 beforeAll(async () => {
-  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-registry-stage-'));
-  reg = await startRegistry(path.join(scratch, 'registry'), { htpasswd: USER });
+  reg = await scratch.startRegistry('registry', { htpasswd: USER });
   const arch = hostPlatform().architecture;
-  const v1 = path.join(scratch, 'v1');
-  await umociImage(scratch, v1, '1', [{ add: { 'etc/os-release': 'ID=image\nVERSION_ID=1\n', 'usr/bin/tool': 'one\n' } }], { arch, labels: { 'org.opencontainers.image.version': '1.0' } });
+  const v1 = path.join(scratch.dir, 'v1');
+  await umociImage(scratch.dir, v1, '1', [{ add: { 'etc/os-release': 'ID=image\nVERSION_ID=1\n', 'usr/bin/tool': 'one\n' } }], { arch, labels: { 'org.opencontainers.image.version': '1.0' } });
   await push(reg, v1, 'os/node:1');
   digest1 = manifestOf(v1).digest;
-  const v2 = path.join(scratch, 'v2');
-  await umociImage(scratch, v2, '2', [{ add: { 'etc/os-release': 'ID=image\nVERSION_ID=2\n', 'usr/bin/tool': 'two\n' } }], { arch, labels: { 'org.opencontainers.image.version': '2.0' } });
+  const v2 = path.join(scratch.dir, 'v2');
+  await umociImage(scratch.dir, v2, '2', [{ add: { 'etc/os-release': 'ID=image\nVERSION_ID=2\n', 'usr/bin/tool': 'two\n' } }], { arch, labels: { 'org.opencontainers.image.version': '2.0' } });
   await push(reg, v2, 'os/node:2');
   digest2 = manifestOf(v2).digest;
-  auth = writeAuthFile(path.join(scratch, 'auth.json'), { [reg.host]: USER });
+  auth = writeAuthFile(path.join(scratch.dir, 'auth.json'), { [reg.host]: USER });
 }, 120_000);
-afterAll(async () => {
-  await reg?.stop();
-  fs.rmSync(scratch, { recursive: true, force: true });
-});
 let t: TempSysroot | null = null;
-afterEach(() => {
-  t?.cleanup();
-  t = null;
-});
 
 let fetched = 0;
 const source = (s: string, blobDir: string) => registrySource(parseDockerReference(`docker://${reg.host}/${s}`), { blobDir, certsDir: reg.certsDir, authfile: auth, backoffMs: 10, onBlob: (e) => (fetched += e.fetched) });
 
 describe('stage docker://… (library)', () => {
   it('stages an image from the registry; status keeps the pullspec, the digest and the registry', async () => {
-    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const blobDir = path.join(t.scratch, 'blobs');
     const r = await t.sysroot.stage(source('os/node:1', blobDir));
     expect(r.alreadyRunning).toBeFalsy();
@@ -83,7 +73,7 @@ describe('stage docker://… (library)', () => {
   });
 
   it('the same image again once booted: nothing staged and nothing fetched again; the next tag: staged', async () => {
-    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const blobDir = path.join(t.scratch, 'blobs');
     fetched = 0;
     await t.sysroot.stage(source('os/node:1', blobDir));
@@ -106,7 +96,7 @@ describe('stage docker://… (library)', () => {
   });
 
   it('init from a registry image: the first deployment is the image, its origin recorded', async () => {
-    const base = fs.mkdtempSync(path.join(scratch, 'init-'));
+    const base = fs.mkdtempSync(path.join(scratch.dir, 'init-'));
     const s = await Sysroot.init(path.join(base, 'sysroot'), { source: source('os/node:2', path.join(base, 'blobs')) });
     const st = s.status();
     const d = st.deployments.find((x) => x.id === st.current)!;
@@ -115,10 +105,10 @@ describe('stage docker://… (library)', () => {
   });
 
   it('a layer blob corrupted on the disk after its pull: SOURCE_CORRUPT, the blob removed, the next stage fetches it again', async () => {
-    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const blobDir = path.join(t.scratch, 'blobs');
     await pullImage(parseDockerReference(`docker://${reg.host}/os/node:1`), blobDir, { auth: await findAuthFile({ authfile: auth }), certsDir: reg.certsDir });
-    const layer = manifestOf(path.join(scratch, 'v1')).json.layers[0]!;
+    const layer = manifestOf(path.join(scratch.dir, 'v1')).json.layers[0]!;
     const file = path.join(blobDir, 'blobs', ...layer.digest.split(':'));
     const bytes = fs.readFileSync(file);
     bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 0xff;
@@ -145,7 +135,7 @@ describe('stage docker://… (library)', () => {
   });
 
   it('a registry that fails: REGISTRY_FAILED recorded as the stage\'s failure, nothing staged', async () => {
-    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const missing = await findAuthFile({ candidates: [] });
     const s = registrySource(parseDockerReference(`docker://${reg.host}/os/node:1`), { blobDir: path.join(t.scratch, 'blobs'), certsDir: reg.certsDir, auth: missing });
     await expect(t.sysroot.stage(s)).rejects.toMatchObject({ code: 'REGISTRY_FAILED' });
@@ -157,7 +147,7 @@ describe('stage docker://… (library)', () => {
 
 describe('stagedroot stage docker://… (CLI)', () => {
   it('pulls with --authfile, --certs-dir and --blob-dir and stages; status --json shows the origin', async () => {
-    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const blobDir = path.join(t.scratch, 'cli-blobs');
     const r = await cli(['stage', `docker://${reg.host}/os/node:2`, '--sysroot', t.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', blobDir]);
     expect(r.code, r.err).toBe(0);
@@ -169,10 +159,10 @@ describe('stagedroot stage docker://… (CLI)', () => {
   });
 
   it('--check fetches only the manifest and config and says what a pull would fetch, before and after the stage', async () => {
-    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const blobDir = path.join(t.scratch, 'check-blobs');
     const args = [`docker://${reg.host}/os/node:1`, '--sysroot', t.dir, '--authfile', auth, '--certs-dir', reg.certsDir, '--blob-dir', blobDir];
-    const layer = manifestOf(path.join(scratch, 'v1')).json.layers[0]!;
+    const layer = manifestOf(path.join(scratch.dir, 'v1')).json.layers[0]!;
     const before = await cli(['stage', ...args, '--check']);
     expect(before.code, before.err).toBe(0);
     expect(before.out).toBe(
@@ -203,13 +193,13 @@ describe('stagedroot stage docker://… (CLI)', () => {
       credentials: `the credentials for ${reg.host} in ${auth}`,
       upToDate: true,
     });
-    const notRegistry = await cli(['stage', path.join(scratch, 'v1'), '--sysroot', t.dir, '--check']);
+    const notRegistry = await cli(['stage', path.join(scratch.dir, 'v1'), '--sysroot', t.dir, '--check']);
     expect(notRegistry.code).toBe(2);
     expect(notRegistry.err).toContain('--check applies to an image in a registry (docker://…)');
   });
 
   it('a bad reference is a usage error naming it; registry options on a file source too', async () => {
-    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const bad = await cli(['stage', `docker://${reg.host}/OS:1`, '--sysroot', t.dir]);
     expect(bad.code).toBe(2);
     expect(bad.err).toContain(`The source "docker://${reg.host}/OS:1" is not a valid image reference: the repository name "OS" must be lowercase`);
@@ -221,7 +211,7 @@ describe('stagedroot stage docker://… (CLI)', () => {
   });
 
   it('an unreachable registry: exit 1, REGISTRY_FAILED naming the image', async () => {
-    t = await tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
+    t = await scratch.tempSysroot({ tree: { 'etc/os-release': 'ID=booted\n' } });
     const r = await cli(['stage', 'docker://127.0.0.1:1/os/node:1', '--sysroot', t.dir, '--blob-dir', path.join(t.scratch, 'b'), '--authfile', auth]);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/REGISTRY_FAILED: 127\.0\.0\.1:1\/os\/node:1: the manifest \(tag 1\): 127\.0\.0\.1:1: ECONNREFUSED/);
