@@ -174,13 +174,35 @@ export interface RawLine {
 }
 
 /**
- * Reads manifest lines in order, synchronously, in 1 MiB chunks; each line checked against
+ * An overlay entry as a line: parsed already, its text formatted only when a caller asks
+ * for it (a merge's walk reads the entries of the overlay, rarely their text).
+ */
+class OverlayLine implements RawLine {
+  readonly p: string;
+  readonly lineNo = 0;
+  #line: string | undefined;
+  constructor(readonly entry: ManifestEntry) {
+    this.p = entry.p;
+  }
+  get line(): string {
+    return (this.#line ??= formatEntry(this.entry));
+  }
+}
+
+/** The first chunk a ManifestReader reads; each next one is four times larger, up to CHUNK_MAX. */
+const CHUNK_FIRST = 64 << 10;
+const CHUNK_MAX = 1 << 20;
+
+/**
+ * Reads manifest lines in order, synchronously, in chunks of 64 KiB growing to 1 MiB (a
+ * reader that stops early, as the /etc merge's past etc/, decodes and splits only the
+ * start of a large manifest; a whole read reads in 1 MiB chunks); each line checked against
  * the schema. The manifest's overlay, when it has one (see manifest-overlay.ts), is merged
  * in: the reader yields the manifest as the overlay patches it.
  */
 export class ManifestReader {
   private fd: number | null;
-  private buf = Buffer.allocUnsafe(1 << 20);
+  private buf = Buffer.allocUnsafe(CHUNK_FIRST);
   // Bytes after the last newline of a chunk: a line, or a UTF-8 character, can straddle
   // two chunks, so only whole lines are decoded.
   private rest: Buffer = Buffer.alloc(0);
@@ -190,6 +212,8 @@ export class ManifestReader {
   private lineNo = 0;
   private peeked: RawLine | null | undefined = undefined;
   private pos: number;
+  /** Chunks read so far (the first is the smallest). */
+  private reads = 0;
   private readonly overlay: OverlayView | null;
   /** The overlay's next entry, and the next line of the base (undefined: not read yet). */
   private k = 0;
@@ -275,7 +299,7 @@ export class ManifestReader {
       const f = this.k < ov.entries.length ? ov.entries[this.k]! : null;
       if (f !== null && (b === null || comparePaths(f.p, b.p) <= 0)) {
         this.k += 1;
-        return { p: f.p, line: formatEntry(f), lineNo: 0, entry: f };
+        return new OverlayLine(f);
       }
       if (b === null) return null;
       this.base = undefined;
@@ -304,6 +328,7 @@ export class ManifestReader {
       // The partial line left from the last chunk goes first, the new bytes after it.
       const keep = this.rest.length;
       if (keep === this.buf.length) this.buf = Buffer.concat([this.buf, Buffer.allocUnsafe(this.buf.length)]);
+      else if (this.reads++ > 0 && this.buf.length < CHUNK_MAX) this.buf = Buffer.allocUnsafe(Math.min(CHUNK_MAX, this.buf.length * 4));
       this.rest.copy(this.buf, 0);
       const n = fs.readSync(this.fd, this.buf, keep, this.buf.length - keep, this.pos);
       this.pos += n;
