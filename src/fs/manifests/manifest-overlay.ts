@@ -35,6 +35,17 @@ export function overlayFile(manifest: string): string {
   return `${manifest}.overlay`;
 }
 
+/**
+ * The last overlay parsed of each file, with its text: a reader that finds the same text
+ * again takes the parse (the entries, checked line by line, are what costs: an overlay
+ * names every copied file outside the hardlinked prefixes, and one live apply opens the
+ * staged manifest's and the booted one's several times). Keyed by the text itself, not
+ * by a stat: the file is read every time, only the parse is saved. The parse is never
+ * changed by its readers (readonly throughout).
+ */
+const parsed = new Map<string, ManifestOverlay>();
+const PARSED_MAX = 8;
+
 /** The overlay of `manifest`, or null when it has none. */
 export function readOverlay(manifest: string): ManifestOverlay | null {
   const file = overlayFile(manifest);
@@ -45,7 +56,14 @@ export function readOverlay(manifest: string): ManifestOverlay | null {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw new StagedrootError('STATE_CORRUPT', `Cannot read manifest overlay ${file}: ${(err as Error).message}`, { path: file, cause: err });
   }
-  return parseOverlay(text, file);
+  const had = parsed.get(file);
+  if (had !== undefined && had.text === text) return had;
+  const o = parseOverlay(text, file);
+  parsed.delete(file);
+  parsed.set(file, o);
+  // A few files at a time (a live apply reads two): a long-lived library user does not keep every deployment's.
+  if (parsed.size > PARSED_MAX) parsed.delete(parsed.keys().next().value!);
+  return o;
 }
 
 const bad = (file: string, why: string): StagedrootError => new StagedrootError('STATE_CORRUPT', `Manifest overlay ${file} is unreadable: ${why}`, { path: file });
@@ -169,8 +187,14 @@ function top(p: string): string {
   return i === -1 ? p : p.slice(0, i);
 }
 
+/** The view of each overlay parse (see `parsed`): made once per parse. */
+const views = new WeakMap<ManifestOverlay, OverlayView>();
+
 /** The overlay view of `manifest`, or null. */
 export function overlayViewOf(manifest: string): OverlayView | null {
   const o = readOverlay(manifest);
-  return o === null ? null : new OverlayView(o);
+  if (o === null) return null;
+  let v = views.get(o);
+  if (v === undefined) views.set(o, (v = new OverlayView(o)));
+  return v;
 }

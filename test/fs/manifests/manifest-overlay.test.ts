@@ -146,4 +146,24 @@ describe('manifest overlay', () => {
     fs.writeFileSync(overlayFile(file), formatOverlay(hashFile(file), ['etc/a'], [], [entry('etc/b', 3)]));
     expect(() => readOverlay(file)).toThrow(/not one of its dirty paths/);
   });
+
+  it('a reader of the same overlay text takes the parse made for it; a changed text is parsed again', () => {
+    const file = path.join(dir, 'cached.ndjson');
+    writeManifest(file, [entry('etc', 1), entry('etc/a', 2)]);
+    fs.writeFileSync(overlayFile(file), formatOverlay(hashFile(file), ['etc/a'], [], [entry('etc/a', 3)]));
+    const first = readOverlay(file);
+    expect(readOverlay(file)).toBe(first);
+    expect([...readManifest(file)].map((e) => e.s)).toEqual([1, 3]);
+    // Rewritten (as a merge rewrites it, through a rename): the new text is what every reader sees.
+    fs.writeFileSync(`${overlayFile(file)}.tmp`, formatOverlay(hashFile(file), ['etc/a'], [], [entry('etc/a', 4)]));
+    fs.renameSync(`${overlayFile(file)}.tmp`, overlayFile(file));
+    expect(readOverlay(file)).not.toBe(first);
+    expect([...readManifest(file)].map((e) => e.s)).toEqual([1, 4]);
+    expect(new ManifestIndex(file).find('etc/a')?.s).toBe(4);
+    // Torn after a good read: refused, not the cached parse.
+    fs.writeFileSync(overlayFile(file), formatOverlay(hashFile(file), ['etc/a'], [], [entry('etc/a', 4)]).slice(0, -2));
+    expect(() => readOverlay(file)).toThrow(/unreadable/);
+    fs.rmSync(overlayFile(file));
+    expect(readOverlay(file)).toBeNull();
+  });
 });
