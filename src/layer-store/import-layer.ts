@@ -73,7 +73,7 @@ export async function importLayer(store: LayerStore, blob: LayerBlob, o: ImportO
   const created = new Map<string, string>();
   try {
     const unpacked = await unpack(store, tmp, blob, o, created);
-    const layer = await commit(store, tmp, unpacked);
+    const layer = await commit(store, tmp, unpacked, blob.digest);
     return { layer: blob.digest === undefined ? layer : store.addDigest(layer, blob.digest), imported: true };
   } catch (err) {
     // The objects this import made (not durable: no later import may take them as stored),
@@ -238,8 +238,9 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
   }
 }
 
-async function commit(store: LayerStore, tmp: string, u: Unpacked): Promise<StoredLayer> {
-  const record: LayerRecord = { version: LAYER_RECORD_VERSION, diffId: u.diffId, digests: [], entries: u.entries, files: u.files, bytes: u.bytes, newObjects: u.created.size, importedAt: new Date().toISOString(), selinuxConfig: u.selinuxConfig };
+/** `digest`: the blob's compressed digest, in the record from the start (addDigest then writes its link alone, not the record a second time). */
+async function commit(store: LayerStore, tmp: string, u: Unpacked, digest: string | undefined): Promise<StoredLayer> {
+  const record: LayerRecord = { version: LAYER_RECORD_VERSION, diffId: u.diffId, digests: digest === undefined ? [] : [digest], entries: u.entries, files: u.files, bytes: u.bytes, newObjects: u.created.size, importedAt: new Date().toISOString(), selinuxConfig: u.selinuxConfig };
   store.dfs.removeTree(path.join(tmp, 'o'));
   writeJson(store.dfs, path.join(tmp, 'layer.json'), record);
   // 1. The new objects (content and names) and the index on disk, before the layer that names them.
