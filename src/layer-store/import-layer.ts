@@ -23,6 +23,15 @@ export interface ImportOptions {
   limits?: Partial<LayerLimits>;
   /** An extended attribute the store's filesystem refuses: an error ('strict', the default) or dropped. */
   xattrPolicy?: XattrPolicy;
+  /**
+   * Leave the layer complete under tmp/NAME, not made durable and not renamed into diff/:
+   * the store holds it as pending (LayerStore.addPending, found by find), and the caller
+   * commits it (LayerStore.commitPending) after a syncfs of its own that covers what the
+   * import wrote (a stage: its tree's sync, so the objects and the tree linked from them
+   * are written back once). A crash before that commit leaves tmp/NAME, swept as any
+   * import cut short.
+   */
+  deferCommit?: boolean;
 }
 
 export interface ImportResult {
@@ -73,6 +82,7 @@ export async function importLayer(store: LayerStore, blob: LayerBlob, o: ImportO
   const created = new Map<string, string>();
   try {
     const unpacked = await unpack(store, tmp, blob, o, created);
+    if (o.deferCommit) return { layer: store.addPending(writeRecord(store, tmp, unpacked, blob.digest), blob.digest === undefined ? [] : [blob.digest]), imported: true };
     const layer = await commit(store, tmp, unpacked, blob.digest);
     return { layer: blob.digest === undefined ? layer : store.addDigest(layer, blob.digest), imported: true };
   } catch (err) {
@@ -240,9 +250,7 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
 
 /** `digest`: the blob's compressed digest, in the record from the start (addDigest then writes its link alone, not the record a second time). */
 async function commit(store: LayerStore, tmp: string, u: Unpacked, digest: string | undefined): Promise<StoredLayer> {
-  const record: LayerRecord = { version: LAYER_RECORD_VERSION, diffId: u.diffId, digests: digest === undefined ? [] : [digest], entries: u.entries, files: u.files, bytes: u.bytes, newObjects: u.created.size, importedAt: new Date().toISOString(), selinuxConfig: u.selinuxConfig };
-  store.dfs.removeTree(path.join(tmp, 'o'));
-  writeJson(store.dfs, path.join(tmp, 'layer.json'), record);
+  writeRecord(store, tmp, u, digest);
   // 1. The new objects (content and names) and the index on disk, before the layer that names them.
   await syncFilesystem(store.dir);
   const dir = store.layerDir(u.diffId);
@@ -255,6 +263,14 @@ async function commit(store: LayerStore, tmp: string, u: Unpacked, digest: strin
   // 2. The layer, complete and durable, under its name: the one step that makes it trusted.
   store.dfs.rename(tmp, dir);
   return store.byDiffId(u.diffId)!;
+}
+
+/** The layer's record written in its import directory (its temp objects' directory gone): the layer there, complete, not yet durable. */
+function writeRecord(store: LayerStore, tmp: string, u: Unpacked, digest: string | undefined): StoredLayer {
+  const record: LayerRecord = { version: LAYER_RECORD_VERSION, diffId: u.diffId, digests: digest === undefined ? [] : [digest], entries: u.entries, files: u.files, bytes: u.bytes, newObjects: u.created.size, importedAt: new Date().toISOString(), selinuxConfig: u.selinuxConfig };
+  store.dfs.removeTree(path.join(tmp, 'o'));
+  writeJson(store.dfs, path.join(tmp, 'layer.json'), record);
+  return { record, dir: tmp, index: path.join(tmp, 'index.ndjson') };
 }
 
 async function* toBuffers(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Buffer> {

@@ -115,6 +115,8 @@ export interface KeptApartArgs {
   diffIds: string[];
   kept: string;
   shared: string[];
+  /** Layers the caller's store holds pending (LayerStore.pendingDirs): diff_id and directory. */
+  pending?: [string, string][];
 }
 
 export interface KeptDeltaArgs extends KeptApartArgs {
@@ -125,12 +127,12 @@ export interface KeptDeltaArgs extends KeptApartArgs {
 /** The tree tasks of the layer store (run with runTreeTask: on a worker thread where there is one). */
 export const layerStoreTasks = {
   keptDelta: defineTreeTask(import.meta.url, 'layerStore.keptDelta', (a: KeptDeltaArgs): KeptDelta | null => {
-    const store = new LayerStore(a.store);
+    const store = new LayerStore(a.store).adoptPending(a.pending ?? []);
     const all = [...a.base, ...a.diffIds].map((d) => store.byDiffId(d));
     if (all.some((l) => l === null)) return null; // a base layer released: the tree is built whole
     return keptDelta(storedStack(store, a.base), storedStack(store, a.diffIds), a.kept, a.shared);
   }),
-  keptApart: defineTreeTask(import.meta.url, 'layerStore.keptApart', (a: KeptApartArgs) => keptApart(storedStack(new LayerStore(a.store), a.diffIds), a.kept, a.shared)),
+  keptApart: defineTreeTask(import.meta.url, 'layerStore.keptApart', (a: KeptApartArgs) => keptApart(storedStack(new LayerStore(a.store).adoptPending(a.pending ?? []), a.diffIds), a.kept, a.shared)),
   linkLayers: defineTreeTask(import.meta.url, 'layerStore.linkLayers', (a: LinkLayersArgs, h): LinkResult =>
     linkLayersNow(a, h.faults, (p) => h.progress(p), () => h.checkAbort()),
   ),

@@ -101,8 +101,21 @@ function digestPath(d: string, what: string): string {
   return `${alg}/${hex}`;
 }
 
+/** A layer imported with its commit deferred (importLayer's deferCommit): complete under tmp/NAME, not yet durable, not yet in diff/. */
+interface PendingLayer {
+  layer: StoredLayer;
+  /** Compressed digests to link once it is committed. */
+  digests: string[];
+}
+
 export class LayerStore {
   readonly dfs: DurableFs;
+  /**
+   * The layers this store object imported with their commit deferred, by diff_id (see
+   * importLayer's deferCommit and commitPending): found by find and byDiffId as stored
+   * layers (at their temp directory), and never taken for a crash's leftovers by prepare.
+   */
+  private readonly pending = new Map<string, PendingLayer>();
 
   constructor(readonly dir: string, readonly faults: FaultHook = noFaults) {
     this.dfs = new DurableFs(faults);
@@ -138,9 +151,10 @@ export class LayerStore {
    * that a crash during this leaves them to the next. Returns the leftovers removed.
    */
   removeLeftovers(): string[] {
-    const left = listDir(this.tmpDir).filter(isTempName);
+    const mine = new Set([...this.pending.values()].map((p) => path.basename(p.layer.dir)));
+    const left = listDir(this.tmpDir).filter((n) => isTempName(n) && !mine.has(n));
     if (left.length === 0) return left;
-    this.sweepObjects(this.layers());
+    this.sweepObjects([...this.layers(), ...[...this.pending.values()].map((p) => p.layer)]);
     for (const n of left) this.dfs.removeTree(path.join(this.tmpDir, n));
     return left;
   }
@@ -168,7 +182,13 @@ export class LayerStore {
 
   /** The layer with this diff_id, or null (a layer directory exists only complete). */
   byDiffId(diffId: string): StoredLayer | null {
-    const dir = this.layerDir(diffId);
+    const waiting = this.pending.get(diffId);
+    if (waiting !== undefined) return waiting.layer;
+    return this.recordAt(this.layerDir(diffId), diffId);
+  }
+
+  /** The layer whose directory is `dir` (its record of `diffId`), or null when it has no record. */
+  private recordAt(dir: string, diffId: string): StoredLayer | null {
     const record = readJsonState(path.join(dir, 'layer.json'), recordSchema, 'layer record');
     if (record === null) return null;
     if (record.diffId !== diffId) throw new StagedrootError('STATE_CORRUPT', `The layer record ${dir}/layer.json is of ${record.diffId}, not ${diffId}`, { path: dir });
@@ -179,6 +199,7 @@ export class LayerStore {
   find(ref: LayerRef): StoredLayer | null {
     if (ref.diffId !== undefined) return this.byDiffId(ref.diffId);
     if (ref.digest === undefined) return null;
+    for (const p of this.pending.values()) if (p.digests.includes(ref.digest)) return p.layer;
     const to = readLink(this.blobLink(ref.digest));
     if (to === null) return null;
     const [alg, hex] = to.split('/').slice(-2);
@@ -187,6 +208,12 @@ export class LayerStore {
 
   /** Records that `digest` (a compressed blob) holds `layer`: its blob/ link and its record's list. */
   addDigest(layer: StoredLayer, digest: string): StoredLayer {
+    const waiting = this.pending.get(layer.record.diffId);
+    if (waiting !== undefined) {
+      // Linked once the layer is committed (commitPending).
+      if (!waiting.digests.includes(digest)) waiting.digests.push(digest);
+      return waiting.layer;
+    }
     const link = this.blobLink(digest);
     this.dfs.mkdir(path.dirname(link), 0o700);
     const target = path.relative(path.dirname(link), layer.dir);
@@ -206,6 +233,55 @@ export class LayerStore {
     const has = layerHasPath(layer, SELINUX_CONFIG);
     writeJson(this.dfs, path.join(layer.dir, 'layer.json'), { ...layer.record, selinuxConfig: has });
     return has;
+  }
+
+  /**
+   * Takes a layer an import left complete under tmp/NAME with its commit deferred
+   * (importLayer's deferCommit): its objects and index written, not yet made durable.
+   * Until commitPending it is found as a stored layer at that directory (the caller's
+   * stage builds its tree from it), and prepare leaves it and its objects alone.
+   */
+  addPending(layer: StoredLayer, digests: readonly string[]): StoredLayer {
+    this.pending.set(layer.record.diffId, { layer, digests: [...digests] });
+    return layer;
+  }
+
+  /** The pending layers' diff_ids and directories (a worker's store object takes them with adoptPending). */
+  pendingDirs(): [string, string][] {
+    return [...this.pending].map(([d, p]) => [d, p.layer.dir]);
+  }
+
+  /** Another store object's pending layers (pendingDirs), found here as they are there: read only (a worker's models). */
+  adoptPending(dirs: readonly (readonly [string, string])[]): this {
+    for (const [diffId, dir] of dirs) {
+      const layer = this.recordAt(dir, diffId);
+      if (layer === null) throw new StagedrootError('STATE_CORRUPT', `The layer ${diffId} being imported has no record in ${dir}`, { path: dir });
+      this.pending.set(diffId, { layer, digests: [] });
+    }
+    return this;
+  }
+
+  get hasPending(): boolean {
+    return this.pending.size > 0;
+  }
+
+  /**
+   * Commits the pending layers: each renamed from tmp/ into diff/ (durably), the one step
+   * that makes it trusted, then its compressed digests linked. The caller has made
+   * everything the imports wrote durable since (a syncfs of the store's filesystem:
+   * the stage's tree sync), as an import's own commit does before its rename.
+   */
+  commitPending(): void {
+    for (const [diffId, p] of [...this.pending]) {
+      const dir = this.layerDir(diffId);
+      this.dfs.mkdir(path.dirname(dir), 0o700);
+      this.pending.delete(diffId);
+      // Another import of the same layer committed first: that one stands.
+      if (this.recordAt(dir, diffId) !== null) this.dfs.removeTree(p.layer.dir);
+      else this.dfs.rename(p.layer.dir, dir);
+      let layer = this.byDiffId(diffId)!;
+      for (const d of p.digests) layer = this.addDigest(layer, d);
+    }
   }
 
   /** Every layer in the store, by diff_id. */

@@ -29,6 +29,12 @@ export interface StageLayers {
   readonly kept: string;
   /** Where an applied op may hardlink its store file (null: nowhere, everything written). */
   linkAt(): ((rel: string) => boolean) | null;
+  /** The layers imported with their commit deferred (o.deferCommit) and not committed yet. */
+  readonly pending: boolean;
+  /** Commits them (LayerStore.commitPending): after a syncfs of the sysroot's filesystem that followed the imports. */
+  commitPending(): void;
+  /** The store's directory (what a sync must cover before commitPending). */
+  readonly dir: string;
 }
 
 /** Whether the policy hardlinks every file under `kept`. */
@@ -47,11 +53,12 @@ const KEPT = 'usr';
  * copied elsewhere; nowhere when the image carries an SELinux policy, since the stage
  * then labels what it wrote in place, which must never touch a shared object.
  */
-export function stageLayers(ctx: Context, policy: () => CopyPolicy, base?: { layers?: readonly string[] }, shared: readonly string[] = []): StageLayers {
+export function stageLayers(ctx: Context, policy: () => CopyPolicy, base?: { layers?: readonly string[] }, shared: readonly string[] = [], o: { deferCommit?: boolean } = {}): StageLayers {
   const store = new LayerStore(ctx.layout.layersDir, ctx.faults);
   let diffIds: string[] | null = null;
   let labelled = false;
   let onto = 0;
+  const { deferCommit } = o;
   return {
     get diffIds() {
       return diffIds;
@@ -61,10 +68,10 @@ export function stageLayers(ctx: Context, policy: () => CopyPolicy, base?: { lay
     },
     kept: KEPT,
     handle: {
-      async stack(blobs: readonly StorableLayer[], o: { limits?: Partial<LayerLimits> } = {}) {
+      async stack(blobs: readonly StorableLayer[], lim: { limits?: Partial<LayerLimits> } = {}) {
         store.prepare();
         const layers = [];
-        for (const b of blobs) layers.push((await importLayer(store, b, { xattrPolicy: ctx.xattrPolicy, ...(o.limits ? { limits: o.limits } : {}) })).layer);
+        for (const b of blobs) layers.push((await importLayer(store, b, { xattrPolicy: ctx.xattrPolicy, deferCommit: deferCommit === true, ...(lim.limits ? { limits: lim.limits } : {}) })).layer);
         diffIds = layers.map((l) => l.record.diffId);
         // Each layer's record says whether it has the policy (no index read at every stage).
         labelled = layers.some((l) => store.hasSelinuxConfig(l));
@@ -72,14 +79,14 @@ export function stageLayers(ctx: Context, policy: () => CopyPolicy, base?: { lay
         // the image labels its tree (the stage labels what it wrote; a fresh apply labels every entry).
         onto = labelled ? 0 : sharedPrefix(base?.layers, diffIds);
         // Only where the base's usr/ and the rest of the tree do not depend on each other (keptApart; on a worker: it reads the lower indexes).
-        const start = onto === 0 ? null : await runTreeTask(layerStoreTasks.keptApart, { store: path.resolve(store.dir), diffIds: diffIds.slice(0, onto), kept: KEPT, shared: [...shared] }, { faults: ctx.faults });
+        const start = onto === 0 ? null : await runTreeTask(layerStoreTasks.keptApart, { store: path.resolve(store.dir), diffIds: diffIds.slice(0, onto), kept: KEPT, shared: [...shared], pending: store.pendingDirs() }, { faults: ctx.faults });
         if (start !== null && !start.apart) onto = 0;
         // Another change (a layer in the middle, or below): the base tree's usr/ all the same, changed where the new stack's
         // differs (keptDelta: both stacks' usr/ modelled from the indexes on a worker), the rest built from the store.
         // Only where every file under usr/ is linked from its object (a hardlink inside usr/ is then the object's inode too).
         const delta =
           onto === 0 && !labelled && base?.layers !== undefined && base.layers.length > 0 && base.layers[0] === diffIds[0] && linksAll(policy(), KEPT)
-            ? await runTreeTask(layerStoreTasks.keptDelta, { store: path.resolve(store.dir), base: [...base.layers], diffIds, kept: KEPT, shared: [...shared] }, { faults: ctx.faults })
+            ? await runTreeTask(layerStoreTasks.keptDelta, { store: path.resolve(store.dir), base: [...base.layers], diffIds, kept: KEPT, shared: [...shared], pending: store.pendingDirs() }, { faults: ctx.faults })
             : null;
         if (delta !== null) onto = diffIds.length;
         const from = delta !== null ? { onto, kept: KEPT, lowerOutside: delta.outside, keptLines: delta.lines } : { onto, kept: KEPT, lowerOutside: start?.outside ?? 0 };
@@ -89,6 +96,11 @@ export function stageLayers(ctx: Context, policy: () => CopyPolicy, base?: { lay
       },
       has: (ref) => store.find(ref) !== null,
     },
+    get pending() {
+      return store.hasPending;
+    },
+    commitPending: () => store.commitPending(),
+    dir: store.dir,
     linkAt() {
       const p = policy();
       if (diffIds === null || labelled || p.hardlinkPrefixes.length === 0) return null;

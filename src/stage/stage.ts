@@ -3,7 +3,7 @@ import type { Context } from '../context.js';
 import { StagedrootError, formatIssues, type Issue } from '../errors.js';
 import type { CopyPolicy } from '../fs/trees/copy-tree.js';
 import { fsyncPaths, syncFilesystem, writeJson } from '../fs/trees/durable.js';
-import { freeSpace, listDir } from '../fs/core/host-paths.js';
+import { freeSpace, listDir, statPath } from '../fs/core/host-paths.js';
 import { runTreeTask, warmTreeWorker } from '../fs/jobs/tree-jobs.js';
 import { noFaults } from '../fs/core/faults.js';
 import { treeTasks } from '../fs/trees/tasks.js';
@@ -210,7 +210,8 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageRun
     disruptionPolicy: stageDisruptionPolicy(layout, base, opts),
     commands: planCommandValidators(opts.commands ?? []),
     policy,
-    layers: stageLayers(ctx, () => run.policy, base.origin?.kind === 'oci-image' ? base.origin : undefined, sharedDirs(state)),
+    // The layers it imports are committed by its sync step, after the tree's sync (see sync).
+    layers: stageLayers(ctx, () => run.policy, base.origin?.kind === 'oci-image' ? base.origin : undefined, sharedDirs(state), { deferCommit: true }),
     base,
     id,
     work: layout.work(id),
@@ -452,10 +453,33 @@ async function validate(run: Run, built: BuiltTree): Promise<Issue[]> {
  */
 async function sync(run: Run, built: BuiltTree): Promise<void> {
   enter(run, 'sync');
-  if (run.treeSync === undefined) return syncFilesystem(run.work);
-  await run.treeSync;
-  if (run.commands.length > 0) return syncFilesystem(run.work);
-  await fsyncPaths([built.manifest, ...(built.overlay === undefined ? [] : [built.overlay]), run.work]);
+  if (run.treeSync === undefined) await syncFilesystem(run.work);
+  else {
+    await run.treeSync;
+    if (run.commands.length > 0) await syncFilesystem(run.work);
+    else await fsyncPaths([built.manifest, ...(built.overlay === undefined ? [] : [built.overlay]), run.work]);
+  }
+  await commitLayers(run);
+}
+
+/**
+ * The layers the plan imported, committed into the layer store (their rename into diff/):
+ * their objects and indexes were written back by the tree's sync, which followed the
+ * imports (the store is on the sysroot's filesystem; where it is not, it is synced on its
+ * own first). One syncfs for the imports and the tree instead of one each: the tree's
+ * links dirty the objects' inodes again, and were written back twice.
+ */
+async function commitLayers(run: Run): Promise<void> {
+  if (!run.layers.pending) return;
+  if (!sameFilesystem(run.layers.dir, run.work)) await syncFilesystem(run.layers.dir);
+  run.layers.commitPending();
+}
+
+/** Whether two existing paths are on one filesystem (a syncfs of one covers the other). */
+function sameFilesystem(a: string, b: string): boolean {
+  const x = statPath(a);
+  const y = statPath(b);
+  return x !== null && y !== null && x.dev === y.dev;
 }
 
 /** Starts `sync -f` of the stage's filesystem; its failure is reported where it is awaited (sync). */
@@ -525,6 +549,8 @@ async function recordFailure(run: Run, err: unknown): Promise<StageOutcome> {
   // An early copy still running (the plan failed) stops before its work dir goes.
   run.early?.stop();
   await run.early?.done;
+  // The layers imported whole are kept (a stage again need not read them): made durable, then committed; else left to the next prepare's sweep.
+  if (run.layers.pending) await syncFilesystem(run.layers.dir).then(() => run.layers.commitPending(), () => {});
   const rec = e.isRejection && run.treeBuilt ? await keepForDiagnosis(run, failure) : null;
   if (rec === null) await runTreeTask(treeTasks.removeTree, { path: work }, { faults: ctx.faults });
   applyTransition(ctx, state, stageFailed(state, failure, rec), 'stage-failed');

@@ -17,8 +17,8 @@ import { blobOf, describeTree, freshApply, makeTar, scratch, writeLayout, type G
  * leftovers and completes it.
  */
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'crash-import-child.mjs');
-const base = scratch('layer-crash-');
-afterAll(() => fs.rmSync(base, { recursive: true, force: true }));
+const top = scratch('layer-crash-');
+afterAll(() => fs.rmSync(top, { recursive: true, force: true }));
 
 const LAYER: GenEntry[] = [
   { type: 'dir', path: 'usr' },
@@ -37,12 +37,20 @@ function child(arg: object): ReturnType<typeof spawnSync> {
 }
 
 describe('an import killed at any point leaves no half-imported layer', () => {
-  it('after a SIGKILL at each mutating call: the layer is absent or whole, and the next import completes it', async () => {
+  it('after a SIGKILL at each mutating call: the layer is absent or whole, and the next import completes it', () => crashPoints(false), 600_000);
+
+  // As a stage imports (deferCommit): the layer left under tmp/, one syncfs, then commitPending.
+  it('the same with the commit deferred to a later syncfs (a stage): absent or whole at each call, the import and the commit', () => crashPoints(true), 600_000);
+});
+
+async function crashPoints(defer: boolean): Promise<void> {
+  {
+    const base = path.join(top, defer ? 'deferred' : 'direct');
     requireDist();
     const [w] = writeLayout(path.join(base, 'img'), [{ tar: makeTar(LAYER), gzip: true }]);
     await freshApply(path.join(base, 'img'), path.join(base, 'fresh'));
     const want = describeTree(path.join(base, 'fresh'));
-    const arg = (store: string) => ({ store, file: w!.file, digest: w!.digest, diffId: w!.diffId, size: w!.size });
+    const arg = (store: string) => ({ store, file: w!.file, digest: w!.digest, diffId: w!.diffId, size: w!.size, defer });
     const counted = child(arg(path.join(base, 'count')));
     expect(counted.status, String(counted.stderr)).toBe(0);
     const { count, ops } = JSON.parse(String(counted.stdout)) as { count: number; ops: string[] };
@@ -77,5 +85,5 @@ describe('an import killed at any point leaves no half-imported layer', () => {
     // Both outcomes happen: the crash points span the whole import, its commit included.
     expect(absent).toBeGreaterThan(0);
     expect(whole).toBeGreaterThan(0);
-  }, 600_000);
-});
+  }
+}

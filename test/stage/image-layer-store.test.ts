@@ -98,6 +98,29 @@ describe('stage of an OCI image through the layer store', () => {
     expect(t.sysroot.status().staged).toBeNull();
   });
 
+  it("the layers a stage imports are committed after the tree's sync: until then under tmp/ (a crash leaves them to recovery's sweep), committed whole even when the stage is rejected", async () => {
+    t = await tempSysroot({ tree: { 'etc/hostname': 'node\n' } });
+    const layers = path.join(t.dir, 'layers');
+    const v1 = path.join(t.scratch, 'v1');
+    const [a, b] = writeLayout(v1, [{ tar: makeTar(base), gzip: true }, { tar: makeTar(top), gzip: true }]);
+    const seen: { diff: string[]; tmp: number }[] = [];
+    const look = (): void => void seen.push({ diff: fs.existsSync(path.join(layers, 'diff', 'sha256')) ? fs.readdirSync(path.join(layers, 'diff', 'sha256')) : [], tmp: fs.readdirSync(path.join(layers, 'tmp')).length });
+    // Validate runs once the tree is built from the layers, before the sync step.
+    await expect(t.sysroot.stage(v1, { validators: [() => (look(), [{ code: 'NO', path: 'etc', message: 'rejected', severity: 'error' as const }])] })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+    expect(seen).toEqual([{ diff: [], tmp: 2 }]);
+    // Rejected: the layers were made durable and committed all the same, each with its blob's link.
+    expect(fs.readdirSync(path.join(layers, 'diff', 'sha256')).sort()).toEqual([a!.diffId, b!.diffId].map((d) => d.slice(7)).sort());
+    expect(fs.readdirSync(path.join(layers, 'tmp'))).toEqual([]);
+    for (const l of [a!, b!]) expect(fs.readlinkSync(path.join(layers, 'blob', 'sha256', l.digest.slice(7)))).toBe(`../../diff/sha256/${l.diffId.slice(7)}`);
+    const record = JSON.parse(fs.readFileSync(path.join(layers, 'diff', 'sha256', a!.diffId.slice(7), 'layer.json'), 'utf8')) as { digests: string[] };
+    expect(record.digests).toEqual([a!.digest]);
+
+    // Staged again: nothing imported (the layers are whole in the store), committed as before.
+    const r = await t.sysroot.stage(v1, { validators: [() => (look(), [])] });
+    expect(seen[1]).toEqual({ diff: seen[1]!.diff, tmp: 0 });
+    expect((await t.sysroot.verify(r.id)).drift).toEqual([]);
+  });
+
   it('an update over an image deployment of the same bottom layer copies its usr/ while the plan runs: taken when the tree is built on it, else gone', async () => {
     t = await tempSysroot({ tree: { 'etc/hostname': 'node\n' } });
     const v1 = path.join(t.scratch, 'v1');
