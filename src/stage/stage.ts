@@ -126,7 +126,7 @@ export async function stage(ctx: Context, state: BaseState, source: Source, opts
     const checked = await check(run);
     if (checked.alreadyRunning) return { ok: true, result: unchanged(run, run.base, { alreadyRunning: true }) };
     if (checked.alreadyStaged !== null) return { ok: true, result: unchanged(run, checked.alreadyStaged, { alreadyStaged: true }) };
-    run.early = startEarlyCopy(run);
+    run.early = await startEarlyCopy(run);
     const changes = await plan(run);
     await preflight(run, changes);
     const built = await build(run, changes);
@@ -284,16 +284,20 @@ function unchanged(run: Run, d: DeploymentRecord, why: { alreadyRunning: true } 
  * thread and another worker (two cores: the copy's links and the import's writes side by
  * side; without workers, run from the TypeScript source, it runs inline first). buildTree
  * takes it if the plan decided on that copy, else removes it. Not where the usr/ files
- * would be copied rather than linked (a policy that copies them), or with a fault hook
- * (the crash tests count the calls in one order).
+ * would be copied rather than linked (a policy that copies them). With a fault hook (the
+ * crash tests count the writes and replay a crash after each, in one order) the copy runs
+ * whole before the plan rather than beside it: the same copy, taken or removed the same
+ * way, its writes counted before the import's.
  */
-function startEarlyCopy(run: Run): EarlyCopy | undefined {
+async function startEarlyCopy(run: Run): Promise<EarlyCopy | undefined> {
   const { ctx, base } = run;
   const bottom = base.origin?.kind === 'oci-image' ? base.origin.layers?.[0] : undefined;
   if (bottom === undefined || run.checked?.info.diffIds?.[0] !== bottom) return undefined;
-  if (ctx.faults !== noFaults || !linksAll(run.policy, run.layers.kept)) return undefined;
+  if (!linksAll(run.policy, run.layers.kept)) return undefined;
   ctx.dfs.mkdir(ctx.layout.workDir);
-  return startKeptCopy(ctx, run.work, { ...baseTreeOf(run), keep: [run.layers.kept] }, run.opts.signal);
+  const early = startKeptCopy(ctx, run.work, { ...baseTreeOf(run), keep: [run.layers.kept] }, run.opts.signal);
+  if (ctx.faults !== noFaults) await early.done;
+  return early;
 }
 
 /** The base tree as buildTree copies it (with its manifest, trusted under the policy's hardlink prefixes). */

@@ -2,7 +2,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
+import { Sysroot } from '../../src/sysroot.js';
+import type { StageResult } from '../../src/stage/stage.js';
+import { countingHook, reboot, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { describeTree, freshApply, makeTar, writeLayout, type GenEntry } from '../layer-store/helpers.js';
 
 /**
@@ -35,6 +37,32 @@ const top: GenEntry[] = [
 
 /** Everything but the shared var/ (diverted, an empty mount point in the tree) and the sysroot mount point. */
 const ofImage = (lines: string[]): string[] => lines.filter((l) => /^(757372|657463)/.test(l)); // usr, etc (hex names)
+
+/** `t` booted into v1 (base, top), and v2: the same bottom layer, its top layer changed, with v2's fresh apply. */
+async function bootedOnImage(t: TempSysroot): Promise<{ r1: StageResult; v2: string; reference: string }> {
+  const v1 = path.join(t.scratch, 'v1');
+  writeLayout(v1, [{ tar: makeTar(base), gzip: true }, { tar: makeTar(top), gzip: true }]);
+  const r1 = await t.sysroot.stage(v1);
+  await reboot(t.sysroot);
+  expect(t.sysroot.status().booted).toBe(r1.id);
+  const changed: GenEntry[] = [...top.filter((e) => e.path !== 'usr/bin/tool'), { type: 'file', path: 'usr/bin/tool', content: '#!/bin/sh\necho three\n', mode: 0o755 }];
+  const v2 = path.join(t.scratch, 'v2');
+  writeLayout(v2, [{ tar: makeTar(base), gzip: true }, { tar: makeTar(changed), gzip: true }]);
+  const reference = path.join(t.scratch, 'fresh-v2');
+  await freshApply(v2, reference);
+  return { r1, v2, reference };
+}
+
+/**
+ * Stages `img`, with what the copy step reported: an early copy is taken whole, reported
+ * once (its count) when the step starts; a copy made in the step reports as it goes (its
+ * first entry first).
+ */
+async function stageCopying(s: Sysroot, img: string): Promise<{ copied: number[]; r: StageResult }> {
+  const copied: number[] = [];
+  const r = await s.stage(img, { onProgress: (p) => void (p.phase === 'copy' && p.done > 0 ? copied.push(p.done) : undefined) });
+  return { copied, r };
+}
 
 describe('stage of an OCI image through the layer store', () => {
   it('imports each layer once, links usr/ from the store, and never reads a stored layer again', async () => {
@@ -123,26 +151,11 @@ describe('stage of an OCI image through the layer store', () => {
 
   it('an update over an image deployment of the same bottom layer copies its usr/ while the plan runs: taken when the tree is built on it, else gone', async () => {
     t = await tempSysroot({ tree: { 'etc/hostname': 'node\n' } });
-    const v1 = path.join(t.scratch, 'v1');
-    writeLayout(v1, [{ tar: makeTar(base), gzip: true }, { tar: makeTar(top), gzip: true }]);
-    const r1 = await t.sysroot.stage(v1);
-    await reboot(t.sysroot);
-    expect(t.sysroot.status().booted).toBe(r1.id);
-    // What the copy step reported: an early copy is taken whole, reported once (its count) when the step starts; a copy
-    // made in the step reports as it goes (its first entry first).
-    const stage = async (img: string): Promise<{ copied: number[]; r: Awaited<ReturnType<TempSysroot['sysroot']['stage']>> }> => {
-      const copied: number[] = [];
-      const r = await t!.sysroot.stage(img, { onProgress: (p) => void (p.phase === 'copy' && p.done > 0 ? copied.push(p.done) : undefined) });
-      return { copied, r };
-    };
+    const { r1, v2, reference } = await bootedOnImage(t);
+    const stage = (img: string) => stageCopying(t!.sysroot, img);
     const work = path.join(t.dir, 'work');
 
     // The top layer changed: the tree is v1's usr/ (copied early), changed where v2's differs.
-    const changed: GenEntry[] = [...top.filter((e) => e.path !== 'usr/bin/tool'), { type: 'file', path: 'usr/bin/tool', content: '#!/bin/sh\necho three\n', mode: 0o755 }];
-    const v2 = path.join(t.scratch, 'v2');
-    writeLayout(v2, [{ tar: makeTar(base), gzip: true }, { tar: makeTar(changed), gzip: true }]);
-    const reference = path.join(t.scratch, 'fresh-v2');
-    await freshApply(v2, reference);
     const s2 = await stage(v2);
     expect(s2.copied).toHaveLength(1);
     expect(s2.copied[0]).toBeGreaterThan(1);
@@ -169,5 +182,24 @@ describe('stage of an OCI image through the layer store', () => {
     await expect(t.sysroot.stage(v4)).rejects.toMatchObject({ code: 'PATH_ESCAPE' });
     expect(fs.existsSync(work) ? fs.readdirSync(work) : []).toEqual([]);
     expect(t.sysroot.status().staged).toBeNull();
+  });
+
+  it('with a fault hook the early copy runs whole before the plan: its writes counted first, in one order, and the copy taken', async () => {
+    t = await tempSysroot({ tree: { 'etc/hostname': 'node\n' } });
+    const { r1, v2, reference } = await bootedOnImage(t);
+    const hook = countingHook();
+    const s = await Sysroot.open(t.dir, { faults: hook });
+    const { copied, r } = await stageCopying(s, v2);
+    const work = path.join(t.dir, 'work', r.id, 'tree');
+    const firstImport = hook.ops.findIndex((o) => o.includes(`${path.join(t!.dir, 'layers')}/`));
+    expect(firstImport).toBeGreaterThan(0);
+    // The early copy's writes (v1's usr/ linked into the new tree) were counted, all before the import of v2's top layer.
+    const early = hook.ops.slice(0, firstImport).filter((o) => o.includes(`${work}/`)).map((o) => o.replace(work, 'tree'));
+    expect(early.filter((o) => o.startsWith('link ')).sort()).toEqual(['link tree/usr/bin/tool', 'link tree/usr/lib/a-link.so', 'link tree/usr/lib/a.so']);
+    // And taken: the copy step reported once, whole; the tree the fresh apply's, linked to v1's inodes.
+    expect(copied).toHaveLength(1);
+    expect(ofImage(describeTree(r.path))).toEqual(ofImage(describeTree(reference)));
+    expect(fs.statSync(path.join(r.path, 'usr/lib/a.so')).ino).toBe(fs.statSync(path.join(r1.path, 'usr/lib/a.so')).ino);
+    expect((await s.verify(r.id)).drift).toEqual([]);
   });
 });
