@@ -17,6 +17,7 @@ import { findKernel } from '../src/boot/entries/kernels.js';
 import { expectConsistent, expectReadable, hashTreeOutside, readState } from './helpers/invariants.js';
 import { BASE_TREE, motdUpdate } from './helpers/trees.js';
 import { loopMount, whyNoBtrfsLoop, unavailable } from './helpers/mounts.js';
+import { describeTree, freshApply, makeTar, writeLayout, type GenEntry } from './layer-store/helpers.js';
 
 interface Scenario {
   name: string;
@@ -43,8 +44,10 @@ interface Scenario {
   clockAheadMs?: number;
   /** It makes, snapshots and removes no tree: the btrfs suite (where trees are subvolumes) adds no crash point of its own to it. */
   noTrees?: boolean;
-  /** Scenario-specific checks after recovery (`finished`: the operation's result is in effect). */
-  check?(dir: string, state: BaseState, finished: boolean): void;
+  /** Checks on the operation's counted mutating calls (that the path under test is among the crash points). */
+  ops?(ops: readonly string[]): void;
+  /** Scenario-specific checks after recovery (`finished`: the operation's result is in effect), with the recovered sysroot. */
+  check?(dir: string, state: BaseState, finished: boolean, sysroot: Sysroot): void | Promise<void>;
 }
 
 /** What finalize-with-merge finds: an update of etc and var, and local changes made after its stage. */
@@ -159,6 +162,74 @@ function checkLive(dir: string, state: BaseState, finished: boolean): void {
   expect(fs.readFileSync(path.join(dir, 'deploy', state.current, 'tree', 'etc/hostname'), 'utf8'), 'the local edit is in the new deployment').toBe('node-1-renamed\n');
 }
 
+/**
+ * An image update whose bottom layer the booted image's is (its top layer changed): the
+ * stage copies the booted usr/ early (startEarlyCopy; with the crash child's fault hook,
+ * whole before the plan), imports the new layer, then builds its tree on that copy. The
+ * crash child stages DIR/../image-update (crash-child.mjs `stage-image`): both images are
+ * written beside the prepared sysroot, in the suite's scratch dir.
+ */
+const IMAGE_BOTTOM: GenEntry[] = [
+  { type: 'dir', path: 'usr', mode: 0o755 },
+  { type: 'dir', path: 'usr/bin', mode: 0o755 },
+  { type: 'file', path: 'usr/bin/tool', content: '#!/bin/sh\necho tool\n', mode: 0o755 },
+  { type: 'dir', path: 'usr/lib', mode: 0o755 },
+  { type: 'file', path: 'usr/lib/libx.so', content: 'lib v1\n', mode: 0o755 },
+  { type: 'hardlink', path: 'usr/lib/libx-link.so', target: 'usr/lib/libx.so' },
+  { type: 'symlink', path: 'usr/lib/libx.so.1', target: 'libx.so' },
+  { type: 'dir', path: 'usr/share/zoneinfo', mode: 0o755 },
+  { type: 'file', path: 'usr/share/zoneinfo/UTC', content: 'TZif\n' },
+  { type: 'dir', path: 'etc', mode: 0o755 },
+  { type: 'file', path: 'etc/hostname', content: 'node-1\n' },
+  { type: 'file', path: 'etc/os-release', content: 'ID=crash\nVERSION_ID=1\n' },
+];
+const imageTop = (version: string): GenEntry[] => [
+  { type: 'dir', path: 'usr/bin', mode: 0o755 },
+  { type: 'file', path: 'usr/bin/app', content: `#!/bin/sh\necho app ${version}\n`, mode: 0o755 },
+  { type: 'file', path: 'etc/os-release', content: `ID=crash\nVERSION_ID=${version}\n` },
+];
+const imageDir = (dir: string, name: 'image-base' | 'image-update'): string => path.join(path.dirname(dir), name);
+/** The image's tree outside what the sysroot adds (the shared var/ mount point): usr/ and etc/ (hex names). */
+const ofImage = (tree: string): string[] => describeTree(tree).filter((l) => /^(757372|657463)/.test(l));
+
+/**
+ * The early copy's files (the booted usr/: linked, or copied where trees are subvolumes a
+ * link cannot cross) are crash points, each before the import of the new layer (none in the
+ * old order, where a fault hook skipped the early copy).
+ */
+function earlyCopyCounted(ops: readonly string[]): void {
+  const firstImport = ops.findIndex((o) => o.includes('/layers/'));
+  expect(firstImport).toBeGreaterThan(0);
+  const files = ops.slice(0, firstImport).flatMap((o) => /^(?:link|copy) .*\/work\/\d+\/tree\/(usr\/.*)$/.exec(o)?.[1] ?? []);
+  expect(files.sort()).toEqual(['usr/bin/app', 'usr/bin/tool', 'usr/lib/libx-link.so', 'usr/lib/libx.so', 'usr/share/zoneinfo/UTC']);
+}
+
+async function prepareImage(s: Sysroot, dir: string): Promise<void> {
+  writeLayout(imageDir(dir, 'image-base'), [{ tar: makeTar(IMAGE_BOTTOM), gzip: true }, { tar: makeTar(imageTop('1')), gzip: true }]);
+  writeLayout(imageDir(dir, 'image-update'), [{ tar: makeTar(IMAGE_BOTTOM), gzip: true }, { tar: makeTar(imageTop('2')), gzip: true }]);
+  await freshApply(imageDir(dir, 'image-update'), path.join(path.dirname(dir), 'image-update-fresh'));
+  await s.stage(imageDir(dir, 'image-base'));
+  await reboot(s);
+  await s.markGood();
+}
+
+/**
+ * The staged tree (finished) is the update's fresh apply; else the crash left nothing a
+ * later stage takes: the same image stages again (its early copy made anew) to that tree.
+ */
+async function checkImage(dir: string, state: BaseState, finished: boolean, sysroot: Sysroot): Promise<void> {
+  const want = ofImage(path.join(path.dirname(dir), 'image-update-fresh'));
+  if (finished) {
+    expect(ofImage(sysroot.treePath(state.staged!))).toEqual(want);
+    return;
+  }
+  expect(state.staged).toBeNull();
+  const again = await sysroot.stage(imageDir(dir, 'image-update'));
+  expect(ofImage(again.path)).toEqual(want);
+  expect((await sysroot.verify(again.id)).drift).toEqual([]);
+  await sysroot.discardStaged();
+}
+
 const REJECTED = { label: 'mcd-deadlock', files: [{ path: '/home/core/test/test', contents: 'x\n' }] };
 
 async function goodUpdate(s: Sysroot, name: string): Promise<void> {
@@ -263,6 +334,14 @@ const SCENARIOS: Scenario[] = [
       await s.stage(motdUpdate('A'));
       await reboot(s);
     },
+  },
+  // An image update over the booted image of the same bottom layer: the early copy of usr/, the import, the tree built on the copy.
+  {
+    name: 'stage of an image update of the same bottom layer (the early copy of usr/)',
+    op: 'stage-image',
+    prepare: prepareImage,
+    ops: earlyCopyCounted,
+    check: checkImage,
   },
   // The last writer died holding the lock: the next one breaks it (crash points inside the break too).
   {
@@ -425,7 +504,7 @@ async function checkRecovered(p: Prepared, dir: string, n: number): Promise<void
   }
   expect(p.treeHashes.has(state.booted!), `${where}: booted ${state.booted} is a pre-existing deployment`).toBe(true);
 
-  p.scenario.check?.(dir, state, summary(state) === summary(p.after) && summary(p.before) !== summary(p.after));
+  await p.scenario.check?.(dir, state, summary(state) === summary(p.after) && summary(p.before) !== summary(p.after), sysroot);
 
   // The lifecycle goes on: another update stages, finalizes and boots. The entry
   // scenarios (the same lifecycle, on a sysroot that writes entries) check it at every
@@ -487,6 +566,7 @@ describe(title, () => {
     it(`${scenario.op}: ${scenario.name}`, async () => {
       const p = prepared.get(scenario.name)!;
       expect(p.count).toBeGreaterThan(4);
+      scenario.ops?.(p.ops);
       for (let n = 1; n <= p.count; n++) {
         // A fresh copy per crash point (a failed one is left for inspection until the end).
         const dir = path.join(scratch, `crash-${i}-${n}`);

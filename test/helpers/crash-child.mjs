@@ -23,6 +23,7 @@
 // error exits 1.
 import { appendFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Sysroot } from '../../dist/index.js';
@@ -63,6 +64,8 @@ const ops = {
       return { rejected: true, code: err.code };
     }
   },
+  // The OCI layout the crash-point suite writes beside the sysroot's directory (an update of the booted image, the same bottom layer).
+  'stage-image': (s) => s.stage(join(dirname(s.path), 'image-update')),
   finalize: (s) => s.finalize(),
   // The actions run through the systemctl stand-in, logging beside the sysroot (recovery's undo runs it again).
   'apply-live': (s) => s.applyLive({ services: { command: ['sh', fileURLToPath(new URL('./fake-systemctl.sh', import.meta.url)), `${s.path}.systemctl.log`] } }),

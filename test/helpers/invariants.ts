@@ -16,7 +16,7 @@ import { verifyTree, type Drift } from '../../src/fs/manifests/verify-tree.js';
 import { manifestDigest } from '../../src/fs/manifests/manifest-overlay.js';
 
 /** What may be at the top of a sysroot when no writer runs (no lock, no temp files). */
-export const ALLOWED_ROOT_ENTRIES = new Set(['state.json', 'state.json.bak', 'current', 'deploy', 'work', 'trash', 'shared', 'shared.list', 'kept', 'boot-tries', 'fallback', 'rollback', 'boot-entries.json', 'live-undo']);
+export const ALLOWED_ROOT_ENTRIES = new Set(['state.json', 'state.json.bak', 'current', 'deploy', 'work', 'trash', 'shared', 'shared.list', 'kept', 'boot-tries', 'fallback', 'rollback', 'boot-entries.json', 'live-undo', 'layers']);
 
 /** The state a reader sees, without recovering anything. */
 export function readState(dir: string): BaseState {
