@@ -6,7 +6,11 @@
  *                                                           dist/cli/run.cjs.v8-cache
  *   src/cli/run.ts              -> dist/cli/boot.cjs        (the boot path's verbs alone: src/cli/verbs.ts's
  *                                                           bootPath rows) and dist/cli/boot.cjs.v8-cache
- *   src/cli/tree-worker-main.ts -> dist/cli/tree-worker.js  (its worker threads, an ES module)
+ *   src/cli/tree-worker-main.ts -> dist/cli/tree-worker.cjs (its worker threads' tasks) and its V8
+ *                                                           code cache dist/cli/tree-worker.cjs.v8-cache
+ *   src/cli/tree-worker-entry.ts -> dist/cli/tree-worker.js (the file a worker starts, an ES module:
+ *                                                           runs tree-worker.cjs from its cache;
+ *                                                           dist/lib/tree-worker.js the same)
  * with source maps beside them. Why: a CLI run used to resolve, read and compile
  * ~160 modules of dist/ and ~140 of node_modules before doing anything (0.6 s on a quiet
  * machine, at every boot and shutdown); one ES module bundle still cost V8 a parse of its
@@ -148,18 +152,22 @@ const bootVerbs = verbsPlugin(VERBS.filter((v) => v.bootPath));
 const PLACEHOLDER = 'x'.repeat(16);
 const stamped = { banner: { js: `// stagedroot-bundle ${PLACEHOLDER}` }, plugins: [allVerbs, builtins], write: false };
 const libDir = path.join(root, 'dist/lib');
-const worker = {
+// The file a worker thread starts (an ES module, as package.json's type makes a .js file): it runs
+// the worker bundle, dist/cli/tree-worker.cjs, from its code cache (src/cli/tree-worker-entry.ts);
+// the library's entry beside library.cjs runs the same bundle.
+const workerEntry = {
   ...common,
   format: 'esm',
-  entryPoints: { 'tree-worker': 'src/cli/tree-worker-main.ts' },
-  // Bundled CommonJS dependencies call require(): give them one.
+  entryPoints: { 'tree-worker': 'src/cli/tree-worker-entry.ts' },
+  plugins: [builtins],
+  // The lazy builtins call require(): give them one.
   banner: { js: "import { createRequire as __stagedrootRequire } from 'node:module'; const require = __stagedrootRequire(import.meta.url);" },
 };
 const [, runResult, bootResult, workerResult, libraryResult] = await Promise.all([
   build({ ...commonJs, plugins: [builtinsPlugin({ namespaces: false })], entryPoints: { main: 'src/cli/main.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' } }),
   build({ ...commonJs, ...stamped, entryPoints: { run: 'src/cli/run.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' } }),
   build({ ...commonJs, ...stamped, plugins: [bootOnly, bootVerbs, builtins], entryPoints: { boot: 'src/cli/run.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' } }),
-  build({ ...worker, outdir: 'dist/cli' }),
+  build({ ...commonJs, ...stamped, plugins: [builtins], entryPoints: { 'tree-worker': 'src/cli/tree-worker-main.ts' }, outdir: 'dist/cli', outExtension: { '.js': '.cjs' } }),
   // The library for importers (package.json's exports): one bundle with both entries, so
   // that `stagedroot` and `stagedroot/testing` share their classes; its own worker beside it.
   build({
@@ -173,7 +181,8 @@ const [, runResult, bootResult, workerResult, libraryResult] = await Promise.all
     stdin: { contents: "import * as path from 'node:path';\nimport { runBundle } from './src/cli/code-cache.js';\nexport const library = runBundle(path.join(__dirname, 'library.cjs'), { name: 'stagedroot/dist/lib/library.cjs', sourceMaps: process.sourceMapsEnabled === true, env: process.env });\n", resolveDir: root, sourcefile: 'library-load.ts', loader: 'ts' },
     outfile: 'dist/lib/load.cjs',
   }),
-  build({ ...worker, outdir: 'dist/lib' }),
+  build({ ...workerEntry, outdir: 'dist/cli' }),
+  build({ ...workerEntry, outdir: 'dist/lib' }),
 ]);
 
 /** Writes a stamped bundle's files, the bundle stamped with its own hash (the code cache names the build it was made from). */
@@ -187,8 +196,10 @@ function writeStamped(result, file) {
 }
 const runFile = path.join(cliDir, 'run.cjs');
 const bootFile = path.join(cliDir, 'boot.cjs');
+const workerFile = path.join(cliDir, 'tree-worker.cjs');
 writeStamped(runResult, runFile);
 writeStamped(bootResult, bootFile);
+writeStamped(workerResult, workerFile);
 fs.chmodSync(path.join(cliDir, 'main.cjs'), 0o755);
 await writeCodeCaches();
 writeStamped(libraryResult, path.join(libDir, 'library.cjs'));
@@ -268,8 +279,36 @@ void (async () => { for (const argv of ${JSON.stringify(lines)}) { await cli.mai
         console.warn(`build-cli: no code cache written for ${path.basename(file)} (the first run of the CLI writes it): ${(run.stderr || run.stdout).trim().slice(-500)}`);
       }
     }
+    writeWorkerCache(scratch, env);
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The worker bundle's code cache (dist/cli/tree-worker.cjs.v8-cache): a CLI stage on a scratch
+ * sysroot of its own (a tree with usr/ files, a symlink and etc/), whose tree workers write it
+ * after their tasks (src/fs/jobs/worker-code-cache.ts): the stage's preflight, copy and manifest
+ * pass, and its sync. After the CLI's caches, so that the stage's own process writes none of
+ * them (run.cjs's then holds what its training ran, not the stage).
+ */
+function writeWorkerCache(scratch, env) {
+  const tree = path.join(scratch, 'worker-tree');
+  fs.mkdirSync(path.join(tree, 'etc'), { recursive: true });
+  fs.writeFileSync(path.join(tree, 'etc/os-release'), 'ID=build\n');
+  for (const d of ['usr/lib/a', 'usr/lib/b', 'usr/share/c']) {
+    fs.mkdirSync(path.join(tree, d), { recursive: true });
+    for (let i = 0; i < 20; i++) fs.writeFileSync(path.join(tree, d, `f${i}`), `${d} ${i}\n`);
+  }
+  fs.symlinkSync('lib', path.join(tree, 'usr/lib64'));
+  const spec = path.join(scratch, 'worker-spec.json');
+  fs.writeFileSync(spec, JSON.stringify({ files: [{ path: '/etc/motd', contents: 'build\n' }, { path: '/usr/lib/a/f0', contents: 'new\n' }] }));
+  const sysroot = path.join(scratch, 'worker-sysroot');
+  const bin = path.join(cliDir, 'main.cjs');
+  const init = spawnSync(process.execPath, [bin, 'init', '--from', tree, '--sysroot', sysroot], { encoding: 'utf8', env: { ...env, STAGEDROOT_CODE_CACHE: '0' } });
+  const stage = init.status === 0 ? spawnSync(process.execPath, [bin, 'stage', spec, '--sysroot', sysroot], { encoding: 'utf8', env }) : init;
+  if (stage.status !== 0 || !fs.existsSync(`${workerFile}.v8-cache`)) {
+    console.warn(`build-cli: no code cache written for tree-worker.cjs (the first tasks of a worker write it): ${(stage.stderr || stage.stdout).trim().slice(-500)}`);
   }
 }
 

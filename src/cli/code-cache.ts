@@ -17,6 +17,9 @@ import { readPackageFile, replacePackageFileBestEffort } from '../fs/core/packag
  * unwritable) the bundle is compiled from its source, as without one; the cache is then
  * written again when the process exits (best effort: a read-only /usr simply keeps none).
  *
+ * `o.onStaleCache`: where the cache is not used, the caller is handed its writer instead of
+ * it being written at the process's exit (a worker thread, whose exit handlers never run).
+ *
  * With source maps on (--debug) the bundle is loaded by Node's own require, which reads
  * its source map: the cache is only for the fast path.
  *
@@ -25,7 +28,7 @@ import { readPackageFile, replacePackageFileBestEffort } from '../fs/core/packag
  * compiled with (the build's own path, for the cache npm pack ships), so a name taken
  * from the file's place would be right on one machine and wrong on the others.
  */
-export function runBundle(file: string, o: { name: string; sourceMaps: boolean; env: NodeJS.ProcessEnv }): unknown {
+export function runBundle(file: string, o: { name: string; sourceMaps: boolean; env: NodeJS.ProcessEnv; onStaleCache?: (write: () => boolean) => void }): unknown {
   const require = createRequire(file);
   if (o.sourceMaps || o.env.STAGEDROOT_CODE_CACHE === '0') return require(file);
   const source = readPackageFile(file, 'utf8');
@@ -34,8 +37,11 @@ export function runBundle(file: string, o: { name: string; sourceMaps: boolean; 
   const cachedData = stamp === undefined ? undefined : readCache(cacheFile, stamp);
   const script = new Script(Module.wrap(source), { filename: o.name, ...(cachedData === undefined ? {} : { cachedData }), ...dynamicImports() });
   if (stamp !== undefined && (cachedData === undefined || script.cachedDataRejected === true)) {
+    const write = (): boolean => writeCache(cacheFile, stamp, script);
     // After the run: the cache then holds the functions this verb compiled, not only the top level.
-    process.once('exit', () => writeCache(cacheFile, stamp, script));
+    // A worker thread's exit handlers never run: its entry writes it when it says (onStaleCache).
+    if (o.onStaleCache !== undefined) o.onStaleCache(write);
+    else process.once('exit', write);
   }
   const wrapper = script.runInThisContext() as (exports: object, req: NodeJS.Require, module: object, filename: string, dirname: string) => void;
   const module = { exports: {}, filename: file };
@@ -58,9 +64,9 @@ function readCache(cacheFile: string, stamp: string): Buffer | undefined {
   return bytes.subarray(head.length);
 }
 
-function writeCache(cacheFile: string, stamp: string, script: Script): void {
+function writeCache(cacheFile: string, stamp: string, script: Script): boolean {
   // Unwritable (a read-only /usr, another user's package): the next start compiles from source again.
-  replacePackageFileBestEffort(cacheFile, () => Buffer.concat([Buffer.from(`${MAGIC}${stamp}\n`, 'latin1'), script.createCachedData()]));
+  return replacePackageFileBestEffort(cacheFile, () => Buffer.concat([Buffer.from(`${MAGIC}${stamp}\n`, 'latin1'), script.createCachedData()]));
 }
 
 /** import() inside the bundle goes to Node's own loader (Node ≥ 20.12 has the constant); the bundle calls none on the CLI's paths. */

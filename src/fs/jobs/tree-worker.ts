@@ -9,6 +9,7 @@ import { StagedrootError } from '../../errors.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
 import { abortedError, taskNamed, type TaskHooks } from './tree-tasks.js';
 import { toWire } from './wire-error.js';
+import { writeCodeCacheAfterTask } from './worker-code-cache.js';
 
 export interface JobRequest {
   id: number;
@@ -62,4 +63,5 @@ async function runJob(m: JobRequest): Promise<void> {
   } catch (err) {
     post({ id: m.id, type: 'error', error: toWire(err) });
   }
+  writeCodeCacheAfterTask(); // after the answer: the caller is not kept waiting for it
 }
