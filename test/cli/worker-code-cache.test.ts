@@ -4,6 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cacheHeader as header, expectRewrittenAfterDamage, expectRunsWithUnreplaceableCache } from '../helpers/code-cache-cases.js';
 
 /**
  * The tree workers run their bundle (dist/cli/tree-worker.cjs) from V8's code cache beside it,
@@ -18,7 +19,6 @@ let bin: string;
 let sysroot: string;
 let spec: string;
 const cacheFile = () => path.join(dir, 'dist/cli/tree-worker.cjs.v8-cache');
-const header = (bytes: Buffer) => bytes.toString('latin1', 0, bytes.indexOf(10) + 1);
 const stampOf = () => /^\/\/ stagedroot-bundle (\S+)\n/.exec(fs.readFileSync(path.join(dir, 'dist/cli/tree-worker.cjs'), 'utf8'))?.[1];
 
 /** A stage and its discard, the stage's tasks on workers; returns the stage's output. */
@@ -64,30 +64,11 @@ describe('the tree workers\' bundle and its V8 code cache', () => {
     expect(fs.statSync(cacheFile()).ino).toBe(ino); // accepted: not written again
   });
 
-  it('runs the same from a torn cache, another build\'s or bytes V8 rejects, and writes a good one again', () => {
-    const good = fs.readFileSync(cacheFile());
-    const torn = good.subarray(0, Math.floor(good.length / 2));
-    const otherBuild = Buffer.concat([Buffer.from('stagedroot-v8-cache 1 0123456789abcdef\n'), good.subarray(header(good).length)]);
-    const garbage = Buffer.concat([Buffer.from(header(good), 'latin1'), Buffer.alloc(4096, 0x5a)]);
-    for (const bad of [torn, otherBuild, garbage]) {
-      fs.writeFileSync(cacheFile(), bad);
-      stageOnce();
-      const again = fs.readFileSync(cacheFile());
-      expect(header(again)).toBe(header(good));
-      expect(again.length).toBeGreaterThan(10_000);
-    }
-    expect(fs.readdirSync(path.dirname(cacheFile())).filter((n) => n.includes('.tmp-'))).toEqual([]);
+  it('runs the same from a torn cache, another build\'s, bytes V8 rejects or an empty file, and writes a good one again', () => {
+    expectRewrittenAfterDamage(cacheFile(), () => void stageOnce());
   });
 
   it('runs where the cache cannot be replaced, leaving no temp file behind', () => {
-    fs.rmSync(cacheFile(), { force: true });
-    fs.mkdirSync(cacheFile()); // a rename onto a non-empty directory fails
-    fs.writeFileSync(path.join(cacheFile(), 'x'), '');
-    try {
-      stageOnce();
-      expect(fs.readdirSync(path.dirname(cacheFile())).filter((n) => n.includes('.tmp-'))).toEqual([]);
-    } finally {
-      fs.rmSync(cacheFile(), { recursive: true, force: true });
-    }
+    expectRunsWithUnreplaceableCache(cacheFile(), () => void stageOnce());
   });
 });
