@@ -1,10 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cacheHeader as header, expectRewrittenAfterDamage, expectRunsWithUnreplaceableCache } from '../helpers/code-cache-cases.js';
+import { cacheHeader as header, copiedCli, expectRewrittenAfterDamage, expectRunsWithUnreplaceableCache } from '../helpers/code-cache-cases.js';
 
 /**
  * The CLI's bundles run from V8's code cache beside each (src/cli/code-cache.ts): the
@@ -30,18 +29,7 @@ function runVerb(verb: readonly string[], args: string[] = [], preload?: string,
 }
 
 beforeAll(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-code-cache-'));
-  fs.mkdirSync(path.join(dir, 'dist/cli'), { recursive: true });
-  for (const f of ['main.cjs', 'run.cjs', 'run.cjs.map', 'boot.cjs', 'boot.cjs.map']) fs.copyFileSync(path.join(repo, 'dist/cli', f), path.join(dir, 'dist/cli', f));
-  fs.copyFileSync(path.join(repo, 'package.json'), path.join(dir, 'package.json'));
-  fs.symlinkSync(path.join(repo, 'node_modules'), path.join(dir, 'node_modules'));
-  bin = path.join(dir, 'dist/cli/main.cjs');
-  const tree = path.join(dir, 'tree');
-  fs.mkdirSync(path.join(tree, 'etc'), { recursive: true });
-  fs.writeFileSync(path.join(tree, 'etc/os-release'), 'ID=test\n');
-  sysroot = path.join(dir, 'sysroot');
-  const init = spawnSync(process.execPath, [bin, 'init', '--sysroot', sysroot, '--from', tree], { encoding: 'utf8', env: { ...process.env, STAGEDROOT_CODE_CACHE: '0' } });
-  expect(init.status, init.stderr).toBe(0);
+  ({ dir, bin, sysroot } = copiedCli('stagedroot-code-cache-', repo, ['main.cjs', 'run.cjs', 'run.cjs.map', 'boot.cjs', 'boot.cjs.map']));
   for (const { bundle } of BUNDLES) expect(fs.existsSync(path.join(dir, 'dist/cli', `${bundle}.v8-cache`))).toBe(false); // STAGEDROOT_CODE_CACHE=0: neither read nor written
   });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -1,10 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cacheHeader as header, expectRewrittenAfterDamage, expectRunsWithUnreplaceableCache } from '../helpers/code-cache-cases.js';
+import { cacheHeader as header, copiedCli, expectRewrittenAfterDamage, expectRunsWithUnreplaceableCache } from '../helpers/code-cache-cases.js';
 
 /**
  * The tree workers run their bundle (dist/cli/tree-worker.cjs) from V8's code cache beside it,
@@ -31,22 +30,9 @@ function stageOnce(): string {
 }
 
 beforeAll(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-worker-cache-'));
-  fs.mkdirSync(path.join(dir, 'dist/cli'), { recursive: true });
-  for (const f of ['main.cjs', 'run.cjs', 'run.cjs.v8-cache', 'tree-worker.js', 'tree-worker.cjs']) fs.copyFileSync(path.join(repo, 'dist/cli', f), path.join(dir, 'dist/cli', f));
-  fs.copyFileSync(path.join(repo, 'package.json'), path.join(dir, 'package.json'));
-  fs.symlinkSync(path.join(repo, 'node_modules'), path.join(dir, 'node_modules'));
-  bin = path.join(dir, 'dist/cli/main.cjs');
-  const tree = path.join(dir, 'tree');
-  fs.mkdirSync(path.join(tree, 'etc'), { recursive: true });
-  fs.mkdirSync(path.join(tree, 'usr/lib'), { recursive: true });
-  fs.writeFileSync(path.join(tree, 'etc/os-release'), 'ID=test\n');
-  fs.writeFileSync(path.join(tree, 'usr/lib/a'), 'a\n');
-  sysroot = path.join(dir, 'sysroot');
+  ({ dir, bin, sysroot } = copiedCli('stagedroot-worker-cache-', repo, ['main.cjs', 'run.cjs', 'run.cjs.v8-cache', 'tree-worker.js', 'tree-worker.cjs'], { 'usr/lib/a': 'a\n' }));
   spec = path.join(dir, 'spec.json');
   fs.writeFileSync(spec, JSON.stringify({ files: [{ path: '/etc/motd', contents: 'hi\n' }] }));
-  const init = spawnSync(process.execPath, [bin, 'init', '--sysroot', sysroot, '--from', tree], { encoding: 'utf8', env: { ...process.env, STAGEDROOT_CODE_CACHE: '0' } });
-  expect(init.status, init.stderr).toBe(0);
   expect(fs.existsSync(cacheFile())).toBe(false); // STAGEDROOT_CODE_CACHE=0: neither read nor written, in the workers too
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

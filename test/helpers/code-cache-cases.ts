@@ -1,4 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { expect } from 'vitest';
 
@@ -43,4 +45,27 @@ export function expectRunsWithUnreplaceableCache(cacheFile: string, run: () => v
   } finally {
     fs.rmSync(cacheFile, { recursive: true, force: true });
   }
+}
+
+/**
+ * A copy of the built CLI (these dist/cli files, package.json, node_modules linked) in a
+ * temp directory, so that a test never touches dist/'s own caches, and a sysroot made there
+ * by `init --from` a small tree (etc/os-release and `extraFiles`) with the caches off.
+ */
+export function copiedCli(prefix: string, repo: string, files: readonly string[], extraFiles: Record<string, string> = {}): { dir: string; bin: string; sysroot: string } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.mkdirSync(path.join(dir, 'dist/cli'), { recursive: true });
+  for (const f of files) fs.copyFileSync(path.join(repo, 'dist/cli', f), path.join(dir, 'dist/cli', f));
+  fs.copyFileSync(path.join(repo, 'package.json'), path.join(dir, 'package.json'));
+  fs.symlinkSync(path.join(repo, 'node_modules'), path.join(dir, 'node_modules'));
+  const bin = path.join(dir, 'dist/cli/main.cjs');
+  const tree = path.join(dir, 'tree');
+  for (const [rel, text] of Object.entries({ 'etc/os-release': 'ID=test\n', ...extraFiles })) {
+    fs.mkdirSync(path.dirname(path.join(tree, rel)), { recursive: true });
+    fs.writeFileSync(path.join(tree, rel), text);
+  }
+  const sysroot = path.join(dir, 'sysroot');
+  const init = spawnSync(process.execPath, [bin, 'init', '--sysroot', sysroot, '--from', tree], { encoding: 'utf8', env: { ...process.env, STAGEDROOT_CODE_CACHE: '0' } });
+  expect(init.status, init.stderr).toBe(0);
+  return { dir, bin, sysroot };
 }
