@@ -10,7 +10,9 @@
  *   pruned to one), stage of v2 = [base, a, b], against `cp -al` of the booted tree +
  *   `sync -f` + `tar -xzf` of b + `sync -f`;
  * - update, changed layer in the middle: [base, a, b] booted, stage of [base, a', b]
- *   against `cp -al` + `sync -f` + `tar -xzf` of a' and b + `sync -f`.
+ *   against `cp -al` + `sync -f` + `tar -xzf` of a' and b + `sync -f`;
+ * - each update also against `umoci unpack` of the new image + `sync -f` (a tool without a
+ *   layer store unpacks the whole image again): the issue's ≤ 0.1 × rows.
  * Each stage prints the time of its steps (plan: the import of new layers; copy; apply:
  * the link; manifest; validate; sync; commit); BENCH_IMAGE_PROF=DIR writes the main
  * thread's CPU profile of each update stage there. Run alone: `node scripts/bench/image-stage.mjs`
@@ -79,7 +81,7 @@ function layout(dir, layers, version) {
   const config = put(Buffer.from(JSON.stringify({ architecture: arch, os: 'linux', config: { Labels: { 'org.opencontainers.image.version': version } }, rootfs: { type: 'layers', diff_ids: layers.map((l) => l.diffId) } })));
   const manifest = put(Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.oci.image.manifest.v1+json', config: { mediaType: 'application/vnd.oci.image.config.v1+json', ...config }, layers: layers.map((l) => ({ mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', digest: l.digest, size: l.size })) })));
   fs.writeFileSync(path.join(dir, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
-  fs.writeFileSync(path.join(dir, 'index.json'), JSON.stringify({ schemaVersion: 2, manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifest }] }));
+  fs.writeFileSync(path.join(dir, 'index.json'), JSON.stringify({ schemaVersion: 2, manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifest, annotations: { 'org.opencontainers.image.ref.name': 'bench' } }] }));
   return dir;
 }
 
@@ -123,7 +125,12 @@ export async function measureImageRows({ base = process.env.BENCH_DIR ?? '/var/t
     const v1 = layout(path.join(dir, 'v1'), [L.base, L.a], '1');
     const v2 = layout(path.join(dir, 'v2'), [L.base, L.a, L.b], '2');
     const v3 = layout(path.join(dir, 'v3'), [L.base, L.a2, L.b], '3');
-    const rows = { untar: [], install: [], topBase: [], top: [], midBase: [], mid: [] };
+    const rows = { untar: [], install: [], topBase: [], top: [], midBase: [], mid: [], umociTop: [], umociMid: [] };
+    // The issue's other reference: a whole unpack of the new image by umoci (+ sync -f), as a tool without a layer store pays.
+    const umociUnpack = (image, r) => time(() => {
+      sh('umoci', ['unpack', '--image', `${image}:bench`, `${r}/umoci`]);
+      sync();
+    });
     const steps = { install: [], top: [], mid: [] };
     const loads = [];
     for (let round = 0; round < reps; round++) {
@@ -148,6 +155,8 @@ export async function measureImageRows({ base = process.env.BENCH_DIR ?? '/var/t
         sync();
       }));
       fs.rmSync(`${r}/cpal`, { recursive: true });
+      rows.umociTop.push(await umociUnpack(v2, r));
+      fs.rmSync(`${r}/umoci`, { recursive: true });
       const top = await profiled(`top-${round}`, () => timedStage(sysroot, v2));
       rows.top.push(top.ms);
       steps.top.push(top.steps);
@@ -159,10 +168,12 @@ export async function measureImageRows({ base = process.env.BENCH_DIR ?? '/var/t
         sync();
       }));
       fs.rmSync(`${r}/cpal`, { recursive: true });
+      rows.umociMid.push(await umociUnpack(v3, r));
+      fs.rmSync(`${r}/umoci`, { recursive: true });
       const mid = await profiled(`middle-${round}`, () => timedStage(sysroot, v3));
       rows.mid.push(mid.ms);
       steps.mid.push(mid.steps);
-      log(`  image stage round ${round + 1}: install ${install.ms.toFixed(0)} ms (tar ${rows.untar.at(-1).toFixed(0)}) ${fmt(install.steps)}; top ${top.ms.toFixed(0)} ms (baseline ${rows.topBase.at(-1).toFixed(0)}) ${fmt(top.steps)}; middle ${mid.ms.toFixed(0)} ms (baseline ${rows.midBase.at(-1).toFixed(0)}) ${fmt(mid.steps)}`);
+      log(`  image stage round ${round + 1}: install ${install.ms.toFixed(0)} ms (tar ${rows.untar.at(-1).toFixed(0)}) ${fmt(install.steps)}; top ${top.ms.toFixed(0)} ms (baseline ${rows.topBase.at(-1).toFixed(0)}, umoci ${rows.umociTop.at(-1).toFixed(0)}) ${fmt(top.steps)}; middle ${mid.ms.toFixed(0)} ms (baseline ${rows.midBase.at(-1).toFixed(0)}, umoci ${rows.umociMid.at(-1).toFixed(0)}) ${fmt(mid.steps)}`);
       fs.rmSync(r, { recursive: true, force: true });
     }
     const m = Object.fromEntries(Object.entries(rows).map(([k, v]) => [k, median(v)]));
@@ -178,6 +189,8 @@ export async function measureImageRows({ base = process.env.BENCH_DIR ?? '/var/t
         { name: 'image first install: stage of v1 (2 layers) vs tar -xzf of its layers + sync -f', ms: m.install, baseline: m.untar, target: 1.3, steps: stepMedians(steps.install) },
         { name: 'image update, new layer on top: stage vs cp -al + sync -f + tar -xzf of it + sync -f', ms: m.top, baseline: m.topBase, target: 1.5, steps: stepMedians(steps.top) },
         { name: 'image update, changed layer in the middle: stage vs cp -al + sync -f + tar -xzf of the 2 layers from it up + sync -f', ms: m.mid, baseline: m.midBase, target: 1.5, steps: stepMedians(steps.mid) },
+        { name: 'image update, new layer on top: stage vs umoci unpack of the new image + sync -f', ms: m.top, baseline: m.umociTop, target: 0.1 },
+        { name: 'image update, changed layer in the middle: stage vs umoci unpack of the new image + sync -f', ms: m.mid, baseline: m.umociMid, target: 0.1 },
       ],
     };
   } finally {
@@ -241,7 +254,7 @@ export function imageTargets(res) {
 export function imageSection(res, targetsTable, when, loops = []) {
   const notesFile = new URL('./NOTES-image.md', import.meta.url);
   const notes = fs.existsSync(notesFile) ? `\n${fs.readFileSync(notesFile, 'utf8').trim()}\n` : '';
-  const steps = (res) => res.rows.map((r) => `- ${r.name.split(':')[0]}: ${Object.entries(r.steps).map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}`).join('\n');
+  const steps = (res) => res.rows.filter((r) => r.steps).map((r) => `- ${r.name.split(':')[0]}: ${Object.entries(r.steps).map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}`).join('\n');
   const loads = (res) => res.loads.map((x) => x.toFixed(2)).join(', ');
   const others = loops
     .map((l) =>
