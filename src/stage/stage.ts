@@ -479,6 +479,22 @@ async function commitLayers(run: Run): Promise<void> {
   run.layers.commitPending();
 }
 
+/**
+ * A failed stage keeps the layers it imported whole (a stage again need not read them):
+ * made durable, then committed. Neither step may hide the stage's own failure: what either
+ * leaves (a layer still under tmp/, one committed without its blob link) is the next
+ * prepare's sweep or the next import's, as after a crash.
+ */
+async function keepImportedLayers(run: Run): Promise<void> {
+  if (!run.layers.pending) return;
+  try {
+    await syncFilesystem(run.layers.dir);
+    run.layers.commitPending();
+  } catch {
+    // Left to the sweep (above); the failure recorded is the stage's.
+  }
+}
+
 /** Whether two existing paths are on one filesystem (a syncfs of one covers the other). */
 function sameFilesystem(a: string, b: string): boolean {
   const x = statPath(a);
@@ -553,8 +569,7 @@ async function recordFailure(run: Run, err: unknown): Promise<StageOutcome> {
   // An early copy still running (the plan failed) stops before its work dir goes.
   run.early?.stop();
   await run.early?.done;
-  // The layers imported whole are kept (a stage again need not read them): made durable, then committed; else left to the next prepare's sweep.
-  if (run.layers.pending) await syncFilesystem(run.layers.dir).then(() => run.layers.commitPending(), () => {});
+  await keepImportedLayers(run);
   const rec = e.isRejection && run.treeBuilt ? await keepForDiagnosis(run, failure) : null;
   if (rec === null) await runTreeTask(treeTasks.removeTree, { path: work }, { faults: ctx.faults });
   applyTransition(ctx, state, stageFailed(state, failure, rec), 'stage-failed');

@@ -184,6 +184,23 @@ describe('stage of an OCI image through the layer store', () => {
     expect(t.sysroot.status().staged).toBeNull();
   });
 
+  it("a rejected stage whose layers' commit fails still reports its own failure, records it and removes its work tree", async () => {
+    t = await tempSysroot({ tree: { 'etc/hostname': 'node\n' } });
+    const v1 = path.join(t.scratch, 'v1');
+    writeLayout(v1, [{ tar: makeTar(base), gzip: true }, { tar: makeTar(top), gzip: true }]);
+    const diff = `${path.join(t.dir, 'layers', 'diff')}/`;
+    // An I/O error at the first layer's rename into diff/ (the commit that follows the rejection).
+    const failing = { afterMutation: (op: string, p: string) => { if (op === 'rename' && p.includes(diff)) throw Object.assign(new Error(`EIO: injected at ${p}`), { code: 'EIO' }); } };
+    const s = await Sysroot.open(t.dir, { faults: failing });
+    const reject = () => [{ code: 'NO', path: 'etc', message: 'rejected', severity: 'error' as const }];
+    await expect(s.stage(v1, { validators: [reject] })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+    expect(s.status().lastFailure).toMatchObject({ code: 'VALIDATION_FAILED', step: 'validate' });
+    expect(fs.readdirSync(path.join(t.dir, 'work'))).toEqual([]);
+    // What the failed commit left is taken up again: the next stage imports what is missing and builds the same tree.
+    const r = await t.sysroot.stage(v1);
+    expect((await t.sysroot.verify(r.id)).drift).toEqual([]);
+  });
+
   it('with a fault hook the early copy runs whole before the plan: its writes counted first, in one order, and the copy taken', async () => {
     t = await tempSysroot({ tree: { 'etc/hostname': 'node\n' } });
     const { r1, v2, reference } = await bootedOnImage(t);
