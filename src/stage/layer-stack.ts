@@ -29,7 +29,7 @@ export interface StageLayers {
   readonly kept: string;
   /** Where an applied op may hardlink its store file (null: nowhere, everything written). */
   linkAt(): ((rel: string) => boolean) | null;
-  /** The layers imported with their commit deferred (o.deferCommit) and not committed yet. */
+  /** Layers imported and not committed yet (every import is deferred: importLayer's deferCommit). */
   readonly pending: boolean;
   /** Commits them (LayerStore.commitPending): after a syncfs of the sysroot's filesystem that followed the imports. */
   commitPending(): void;
@@ -51,14 +51,15 @@ const KEPT = 'usr';
  * read), and the stack's ops come back. Files are then hardlinked to the store's objects
  * under the stage's hardlink prefixes (usr/, as a stage links the booted tree's usr/),
  * copied elsewhere; nowhere when the image carries an SELinux policy, since the stage
- * then labels what it wrote in place, which must never touch a shared object.
+ * then labels what it wrote in place, which must never touch a shared object. The layers
+ * it imports wait under the store's tmp/ until the stage commits them (commitPending),
+ * after the sync that writes back the tree and the imports together.
  */
-export function stageLayers(ctx: Context, policy: () => CopyPolicy, base?: { layers?: readonly string[] }, shared: readonly string[] = [], o: { deferCommit?: boolean } = {}): StageLayers {
+export function stageLayers(ctx: Context, policy: () => CopyPolicy, base?: { layers?: readonly string[] }, shared: readonly string[] = []): StageLayers {
   const store = new LayerStore(ctx.layout.layersDir, ctx.faults);
   let diffIds: string[] | null = null;
   let labelled = false;
   let onto = 0;
-  const { deferCommit } = o;
   return {
     get diffIds() {
       return diffIds;
@@ -68,10 +69,10 @@ export function stageLayers(ctx: Context, policy: () => CopyPolicy, base?: { lay
     },
     kept: KEPT,
     handle: {
-      async stack(blobs: readonly StorableLayer[], lim: { limits?: Partial<LayerLimits> } = {}) {
+      async stack(blobs: readonly StorableLayer[], o: { limits?: Partial<LayerLimits> } = {}) {
         store.prepare();
         const layers = [];
-        for (const b of blobs) layers.push((await importLayer(store, b, { xattrPolicy: ctx.xattrPolicy, deferCommit: deferCommit === true, ...(lim.limits ? { limits: lim.limits } : {}) })).layer);
+        for (const b of blobs) layers.push((await importLayer(store, b, { xattrPolicy: ctx.xattrPolicy, deferCommit: true, ...(o.limits ? { limits: o.limits } : {}) })).layer);
         diffIds = layers.map((l) => l.record.diffId);
         // Each layer's record says whether it has the policy (no index read at every stage).
         labelled = layers.some((l) => store.hasSelinuxConfig(l));

@@ -211,7 +211,7 @@ function startRun(ctx: Context, state: BaseState, source: Source, opts: StageRun
     commands: planCommandValidators(opts.commands ?? []),
     policy,
     // The layers it imports are committed by its sync step, after the tree's sync (see sync).
-    layers: stageLayers(ctx, () => run.policy, base.origin?.kind === 'oci-image' ? base.origin : undefined, sharedDirs(state), { deferCommit: true }),
+    layers: stageLayers(ctx, () => run.policy, base.origin?.kind === 'oci-image' ? base.origin : undefined, sharedDirs(state)),
     base,
     id,
     work: layout.work(id),
