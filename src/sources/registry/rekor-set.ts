@@ -1,4 +1,5 @@
 import { createHash, verify, type KeyObject } from 'node:crypto';
+import { describeDuplicate, duplicateKey } from './strict-json.js';
 
 /** The layer annotation holding a signature's Rekor bundle (its SET), as cosign writes it. */
 export const SIGSTORE_BUNDLE_ANNOTATION = 'dev.sigstore.cosign/bundle';
@@ -22,7 +23,10 @@ function pemBody(pem: Buffer): Buffer | null {
  * over the SHA-256 of the Payload's canonical JSON (RFC 8785: here its four fields in
  * key order), and the body a hashedrekord 0.0.1 entry naming the same public key (PEM
  * body), the same signature and the SHA-256 of the same payload. Proves the signature
- * was logged; the log's time is not looked at. Returns why it fails, or null.
+ * was logged; the log's time is not looked at. The bundle and its Payload are read as
+ * containers/image reads them (its stricter decoder): a key repeated there is refused,
+ * where JSON.parse would keep the last one and so check other bytes than a reader that
+ * keeps the first. Returns why it fails, or null.
  */
 export function verifyRekorSet(rekorKeys: KeyObject[], bundle: string, signerSpki: Buffer, base64Signature: string, payload: Buffer): string | null {
   let set: unknown;
@@ -31,6 +35,8 @@ export function verifyRekorSet(rekorKeys: KeyObject[], bundle: string, signerSpk
   } catch {
     return 'is not JSON';
   }
+  const dup = duplicateKey(bundle, (path) => path.length === 0 || (path.length === 1 && path[0] === 'Payload'));
+  if (dup !== null) return `has ${describeDuplicate(dup)}`;
   if (!isObject(set) || !sameKeys(set, ['SignedEntryTimestamp', 'Payload'])) return 'has other fields than SignedEntryTimestamp and Payload';
   const p = set.Payload;
   const sig = b64(set.SignedEntryTimestamp);

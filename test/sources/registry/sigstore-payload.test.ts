@@ -67,6 +67,11 @@ describe('a Rekor SET (offline, as containers/image checks it for a public key)'
     expect(verifyRekorSet([logKey], await rekorBundle(log!, signer!.pub, sig, payload, scratch, { payloadHash: 'f'.repeat(64) }), spki, sig, payload)).toBe('logs the hash of another payload');
     expect(verifyRekorSet([logKey], JSON.stringify({ ...JSON.parse(bundle), more: 1 }), spki, sig, payload)).toBe('has other fields than SignedEntryTimestamp and Payload');
     expect(verifyRekorSet([logKey], '{', spki, sig, payload)).toBe('is not JSON');
+    // A repeated key: JSON.parse keeps the last (the signed value here), a first-wins reader the other; both refused, as containers/image does.
+    const doubled = bundle.replace('"Payload":{', '"Payload":{"logIndex":999999,');
+    expect(doubled).not.toBe(bundle);
+    expect(verifyRekorSet([logKey], doubled, spki, sig, payload)).toBe('has the key "logIndex" twice in Payload');
+    expect(verifyRekorSet([logKey], `{"SignedEntryTimestamp":"AAAA",${bundle.slice(1)}`, spki, sig, payload)).toBe('has the key "SignedEntryTimestamp" twice');
   });
 });
 
