@@ -163,9 +163,12 @@ export function parsePolicy(text: string, file: string): Policy {
   const extra = Object.keys(doc).filter((k) => k !== 'default' && k !== 'transports');
   if (extra.length > 0) bad(file, `a policy has default and transports, not ${extra.join(', ')}`);
   const docker = new Map<string, Requirement[]>();
-  const t = (doc.transports ?? {}) as Record<string, unknown>;
-  const d = (t.docker ?? {}) as Record<string, unknown>;
-  for (const [scope, reqs] of Object.entries(d)) docker.set(scope, requirements(file, `transports.docker[${JSON.stringify(scope)}]`, reqs));
+  const t = doc.transports ?? {};
+  const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+  if (!isMap(t)) bad(file, 'transports must be an object of transport names to scopes');
+  // Other transports (docker-daemon, atomic, …) are kept as containers/image keeps them, unused here: their shape is checked, their requirements are not read.
+  for (const [name, scopes] of Object.entries(t)) if (!isMap(scopes)) bad(file, `transports.${name} must be an object of scopes to requirements`);
+  for (const [scope, reqs] of Object.entries((t.docker ?? {}) as Record<string, unknown>)) docker.set(scope, requirements(file, `transports.docker[${JSON.stringify(scope)}]`, reqs));
   return { file, default: requirements(file, 'default', doc.default), docker };
 }
 

@@ -60,6 +60,10 @@ describe('policy requirements: only the fields containers/image defines', () => 
     expect(refusal(twice)).toMatchObject({ code: 'SIGNATURE_INVALID', message: 'p.json: it has the key "keyPath" twice in transports.docker.example.com/os.[]' });
     expect(refusal('{"default": [{"type": "reject"}], "default": [{"type": "insecureAcceptAnything"}]}').message).toBe('p.json: it has the key "default" twice');
     expect(refusal(JSON.stringify({ default: [{ type: 'reject' }], transport: { docker: {} } })).message).toBe('p.json: a policy has default and transports, not transport');
+    expect(refusal(JSON.stringify({ default: [{ type: 'reject' }], transports: [] })).message).toBe('p.json: transports must be an object of transport names to scopes');
+    expect(refusal(JSON.stringify({ default: [{ type: 'reject' }], transports: { docker: [{ type: 'reject' }] } })).message).toBe('p.json: transports.docker must be an object of scopes to requirements');
+    // Debian's own policy.json: another transport's scopes are kept aside, its requirements not read.
+    expect(parsePolicy(JSON.stringify({ default: [{ type: 'insecureAcceptAnything' }], transports: { 'docker-daemon': { '': [{ type: 'insecureAcceptAnything' }] } } }), 'p.json').docker.size).toBe(0);
   });
 });
 
