@@ -1,8 +1,10 @@
+import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { StagedrootError } from '../../errors.js';
 import type { RegistryClient } from './client.js';
 import { requirementsFor, type Policy } from './policy.js';
 import { formatReference, type ImageReference } from './reference.js';
-import { REGISTRIES_D, registriesDFor, type RegistriesDConfig } from './registries-d.js';
+import { builtinLookasideDir, REGISTRIES_D, registriesDFor, type RegistriesDConfig } from './registries-d.js';
 import { readSigstoreAttachments, sigstoreKeyNames, sigstoreKeys, verifySigstoreSigned, type SigstoreAttachments } from './sigstore.js';
 import { readLookaside, verifySignedBy } from './simple-signing.js';
 
@@ -20,12 +22,15 @@ export interface PolicyVerdict {
  * mirror's own name when a mirror served it, as containers/image makes its client from
  * the physical reference), their claimed identity checked against `ref`, the name asked
  * for. `signedBy` reads them from that endpoint's lookaside, under its repository
- * (`BASE/REPO@sha256=HEX/signature-N`); `sigstoreSigned` from the sigstore attachment
+ * (`BASE/REPO@sha256=HEX/signature-N`), or, when no registries.d scope names one, from
+ * containers/image's built-in default (`builtinLookasideDir`; `defaultLookasideDir`
+ * replaces it, for tests), as containers/image reads and skopeo writes them there;
+ * `sigstoreSigned` from the sigstore attachment
  * in that registry, through `client`, when registries.d says
  * `use-sigstore-attachments: true` for it. A refusal is SIGNATURE_INVALID (a
  * rejection, exit 3) naming the image and what was expected.
  */
-export async function enforcePolicy(policy: Policy, ref: ImageReference, digest: string, client: RegistryClient, o: { registriesD?: string } = {}): Promise<PolicyVerdict> {
+export async function enforcePolicy(policy: Policy, ref: ImageReference, digest: string, client: RegistryClient, o: { registriesD?: string; defaultLookasideDir?: string } = {}): Promise<PolicyVerdict> {
   const { scope, reqs } = requirementsFor(policy, ref);
   const image = formatReference(ref);
   const dir = o.registriesD ?? REGISTRIES_D;
@@ -34,6 +39,7 @@ export async function enforcePolicy(policy: Policy, ref: ImageReference, digest:
   };
   const signedBy: string[] = [];
   let sigs: Buffer[] | undefined;
+  let where = '';
   let attachments: SigstoreAttachments | undefined;
   let config: RegistriesDConfig | undefined;
   const registriesD = async () => (config ??= await registriesDFor(client.ref, dir));
@@ -59,11 +65,20 @@ export async function enforcePolicy(policy: Policy, ref: ImageReference, digest:
     if (r.type !== 'signedBy') continue;
     if (sigs === undefined) {
       const at = (await registriesD()).lookaside;
-      if (at === null) refuse(`it requires a signature by ${r.keyPaths.join(', ') || 'the keyData key'}, and no lookaside in ${dir} says where ${client.image}'s signatures are`);
-      sigs = await readLookaside(at!.url, client.ref, digest);
+      const [alg, hex] = digest.split(':');
+      const under = `${client.ref.repository}@${alg}=${hex}/`;
+      if (at === null) {
+        // containers/image's built-in default: no registries.d scope names a lookaside for this endpoint.
+        const base = o.defaultLookasideDir ?? builtinLookasideDir();
+        where = ` (looked for in ${path.join(base, under)}, the built-in default lookaside, as containers/image does: no file in ${dir} names a lookaside for ${client.image})`;
+        sigs = await readLookaside(pathToFileURL(base).href, client.ref, digest);
+      } else {
+        where = ` (looked for in ${at.url.replace(/\/$/, '')}/${under}, the lookaside ${at.file} names for ${client.image})`;
+        sigs = await readLookaside(at.url, client.ref, digest);
+      }
     }
     const v = await verifySignedBy(r, sigs, ref, digest);
-    if ('why' in v) refuse(`it requires a signature by ${r.keyPaths.join(', ') || 'the keyData key'} (${r.signedIdentity.type}), and ${v.why}`);
+    if ('why' in v) refuse(`it requires a signature by ${r.keyPaths.join(', ') || 'the keyData key'} (${r.signedIdentity.type}), and ${v.why}${where}`);
     else signedBy.push(v.fingerprint);
   }
   return { scope, signedBy };

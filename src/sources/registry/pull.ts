@@ -31,6 +31,12 @@ export interface PullOptions extends RegistryClientOptions {
   policy?: string | Policy | null;
   /** Where registries.d's YAML files say each registry's signatures are (default /etc/containers/registries.d). */
   registriesD?: string;
+  /**
+   * Where a `signedBy` requirement reads the signatures when no registries.d scope names a
+   * lookaside for the image (a directory; default containers/image's built-in one,
+   * builtinLookasideDir: /var/lib/containers/sigstore for root).
+   */
+  defaultLookasideDir?: string;
   /** Told when a mirror could not serve the image and the next endpoint is tried. */
   onMirrorFailed?: (e: { mirror: string; error: StagedrootError }) => void;
   /** Seconds to wait for another pull writing the same blob of the directory, or its index.json (default 3600). */
@@ -114,7 +120,7 @@ export async function resolvePull(ref: ImageReference, dir: string, o: PullOptio
     // The policy judges what the reference resolved to (the index, when it named one), before any layer is fetched.
     const p = o.policy;
     const policy = p === null ? null : typeof p === 'object' ? p : await loadPolicy(p);
-    if (policy !== null) rp.verdict = await enforcePolicy(policy, ref, (rp.resolved.index ?? rp.resolved.manifest).digest, rp.client, o.registriesD !== undefined ? { registriesD: o.registriesD } : {});
+    if (policy !== null) rp.verdict = await enforcePolicy(policy, ref, (rp.resolved.index ?? rp.resolved.manifest).digest, rp.client, { ...(o.registriesD !== undefined ? { registriesD: o.registriesD } : {}), ...(o.defaultLookasideDir !== undefined ? { defaultLookasideDir: o.defaultLookasideDir } : {}) });
     return rp;
   }
   throw new Error('unreachable: endpointsFor always ends with the source');

@@ -1,3 +1,4 @@
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { StagedrootError } from '../../errors.js';
@@ -7,6 +8,25 @@ import type { ImageReference } from './reference.js';
 
 /** containers-registries.d(5): where each registry's signatures are (`lookaside`, `use-sigstore-attachments`). */
 export const REGISTRIES_D = '/etc/containers/registries.d';
+
+/** containers/image's built-in lookaside for root (docker/registries_d.go `defaultDockerDir`). */
+export const ROOT_LOOKASIDE = '/var/lib/containers/sigstore';
+
+/**
+ * The lookaside containers/image uses when no registries.d scope names one for an image
+ * (docker/registries_d.go `builtinDefaultLookasideStorageDir`, for reading and for
+ * writing alike: where `skopeo copy --sign-by` writes simple signatures with no
+ * registries.d configuration, and where podman and skopeo read them): ROOT_LOOKASIDE for
+ * root, `$HOME/.local/share/containers/sigstore` for any other user. The user is
+ * containers/image's `rootless.GetRootlessEUID`: `_CONTAINERS_ROOTLESS_UID` when set
+ * (podman's rootless user namespace, where the euid is 0 but the user is not root; a value
+ * that is not a number is 0, as Go's Atoi leaves it), else the effective uid. A directory.
+ */
+export function builtinLookasideDir(env: NodeJS.ProcessEnv = process.env, euid: number = process.geteuid?.() ?? 0): string {
+  const set = env._CONTAINERS_ROOTLESS_UID;
+  const uid = set === undefined || set === '' ? euid : /^[+-]?[0-9]+$/.test(set) ? Number(set) : 0;
+  return uid === 0 ? ROOT_LOOKASIDE : path.join(env.HOME || os.homedir(), '.local/share/containers/sigstore');
+}
 
 /** What one scope of a registries.d file says (each field only when it says it), and the file. */
 interface ScopeConfig {

@@ -5,16 +5,22 @@
  * wrongly signed or wrongly named image and a `reject` scope are refused (exit 3,
  * SIGNATURE_INVALID naming the image and what was expected), nothing staged. Through a
  * mirror, the signatures are read from the lookaside registries.d names for the mirror,
- * under its repository, and their identity checked against the name asked for.
+ * under its repository, and their identity checked against the name asked for. With no
+ * lookaside configured, containers/image's built-in default is read (a test's own
+ * directory in its place: nothing is written to the host's /var/lib/containers/sigstore).
  */
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { StagedrootError } from '../../../src/errors.js';
 import { hostPlatform } from '../../../src/sources/oci/platform.js';
+import { findAuthFile } from '../../../src/sources/registry/auth-file.js';
 import { parsePolicy, requirementsFor, scopesOf } from '../../../src/sources/registry/policy.js';
-import { parsePullspec } from '../../../src/sources/registry/reference.js';
+import { pullImage } from '../../../src/sources/registry/pull.js';
+import { parseDockerReference, parsePullspec } from '../../../src/sources/registry/reference.js';
+import { builtinLookasideDir, ROOT_LOOKASIDE } from '../../../src/sources/registry/registries-d.js';
 import type { TempSysroot } from '../../../src/testing/index.js';
 import { cli } from '../../helpers/cli.js';
 import { tool } from '../../helpers/tools.js';
@@ -163,6 +169,65 @@ describe('signature policies (GPG simple signing, real skopeo and gpg)', () => {
     expect(JSON.parse(r.out).error.code).toBe('SIGNATURE_INVALID');
   });
 
+  describe("no lookaside configured: containers/image's built-in default", () => {
+    /** A registries.d directory holding FILE with `yaml`. */
+    const registriesDWith = (name: string, yaml: string): string => {
+      const d = path.join(scratch.dir, `registries.d-${name}`);
+      fs.mkdirSync(d, { recursive: true });
+      fs.writeFileSync(path.join(d, 'conf.yaml'), yaml);
+      return d;
+    };
+    const pull = async (repoTag: string, policy: string, registriesD: string, defaultLookasideDir: string) =>
+      pullImage(parseDockerReference(`docker://${reg.host}/${repoTag}`), path.join(scratch.dir, 'default-pulls'), { auth: await findAuthFile({ authfile: auth }), certsDir: reg.certsDir, registriesConf: null, policy, registriesD, defaultLookasideDir });
+    const refusal = (p: Promise<unknown>) => p.then(() => expect.unreachable('not refused'), (e: unknown) => e as StagedrootError);
+
+    it('the built-in default is /var/lib/containers/sigstore for root, $HOME/.local/share/containers/sigstore for another user (or _CONTAINERS_ROOTLESS_UID, as containers/image)', () => {
+      expect(builtinLookasideDir({}, 0)).toBe(ROOT_LOOKASIDE);
+      expect(ROOT_LOOKASIDE).toBe('/var/lib/containers/sigstore');
+      expect(builtinLookasideDir({ HOME: '/home/u' }, 1000)).toBe('/home/u/.local/share/containers/sigstore');
+      expect(builtinLookasideDir({ HOME: '/home/u', _CONTAINERS_ROOTLESS_UID: '1000' }, 0)).toBe('/home/u/.local/share/containers/sigstore');
+      expect(builtinLookasideDir({ HOME: '/home/u', _CONTAINERS_ROOTLESS_UID: '0' }, 1000)).toBe(ROOT_LOOKASIDE);
+      expect(builtinLookasideDir({ HOME: '/home/u', _CONTAINERS_ROOTLESS_UID: 'x' }, 1000)).toBe(ROOT_LOOKASIDE); // Go's Atoi error leaves 0
+    });
+
+    it('a signature in the default lookaside verifies (use-sigstore-attachments alone names no lookaside)', async () => {
+      // skopeo wrote os/signed's signature into scratch/sigstore: that directory stands in for the default.
+      const d = registriesDWith('attachments-only', 'default-docker:\n  use-sigstore-attachments: true\n');
+      const p = await pull('os/signed:1', policyFile('trusted', signedBy(trusted.pub)), d, path.join(scratch.dir, 'sigstore'));
+      expect(p.digest).toBe(digest);
+    });
+
+    it('none there: refused, naming the default path and that no registries.d file names a lookaside', async () => {
+      const empty = registriesDWith('empty', '');
+      const policy = policyFile('trusted', signedBy(trusted.pub));
+      const none = path.join(scratch.dir, 'no-default-lookaside');
+      const e = await refusal(pull('os/signed:1', policy, empty, none));
+      expect(e.code).toBe('SIGNATURE_INVALID');
+      expect(e.message).toContain(`${reg.host}/os/signed:1 (${digest}) is refused by the policy ${policy} (transports.docker["${reg.host}/os"]): it requires a signature by ${trusted.pub} (matchRepoDigestOrExact), and it has no signature (looked for in ${none}/os/signed@${digest.replace(':', '=')}/, the built-in default lookaside, as containers/image does: no file in ${empty} names a lookaside for ${reg.host}/os/signed:1)`);
+      // A signature there by another key: its reason, at the default.
+      const other = await refusal(pull('os/other:1', policy, empty, path.join(scratch.dir, 'sigstore')));
+      expect(other.message).toContain(`and signature 1 is not by a key the policy names (ERRSIG) (looked for in ${path.join(scratch.dir, 'sigstore')}/os/other@`);
+    });
+
+    it('a configured lookaside wins over the default, even an empty one', async () => {
+      const policy = policyFile('trusted', signedBy(trusted.pub));
+      const elsewhere = registriesDWith('elsewhere', `docker:\n  ${reg.host}/os:\n    lookaside: file://${path.join(scratch.dir, 'empty-lookaside')}\n`);
+      const e = await refusal(pull('os/signed:1', policy, elsewhere, path.join(scratch.dir, 'sigstore')));
+      expect(e.message).toContain(`and it has no signature (looked for in file://${path.join(scratch.dir, 'empty-lookaside')}/os/signed@${digest.replace(':', '=')}/, the lookaside ${path.join(elsewhere, 'conf.yaml')} names for ${reg.host}/os/signed:1)`);
+      expect((await pull('os/signed:1', policy, registriesD, path.join(scratch.dir, 'no-default-lookaside'))).digest).toBe(digest);
+    });
+
+    it("skopeo with no lookaside configured writes where we read (a rootless user's default, in the test's HOME)", async () => {
+      const home = path.join(scratch.dir, 'home');
+      const env = { HOME: home, _CONTAINERS_ROOTLESS_UID: '1000' };
+      const empty = registriesDWith('skopeo-empty', '');
+      await tool('skopeo', ['--insecure-policy', '--registries.d', empty, 'copy', '--quiet', '--dest-cert-dir', path.join(reg.certsDir, reg.host), '--sign-by', trusted.fpr, `oci:${path.join(scratch.dir, 'image')}:1`, `docker://${reg.host}/os/default:1`], { env: { GNUPGHOME: gnupg, ...env } });
+      const dir = builtinLookasideDir(env, 0);
+      expect(fs.existsSync(path.join(dir, `os/default@${digest.replace(':', '=')}`, 'signature-1'))).toBe(true);
+      expect((await pull('os/default:1', policyFile('trusted', signedBy(trusted.pub)), empty, dir)).digest).toBe(digest);
+    });
+  });
+
   it("through a mirror: the lookaside registries.d names for the mirror is read, under the mirror's repository; the identity is checked against the name asked for", async () => {
     const conf = mirrorConf(path.join(scratch.dir, 'mirror.conf'), `${down}/os`, `${reg.host}/mirror/os`);
     // The source's own scope names a lookaside that holds nothing: only the mirror's scope leads to the signatures (skopeo wrote them under mirror/os/…).
@@ -184,12 +249,13 @@ describe('signature policies (GPG simple signing, real skopeo and gpg)', () => {
     expect(JSON.parse(renamed.r.out).error.message).toContain(`${down}/os/renamed:1 (${digest}) is refused by the policy ${policy} (transports.docker["${down}/os"]): it requires a signature by ${trusted.pub} (matchRepoDigestOrExact), and signature 1 is for "${reg.host}/mirror/os/renamed:1", which matchRepoDigestOrExact does not accept for ${down}/os/renamed:1`);
     expect(renamed.layerFetched).toBe(false);
     t!.cleanup();
-    // No lookaside for the mirror: refused, naming the mirror whose signatures were looked for.
+    // No lookaside for the mirror: its built-in default is read, under the mirror's repository; refused, naming where it looked.
     const sourceOnly = path.join(scratch.dir, 'registries.d-source-only');
     fs.mkdirSync(sourceOnly, { recursive: true });
     fs.writeFileSync(path.join(sourceOnly, 'source.yaml'), `docker:\n  ${down}:\n    lookaside: file://${path.join(scratch.dir, 'sigstore')}\n`);
     const none = await stage('os/signed:1', policy, ['stage'], { ...o, registriesD: sourceOnly });
     expect(none.r.code, none.r.out + none.r.err).toBe(3);
-    expect(JSON.parse(none.r.out).error.message).toContain(`and no lookaside in ${sourceOnly} says where ${reg.host}/mirror/os/signed:1's signatures are`);
+    // (The CLI reads the real built-in default, which holds nothing for this image: nothing is written there.)
+    expect(JSON.parse(none.r.out).error.message).toContain(`and it has no signature (looked for in ${builtinLookasideDir()}/mirror/os/signed@${digest.replace(':', '=')}/, the built-in default lookaside, as containers/image does: no file in ${sourceOnly} names a lookaside for ${reg.host}/mirror/os/signed:1)`);
   });
 });
