@@ -5,7 +5,7 @@ import { StagedrootError } from '../errors.js';
 import { tempNameIn } from '../fs/core/temp-names.js';
 import { exists, listDir } from '../fs/core/host-paths.js';
 import { syncFilesystem, writeJson } from '../fs/trees/durable.js';
-import { LineWriter, mkdirUnsynced, renameUnsynced, StoreFile } from '../fs/trees/layer-store-io.js';
+import { LineWriter, mkdirUnsynced, newFileRule, renameUnsynced, StoreFile, type NewFileRule } from '../fs/trees/layer-store-io.js';
 import type { XattrPolicy } from '../fs/core/xattr.js';
 import { LayerChecker } from '../sources/layer/checker.js';
 import { DEFAULT_LAYER_LIMITS, type LayerLimits } from '../sources/layer/entry-checks.js';
@@ -120,16 +120,16 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
   store.dfs.mkdir(path.join(tmp, 'o'), 0o700);
   const index = new LineWriter(path.join(tmp, 'index.ndjson'), store.faults);
   const checker = new LayerChecker(limits, where);
-  // objects/KK/: each made once (an EEXIST per object was a tenth of the import).
-  const made = new Set(listDir(store.objectsDir));
+  // objects/KK/: each made once (an EEXIST per object was a tenth of the import), with
+  // what a new file there gets by itself (newFileRule: its owner and mode are then not set again).
+  const made = new Map<string, NewFileRule | undefined | null>(listDir(store.objectsDir).map((kk) => [kk, null]));
   const objectAt = (key: string): string => {
     const kk = key.slice(0, 2);
-    if (!made.has(kk)) {
-      mkdirUnsynced(path.join(store.objectsDir, kk), store.faults);
-      made.add(kk);
-    }
+    if (!made.has(kk)) mkdirUnsynced(path.join(store.objectsDir, kk), store.faults);
+    if (!made.has(kk) || made.get(kk) === null) made.set(kk, newFileRule(path.join(store.objectsDir, kk)));
     return store.objectPath(key);
   };
+  const ruleAt = (key: string): NewFileRule | undefined => made.get(key.slice(0, 2)) ?? undefined;
   let files = 0;
   let bytes = 0;
   let n = 0;
@@ -202,7 +202,8 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
             }
           } else {
             const dst = objectAt(key);
-            const out = StoreFile.createNew(dst, p.path, store.faults);
+            const rule = ruleAt(key);
+            const out = StoreFile.createNew(dst, p.path, store.faults, rule === undefined ? undefined : { attrs, rule });
             if (out !== null) {
               created.set(key, dst);
               try {

@@ -41,7 +41,8 @@ export class StoreFile {
   private fd: number | null;
   size = 0;
 
-  constructor(readonly host: string, readonly rel: string, private readonly faults: FaultHook, fd?: number) {
+  /** `born`: what the new inode has from its creation (StoreFile.createNew), whose calls finish then skips. */
+  constructor(readonly host: string, readonly rel: string, private readonly faults: FaultHook, fd?: number, private readonly born?: BornAs) {
     try {
       this.fd = fd ?? createFile(host, 0o600);
     } catch (err) {
@@ -50,16 +51,22 @@ export class StoreFile {
     faults.afterMutation('create', host);
   }
 
-  /** A new file at `host`, or null when that name exists (an object the store has). */
-  static createNew(host: string, rel: string, faults: FaultHook): StoreFile | null {
+  /**
+   * A new file at `host`, or null when that name exists (an object the store has). With
+   * `as` (the attributes finish will set, and what a new file in that directory gets by
+   * itself, NewFileRule), it is created with its permission bits already (less the
+   * umask), so that finish skips the chmod and chown that would set what the inode has.
+   */
+  static createNew(host: string, rel: string, faults: FaultHook, as?: { attrs: StoreFileAttrs; rule: NewFileRule }): StoreFile | null {
+    const mode = as === undefined ? 0o600 : as.attrs.mode & 0o777;
     let fd: number;
     try {
-      fd = createFile(host, 0o600);
+      fd = createFile(host, mode);
     } catch (err) {
       if (errnoOf(err) === 'EEXIST') return null;
       throw ioError(err, rel, host, 'sysroot');
     }
-    return new StoreFile(host, rel, faults, fd);
+    return new StoreFile(host, rel, faults, fd, as === undefined ? undefined : { mode: mode & ~as.rule.umask, uid: as.rule.uid, gid: as.rule.gid });
   }
 
   write(c: Uint8Array): void {
@@ -76,7 +83,12 @@ export class StoreFile {
     const fd = this.fd!;
     this.fd = null;
     try {
-      applyAttrs(fdAttrCalls(fd), this.host, { uid: a.uid, gid: a.gid, mode: a.mode, mtime: a.mtime }, {
+      // What the inode has from its creation is not set again (a chown to its own owner, a
+      // chmod to its mode): it has no set-id bits to clear or set, nor attributes yet.
+      const b = this.born;
+      const owned = b !== undefined && (a.uid === undefined || a.uid === b.uid) && (a.gid === undefined || (b.gid !== null && a.gid === b.gid));
+      const moded = b !== undefined && (a.mode & 0o7777) === b.mode;
+      applyAttrs(fdAttrCalls(fd), this.host, { ...(owned ? {} : { uid: a.uid, gid: a.gid }), ...(moded ? {} : { mode: a.mode }), mtime: a.mtime }, {
         xattrs: () => {
           if (a.xattrs !== undefined && a.xattrs.length > 0) writeXattrs(this.host, sortedXattrs(a.xattrs), o);
         },
@@ -101,6 +113,44 @@ export class StoreFile {
     }
     unlinkUnsynced(this.host, this.faults);
   }
+}
+
+/** What a new file's inode has from its creation (StoreFile.createNew): its mode, and owner (gid null: not known). */
+interface BornAs {
+  mode: number;
+  uid: number;
+  gid: number | null;
+}
+
+/**
+ * What a file created in a directory of the store gets by itself (Linux): the umask
+ * taken from the mode it is created with, the process's effective uid, and its
+ * effective gid where the directory's own gid is that too (a setgid directory, or a
+ * filesystem mounted grpid, gives new files the directory's gid: the same one then);
+ * gid null where it is not (the chown is then always made). Built once a directory.
+ */
+export interface NewFileRule {
+  umask: number;
+  uid: number;
+  gid: number | null;
+}
+
+export function newFileRule(dir: string): NewFileRule | undefined {
+  if (typeof process.geteuid !== 'function' || typeof process.getegid !== 'function') return undefined;
+  const egid = process.getegid();
+  let gid: number | null;
+  try {
+    gid = fs.statSync(dir).gid === egid ? egid : null;
+  } catch {
+    return undefined;
+  }
+  return { umask: processUmask(), uid: process.geteuid(), gid };
+}
+
+let umaskRead: number | undefined;
+/** The process's umask (read once: stagedroot never changes it). */
+function processUmask(): number {
+  return (umaskRead ??= process.umask());
 }
 
 /** Removes a file with no fsync (a temp object: its directory goes whole, or is never trusted). */
