@@ -349,6 +349,9 @@ async function build(run: Run, changes: ChangeSet): Promise<StagedBuild> {
   // one whose lower layers are the base's image starts from a copy of the base tree's usr/ (run.layers.onto), the rest built from the store.
   const linkAt = run.layers.linkAt();
   const image = run.layers.diffIds !== null;
+  // The manifest step runs two tasks at once (the tree's sync and the manifest pass): the
+  // second worker starts now, beside the copy and the apply, not when the manifest waits for it.
+  warmTreeWorker(2);
   const built = await buildTree(ctx, {
     work: run.work,
     from: { tree: layout.tree(base.id), manifest: layout.manifest(base.id), entries: base.entries, policy: run.policy, manifestSha256: base.manifestSha256, replaced: image && run.layers.onto === 0, ...(image && run.layers.onto > 0 ? { keep: [run.layers.kept] } : {}) },
