@@ -194,7 +194,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     // One pass: the base manifest's lines under the hardlink prefixes, the rest of the new tree walked, the changes re-read.
     // A base whose manifest digest is recorded: its file linked, only an overlay written (see linked-manifest.ts).
     const link = trusted.manifestSha256 === undefined ? {} : { link: { digest: trusted.manifestSha256, entries: trusted.entries ?? null } };
-    const r = await runTreeTask(manifestTasks.snapshotManifest, { tree, base: trusted.manifest, baseTree: trusted.tree, out: manifest, trust: trusted.policy.hardlinkPrefixes, events, ...link }, jobs);
+    const r = await runTreeTask(manifestTasks.snapshotManifest, { tree, base: trusted.manifest, baseTree: trusted.tree, out: manifest, trust: trusted.policy.hardlinkPrefixes, events, ...link, linksHold: o.afterApply === undefined }, jobs);
     bytes = r.bytes; // the sizes of the files the manifest lists: the new tree's, update included
     patched = r;
     same = r.same;

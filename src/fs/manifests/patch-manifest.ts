@@ -53,24 +53,44 @@ export interface TreeChanges {
 
 /**
  * `read` gives the entry now at a tree path (null: nothing there); by default it is read
- * from the disk (a dry run reads its overlay).
+ * from the disk (a dry run reads its overlay). `linksHold`: the tree was written only
+ * through RootFs since the events began (see readKnown): a linked path whose ancestors
+ * were not removed since its link is taken as its object's inode without a look at the object.
  */
-export function changesOf(tree: string, events: readonly TouchEvent[], read: (rel: string) => ManifestEntry | null = (rel) => readOnDisk(tree, rel)): TreeChanges {
+export function changesOf(tree: string, events: readonly TouchEvent[], read: (rel: string) => ManifestEntry | null = (rel) => readOnDisk(tree, rel), o: { linksHold?: boolean } = {}): TreeChanges {
   const removed = new Set<string>();
   const dirty = new Set<string>();
   const known = new Map<string, { sha256: string; object: string }>();
-  for (const ev of events) {
-    if (ev.path === '') continue;
+  // With linksHold: the index of each known link's event, and of the last removal at each
+  // path (an ancestor removed after the link may have become a symlink: then the link's
+  // path is not that inode, and the object is looked at as without linksHold).
+  const linkedAt = new Map<string, number>();
+  const removedAt = new Map<string, number>();
+  events.forEach((ev, i) => {
+    if (ev.path === '') return;
     dirty.add(ev.path);
-    if (ev.kind === 'remove') removed.add(ev.path);
+    if (ev.kind === 'remove') {
+      removed.add(ev.path);
+      if (o.linksHold === true) removedAt.set(ev.path, i);
+    }
     // The last event of a path says what is there: a later one without a hash makes it unknown.
-    if (ev.known !== undefined) known.set(ev.path, ev.known);
-    else if (known.size > 0) known.delete(ev.path);
-  }
+    if (ev.known !== undefined) {
+      known.set(ev.path, ev.known);
+      if (o.linksHold === true) linkedAt.set(ev.path, i);
+    } else if (known.size > 0) known.delete(ev.path);
+  });
+  /** Whether no ancestor of `rel` was removed after its link (linksHold). */
+  const holds = (rel: string): boolean => {
+    if (o.linksHold !== true) return false;
+    if (removedAt.size === 0) return true;
+    const at = linkedAt.get(rel)!;
+    for (let i = rel.lastIndexOf('/'); i > 0; i = rel.lastIndexOf('/', i - 1)) if ((removedAt.get(rel.slice(0, i)) ?? -1) > at) return false;
+    return true;
+  };
   const fresh: ManifestEntry[] = [];
   for (const rel of dirty) {
     const k = known.get(rel);
-    const e = k === undefined ? read(rel) : readKnown(tree, rel, k) ?? read(rel);
+    const e = k === undefined ? read(rel) : readKnown(tree, rel, k, holds(rel)) ?? read(rel);
     if (e !== null) fresh.push(e); // else touched, then removed
   }
   fresh.sort((a, b) => comparePaths(a.p, b.p));
@@ -79,13 +99,22 @@ export function changesOf(tree: string, events: readonly TouchEvent[], read: (re
   return { dirty, removed, fresh, underRemoved };
 }
 
-/** The entry at `rel` with the store's hash, when it is still the store object's inode (else null: read it). */
-function readKnown(tree: string, rel: string, k: { sha256: string; object: string }): ManifestEntry | null {
+/**
+ * The entry at `rel` with the store's hash, when it is still the store object's inode
+ * (else null: read it). `linksHold`: that is known (changesOf's linksHold: a stage's own
+ * work tree, written only through RootFs, whose every write and removal is an event; the
+ * link is the path's last event and no ancestor was removed since, so every directory on
+ * the way is the one the link went through): the object is not looked at again.
+ */
+function readKnown(tree: string, rel: string, k: { sha256: string; object: string }, linksHold: boolean): ManifestEntry | null {
   const host = hostPath(tree, rel);
   try {
     const st = fs.lstatSync(host);
-    const obj = fs.lstatSync(k.object);
-    if (!st.isFile() || st.ino !== obj.ino || st.dev !== obj.dev) return null;
+    if (!st.isFile()) return null;
+    if (!linksHold) {
+      const obj = fs.lstatSync(k.object);
+      if (st.ino !== obj.ino || st.dev !== obj.dev) return null;
+    }
     return entryFromStat(rel, st, { h: k.sha256, x: xattrDigest(readXattrs(host)) });
   } catch {
     return null;

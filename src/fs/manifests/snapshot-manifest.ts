@@ -39,6 +39,12 @@ export interface SnapshotManifestArgs {
    * Absent: the manifest is written whole.
    */
   link?: { digest: string | null; entries: number | null };
+  /**
+   * The tree is the stage's own, written only through RootFs since its copy (no command
+   * ran in it), so a path whose last event links a store object is that object's inode
+   * (changesOf's linksHold: its line takes the object's hash without a look at the object).
+   */
+  linksHold?: boolean;
 }
 
 export interface SnapshotManifestResult extends PatchResult {
@@ -66,7 +72,7 @@ export interface SnapshotManifestResult extends PatchResult {
  * work, O(untrusted entries + changes) of disk work. Returns the delta as patchManifest does.
  */
 export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'checkAbort' | 'skip'>): SnapshotManifestResult {
-  const ch = changesOf(a.tree, a.events);
+  const ch = changesOf(a.tree, a.events, undefined, { linksHold: a.linksHold === true });
   const linked = a.link === undefined || a.trust.length === 0 ? null : linkedPass(a, h, ch);
   if (linked !== null) return linked;
   const out = new ManifestWriter(a.out, h.faults, { sha256: true });
