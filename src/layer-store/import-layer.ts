@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { createHash, type Hash } from 'node:crypto';
+import { createHash, hash, type Hash } from 'node:crypto';
 import type { StorableLayer } from '../changeset.js';
 import { StagedrootError } from '../errors.js';
 import { tempNameIn } from '../fs/core/temp-names.js';
@@ -168,7 +168,8 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
         case 'file': {
           // What a fresh apply's write gives the file (RootFs: mode 0644 unless the layer says).
           const attrs = { mode: p.mode ?? 0o644, uid: p.uid, gid: p.gid, mtime: p.mtime, xattrs: p.xattrs };
-          const h = createHash('sha256');
+          // A small file is hashed once it is whole (one call: crypto.hash), a larger one as it streams.
+          const h = p.size <= SMALL_FILE ? null : createHash('sha256');
           const xo = { rel: p.path, policy: xattrPolicy };
           // Up to SMALL_FILE (by its header's size): read into one buffer of its own as it is
           // hashed, then written at its object's name. Larger: written to a temp object under
@@ -178,7 +179,7 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
           let size = 0;
           try {
             for await (const c of p.open()) {
-              h.update(c);
+              h?.update(c);
               if (big !== null) big.write(c);
               else if (size + c.length <= whole!.length) whole!.set(c, size);
               else throw new StagedrootError('SOURCE_CORRUPT', `${where} is rejected: ${p.path} has more content than its header's ${p.size} bytes`, { path: p.path });
@@ -190,7 +191,7 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
             big?.abandon();
             throw err;
           }
-          const sha = h.digest('hex');
+          const sha = h === null ? hash('sha256', whole!, 'hex') : h.digest('hex');
           const key = objectKey(sha, attrs);
           if (created.has(key)) big?.abandon();
           else if (big !== null) {

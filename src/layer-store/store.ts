@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { z } from 'zod';
 import { StagedrootError } from '../errors.js';
 import { noFaults, type FaultHook } from '../fs/core/faults.js';
@@ -88,8 +88,11 @@ export interface ObjectAttrs {
  * the same key are the same inode in every tree linked from the store.
  */
 export function objectKey(contentSha256: string, a: ObjectAttrs): string {
+  const head = `stagedroot-object-1\0${contentSha256}\0${a.mode}\0${a.uid ?? ''}\0${a.gid ?? ''}\0${a.mtime ?? ''}\0`;
+  // No attributes (most files): the same bytes hashed in one call.
+  if (a.xattrs === undefined || a.xattrs.length === 0) return hash('sha256', head, 'hex');
   const h = createHash('sha256');
-  h.update(`stagedroot-object-1\0${contentSha256}\0${a.mode}\0${a.uid ?? ''}\0${a.gid ?? ''}\0${a.mtime ?? ''}\0`);
+  h.update(head);
   const xs = [...(a.xattrs ?? [])].sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
   for (const [n, v] of xs) h.update(`${n}\0${v.length}\0`).update(v);
   return h.digest('hex');
