@@ -61,15 +61,24 @@ export interface RegistriesDConfig {
  * What registries.d says for a reference, as containers/image looks it up (one read of
  * the directory): each setting on its own, from the most specific `docker:` scope that
  * sets it (the repository, each parent namespace, the host, `*.DOMAIN`), else from
- * `default-docker`; the files read in name order, the first file to name a scope holding
- * it. The reference is the endpoint's (a mirror's own name when a mirror serves), as
+ * `default-docker`. As containers/image merges the directory (loadAndMergeConfig): only
+ * `*.yaml` files are read (podman and skopeo ignore a `.yml`, so stagedroot must too),
+ * and `default-docker` or a `docker:` scope defined in two files is an error naming both.
+ * The reference is the endpoint's (a mirror's own name when a mirror serves), as
  * containers/image's client is made from the physical reference.
  */
 export async function registriesDFor(ref: ImageReference, dir = REGISTRIES_D): Promise<RegistriesDConfig> {
   const keys = ['lookaside', 'useSigstoreAttachments'] as const;
   const scopes = { lookaside: new Map<string, ScopeConfig>(), useSigstoreAttachments: new Map<string, ScopeConfig>() };
   const fallback: Record<(typeof keys)[number], ScopeConfig | null> = { lookaside: null, useSigstoreAttachments: null };
-  for (const n of (await listDirAsync(dir)).filter((n) => n.endsWith('.yaml') || n.endsWith('.yml')).sort()) {
+  // Which file defined default-docker ('') and each docker scope: a second definition is refused.
+  const definedIn = new Map<string, string>();
+  const once = (scope: string, file: string, what: string): void => {
+    const first = definedIn.get(scope);
+    if (first !== undefined) throw new StagedrootError('SIGNATURE_INVALID', `${what} is defined both in ${first} and in ${file} (containers/image refuses this too): keep one`, { path: file });
+    definedIn.set(scope, file);
+  };
+  for (const n of (await listDirAsync(dir)).filter((n) => n.endsWith('.yaml')).sort()) {
     const file = path.join(dir, n);
     const bytes = await readSmallFile(file, 1024 * 1024);
     if (bytes === null) continue;
@@ -80,10 +89,12 @@ export async function registriesDFor(ref: ImageReference, dir = REGISTRIES_D): P
       throw new StagedrootError('SIGNATURE_INVALID', `${file}: not YAML: ${(err as Error).message.split('\n')[0]}`, { path: file });
     }
     if (doc['default-docker'] !== undefined) {
+      once('', file, 'default-docker');
       const d = scopeConfig(doc['default-docker'], file);
       for (const k of keys) if (d[k] !== undefined && fallback[k] === null) fallback[k] = d;
     }
     for (const [scope, v] of Object.entries((doc.docker ?? {}) as Record<string, unknown>)) {
+      once(`docker:${scope}`, file, `The docker scope ${JSON.stringify(scope)}`);
       const c = scopeConfig(v, file);
       for (const k of keys) if (c[k] !== undefined && !scopes[k].has(scope)) scopes[k].set(scope, c);
     }

@@ -140,4 +140,19 @@ describe("registries.d's lookaside and use-sigstore-attachments", () => {
     fs.writeFileSync(path.join(dir, 'b.yaml'), 'docker:\n  example.com:\n    use-sigstore-attachments: "yes"\n');
     await expect(registriesDFor(ref, dir)).rejects.toThrow(`${path.join(dir, 'b.yaml')}: use-sigstore-attachments is "yes", not true or false`);
   });
+
+  it('only *.yaml files are read, and a scope or default-docker defined in two files is refused naming both, as containers/image merges the directory', async () => {
+    const dir = path.join(scratch, 'registries.d-merge');
+    fs.mkdirSync(dir);
+    const ref = parsePullspec('quay.io/ns/os:1');
+    // podman and skopeo never read a .yml: its lookaside must not decide here either
+    fs.writeFileSync(path.join(dir, 'a.yml'), 'docker:\n  quay.io/ns:\n    lookaside: file:///yml\n');
+    expect(await registriesDFor(ref, dir)).toEqual({ lookaside: null, useSigstoreAttachments: null });
+    fs.writeFileSync(path.join(dir, 'b.yaml'), 'default-docker:\n  lookaside: file:///b\ndocker:\n  quay.io/ns:\n    lookaside: file:///b-ns\n');
+    expect(await registriesDFor(ref, dir)).toMatchObject({ lookaside: { url: 'file:///b-ns' } });
+    fs.writeFileSync(path.join(dir, 'c.yaml'), 'docker:\n  quay.io/ns:\n    use-sigstore-attachments: true\n');
+    await expect(registriesDFor(ref, dir)).rejects.toThrow(`The docker scope "quay.io/ns" is defined both in ${path.join(dir, 'b.yaml')} and in ${path.join(dir, 'c.yaml')}`);
+    fs.writeFileSync(path.join(dir, 'c.yaml'), 'default-docker:\n  use-sigstore-attachments: true\n');
+    await expect(registriesDFor(ref, dir)).rejects.toThrow(`default-docker is defined both in ${path.join(dir, 'b.yaml')} and in ${path.join(dir, 'c.yaml')}`);
+  });
 });
