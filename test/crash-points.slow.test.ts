@@ -141,8 +141,14 @@ function checkRollbackTree(dir: string, state: BaseState): void {
   if (!waiting) expect(read(live.id, 'etc/hostname'), 'and is carried').toBe('node-1-renamed\n');
 }
 
-/** Wholly on the old configuration (the deployment still staged) or wholly on the new one (current, active live). */
-function checkLive(dir: string, state: BaseState, finished: boolean): void {
+/**
+ * Wholly on the old configuration (the deployment still staged) or wholly on the new one
+ * (current, active live). The local edit made after the stage (etc/hostname, a path the
+ * update does not touch) stays in the running tree, which the apply's merge of the
+ * update's own paths does not read: the boot into the new deployment that follows the
+ * crash carries it there (no finalize ran: a crash skips the shutdown hook).
+ */
+async function checkLive(dir: string, state: BaseState, finished: boolean, sysroot: Sysroot): Promise<void> {
   const booted = path.join(dir, 'deploy', state.booted!, 'tree');
   const read = (p: string): string | null => (fs.existsSync(path.join(booted, p)) ? fs.readFileSync(path.join(booted, p), 'utf8') : null);
   expect(fs.existsSync(path.join(dir, 'live-apply')), 'the journal is gone').toBe(false);
@@ -159,6 +165,9 @@ function checkLive(dir: string, state: BaseState, finished: boolean): void {
   expect(fs.readdirSync(path.join(dir, 'live-undo', state.booted!)), 'the before-images kept for the rollback tree, once').toEqual(['0']);
   expect(read('etc/containers/policy.json')).toBe(LIVE_UPDATE.files[0]!.contents);
   expect(read('etc/containers/registries.d/mirror.yaml')).toBe('docker: {}\n');
+  const boot = await sysroot.boot();
+  expect(boot.actions, 'the boot carries the edit').toContain(`carried 1 local change of the running /etc into live-applied deployment ${state.current}`);
+  expect(sysroot.status()).toMatchObject({ booted: state.current, activeLive: null });
   expect(fs.readFileSync(path.join(dir, 'deploy', state.current, 'tree', 'etc/hostname'), 'utf8'), 'the local edit is in the new deployment').toBe('node-1-renamed\n');
 }
 

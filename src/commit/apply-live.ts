@@ -54,9 +54,8 @@ const liveScope = (shared: readonly string[], p: string): boolean => !shared.som
 
 /**
  * What the live apply writes into the running root: every path the update decided (its
- * delta) whose entry in the merged staged tree differs from the running one. The staged
- * tree holds the running system's local edits already (the merge ran first), so only the
- * update's own changes are left.
+ * delta) whose entry in the merged staged tree differs from the running one (the merge of
+ * the update's own paths ran first), so only the update's own changes are written.
  */
 function liveChanges(ctx: Context, staged: string, running: string, shared: readonly string[]): LiveChange[] {
   const u = updatePaths(ctx.layout, staged);
@@ -141,8 +140,10 @@ async function decideAgain(ctx: Context, s: BaseState, id: string, file: string)
 
 /**
  * apply-live: the staged deployment becomes active without a reboot. The staged tree
- * first gets the finalize merge (the running /etc's local edits; the update wins on its
- * own paths, the local versions kept and reported), then the intent journal is written
+ * first gets the finalize merge on the update's own paths (planLiveMerge: the update wins
+ * there, the local versions kept and reported; O(update), no walk of the running etc/:
+ * every other local edit stays in the running tree, where the carry into this deployment
+ * finds it, carryLiveEdits, at the next finalize or boot), then the intent journal is written
  * (the before-image of every path), then the update's entries are written into the
  * running root, one daemon-reload when units changed, and the actions in order, each
  * waiting for its job's result. Then the finalize's swap with how it got there: the
@@ -167,7 +168,7 @@ export async function applyLive(ctx: Context, s: BaseState, o: ApplyLiveOptions 
   if (staged.parent !== s.current) throw new StagedrootError('INVALID_TRANSITION', `Deployment ${staged.id} was built from ${staged.parent ?? 'nothing'}, not from what runs (${s.current}): stage again`, { value: staged.id });
 
   step('merge');
-  const prepared = await prepareFinalize(ctx, s);
+  const prepared = await prepareFinalize(ctx, s, { merge: 'live' });
   const changes = liveChanges(ctx, staged.id, running, sharedDirs(s));
   step('journal');
   let j = prepareJournal({

@@ -6,9 +6,11 @@ import type { BaseState } from '../state/schema.js';
 import { applyTransition } from '../store/apply-transition.js';
 
 /**
- * After a live apply, the running root is still the old deployment's tree; the /etc edits
- * made there since belong to the deployment the apply made current. They are carried into
- * it as a finalize carries local edits (the same planner and writer, with the live-applied
+ * After a live apply, the running root is still the old deployment's tree; its /etc edits
+ * that the deployment the apply made current does not hold belong to that deployment: the
+ * ones made after the apply, and the ones made before it that its merge left here (it
+ * merged only the update's own paths; the edits made before the stage came with the
+ * stage's copy of the running tree). They are carried into it as a finalize carries local edits (the same planner and writer, with the live-applied
  * deployment's manifest as the base and no update path: every local change wins), at the
  * next finalize when nothing else is staged, or at the next boot when a crash skipped the
  * shutdown. A boot of anything else (a fallback, an older entry picked) leaves the edits
@@ -28,7 +30,7 @@ export async function carryLiveEdits(ctx: Context, s: BaseState, when: 'finalize
   const next = applyTransition(ctx, s, liveCarriedTransition(s, sha), 'live-carry');
   ctx.dfs.unlink(ctx.layout.mergeMarker(a.deployment));
   if (plan.carried > 0) {
-    const did = `carried ${plan.carried} local change${plan.carried === 1 ? '' : 's'} made after the live apply into deployment ${a.deployment}`;
+    const did = `carried ${plan.carried} local change${plan.carried === 1 ? '' : 's'} of the running /etc into live-applied deployment ${a.deployment}`;
     if (actions) actions.push(did);
     else ctx.warn(did);
   }

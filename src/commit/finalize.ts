@@ -7,7 +7,7 @@ import { parseDelta, verifyDelta } from '../fs/manifests/delta.js';
 import { finalizeFailed, finalizeTransition, liveEtcOf, mustFind, type Transition } from '../state/model.js';
 import type { BaseState, MergeReport } from '../state/schema.js';
 import { applyTransition } from '../store/apply-transition.js';
-import { applyEtcMerge, conflictIssue, keepLocalVersions, planEtcMerge, type PlannedMerge } from '../merge/merge.js';
+import { applyEtcMerge, conflictIssue, keepLocalVersions, planEtcMerge, planLiveMerge, type PlannedMerge } from '../merge/merge.js';
 import type { TypeConflict } from '../merge/plan.js';
 import { keepSharedVersions, planShared, type SharedPlan } from '../persistent-dirs/apply.js';
 import { mergedDirs, sharedDirs } from '../persistent-dirs/config.js';
@@ -17,6 +17,11 @@ import { finishFinalize } from './finish.js';
 export interface FinalizeOptions {
   /** Verify the whole staged tree, not only the manifest and the update's delta. */
   fullVerify?: boolean;
+}
+
+/** How prepareFinalize plans the /etc merge: `live` (apply-live) from the update's own paths only (planLiveMerge), the other local edits left to the carry. */
+export interface PrepareOptions extends FinalizeOptions {
+  merge?: 'whole' | 'live';
 }
 
 export type FinalizeResult =
@@ -66,7 +71,7 @@ export interface PreparedFinalize {
  * staged tree. What is running is not touched. apply-live runs its own writes between
  * this and the swap.
  */
-export async function prepareFinalize(ctx: Context, s: BaseState, o: FinalizeOptions = {}): Promise<PreparedFinalize> {
+export async function prepareFinalize(ctx: Context, s: BaseState, o: PrepareOptions = {}): Promise<PreparedFinalize> {
   const staged = mustFind(s, s.staged!);
   const fail = (problem: string, issues: TypeConflict[] = []): never => {
     const failure = {
@@ -85,7 +90,7 @@ export async function prepareFinalize(ctx: Context, s: BaseState, o: FinalizeOpt
   if (problem !== null) fail(problem);
 
   // Plan first (nothing written): the /etc merge and the update's entries under shared directories.
-  const merge = await mergeBase(ctx, s, staged.id, staged.parent);
+  const merge = await mergeBase(ctx, s, staged.id, staged.parent, o.merge ?? 'whole');
   const shared = planShared(ctx.layout, staged.id, sharedDirs(s));
   const conflicts = [...(merge?.typeConflicts ?? []), ...shared.typeConflicts];
   if (conflicts.length > 0) {
@@ -95,7 +100,8 @@ export async function prepareFinalize(ctx: Context, s: BaseState, o: FinalizeOpt
   // Kept copies (outside every tree), then the merge into the staged tree.
   if (merge) keepLocalVersions(ctx, merge);
   keepSharedVersions(ctx, staged.id, shared, sharedDirs(s));
-  const sha = merge ? applyEtcMerge(ctx, merge, mergedDirs(s), staged.manifestSha256) : staged.manifestSha256;
+  // A plan with no action leaves the staged tree and its manifest as they are: no marker, no overlay written.
+  const sha = merge && merge.actions.length > 0 ? applyEtcMerge(ctx, merge, mergedDirs(s), staged.manifestSha256) : staged.manifestSha256;
   const report = mergeReport(ctx, staged.id, merge, shared);
   const merged: BaseState = { ...s, deployments: s.deployments.map((d) => (d.id === staged.id ? { ...d, manifestSha256: sha } : d)) };
   return { before: s, merged, id: staged.id, report };
@@ -119,15 +125,16 @@ export function commitFinalize(ctx: Context, p: PreparedFinalize, transition: (s
 /**
  * The merge plan, when the staged deployment was built from the one whose etc/ the running
  * root holds (the booted one, or the one a live apply made current in it); else its etc/
- * is not the running system's.
+ * is not the running system's. `live`: the plan of the update's own paths (planLiveMerge).
  */
-async function mergeBase(ctx: Context, s: BaseState, staged: string, parent: string | null): Promise<PlannedMerge | null> {
+async function mergeBase(ctx: Context, s: BaseState, staged: string, parent: string | null, scope: 'whole' | 'live'): Promise<PlannedMerge | null> {
   const base = liveEtcOf(s);
   if (base === null || s.booted === null) return null;
   if (parent !== base) {
     ctx.warn(`deployment ${staged} was built from ${parent ?? 'nothing'}, not from the running ${base}: local changes in ${mergedDirs(s).join(', ')} are not merged into it`);
     return null;
   }
+  if (scope === 'live') return planLiveMerge(ctx.layout, base, staged, mergedDirs(s), s.booted);
   return planEtcMerge(ctx.layout, base, staged, mergedDirs(s), { running: s.booted });
 }
 

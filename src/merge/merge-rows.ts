@@ -160,3 +160,19 @@ export function lookupRows(o: RowSources & { paths: readonly string[] }): Row[] 
     next.close();
   }
 }
+
+/**
+ * Every live entry strictly below `paths` (each tree-relative, under `liveTree`) that is a
+ * directory in the live tree, in walk order: the rows a removal or a non-directory of the
+ * update decides below it (see MergePlanner's 'ancestor'). O(those subtrees).
+ */
+export function livePathsBelow(liveTree: string, paths: readonly string[]): string[] {
+  const out: string[] = [];
+  // Each component a directory itself, never one reached through a symlink (as lookupRows and the walk see the tree).
+  const isRealDir = (p: string): boolean => p.split('/').every((_, i, parts) => lstatOrNull(hostPath(liveTree, parts.slice(0, i + 1).join('/')))?.isDirectory() === true);
+  for (const p of paths) {
+    if (!isRealDir(p)) continue;
+    walkTree(hostPath(liveTree, p), { enter: (rel) => void out.push(`${p}/${rel}`) });
+  }
+  return out;
+}

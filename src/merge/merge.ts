@@ -4,8 +4,9 @@ import { StagedrootError, type Issue } from '../errors.js';
 import { copyOut, lstatOrNull } from '../fs/trees/copy-entry.js';
 import { parseDelta } from '../fs/manifests/delta.js';
 import { exists, readText } from '../fs/core/host-paths.js';
+import { isUnder } from '../fs/core/paths.js';
 import { displayPath, hostPath } from '../fs/core/names.js';
-import { changedRows, changedRowsUpTo, type Row, type RowSources } from './merge-rows.js';
+import { changedRows, changedRowsUpTo, livePathsBelow, lookupRows, type Row, type RowSources } from './merge-rows.js';
 import { patchOverlay } from '../fs/manifests/patch-manifest.js';
 import { overlayFile } from '../fs/manifests/manifest-overlay.js';
 import { labelTouched } from '../fs/trees/selinux.js';
@@ -130,6 +131,32 @@ export async function etcTypeConflicts(layout: Layout, booted: string, staged: s
     out.push(...planMerge(rows, m.update, dir).typeConflicts);
   }
   return out;
+}
+
+/**
+ * The merge a live apply makes into the staged tree before it writes the update into the
+ * running root: the planner's rules (see plan.ts) over the rows of the paths the update
+ * decides and of their ancestors (typeConflictPaths), of every live entry below a path it
+ * removed or made a non-directory, and of the paths always planned (`etc/.updated`), read
+ * on the caller's thread: O(update), not O(tree). On those paths it is the whole merge's
+ * plan (every ancestor of a row is a row, so no action of a row left out can reach one):
+ * the update wins, a local version it wins over is kept and reported, a type conflict
+ * refuses. Every other local edit of the running tree stays there: the live apply leaves
+ * it to the carry into the deployment it makes current (carryLiveEdits: at the next
+ * finalize, or at the next boot after a crash), which carries every path where the running
+ * tree differs from that deployment, the edits made before the apply as much as after it.
+ */
+export function planLiveMerge(layout: Layout, booted: string, staged: string, merged: readonly string[], running: string): PlannedMerge {
+  const m = mergeSources(layout, booted, staged, defaultWhere(layout, staged), { running });
+  const rows = merged.map((dir) => ({ dir, rows: lookupRows({ ...m.sources(dir), paths: liveMergePaths(m.update, dir, layout.tree(running)) }) }));
+  return combine(booted, running, staged, m.update, rows);
+}
+
+/** The paths of a merged directory whose rows planLiveMerge plans (unsorted, may repeat: lookupRows sorts them once). */
+export function liveMergePaths(update: UpdatePaths, dir: string, liveTree: string): string[] {
+  const nonDirs = [...update.changed].filter(([p, t]) => t !== 'd' && isUnder(p, dir)).map(([p]) => p);
+  const below = livePathsBelow(liveTree, [...[...update.removed].filter((p) => isUnder(p, dir)), ...nonDirs]);
+  return [...typeConflictPaths(update, dir), ...rowsAlwaysPlanned(dir), ...below];
 }
 
 /** A type conflict as an issue (stage's MERGE_CONFLICT, finalize's failure record). */

@@ -65,21 +65,22 @@ export const OPERATIONS = {
   adopt: { hooks: {}, creates: true },
   // A stage leaves only work/ID behind, which recovery removes with the other leftovers.
   stage: { hooks: { pre: 'pre-stage', post: 'post-stage', onFailure: true } },
-  // Its plan is the finalize's merge plus the live change set (commit/apply-live.ts). Resumed before finalize: a merge
-  // redone into a staged deployment must read the running /etc as it was before the live apply; then a completed apply's
-  // journal, just kept for the tree it wrote into, restores that tree as the rollback.
-  'apply-live': {
-    hooks: { onFailure: true },
-    resume: [
-      { operation: 'apply-live', resume: recoverLive },
-      { operation: 'live-apply rollback tree', resume: restoreRollbackTrees },
-    ],
-  },
+  // Its plan is the finalize's merge of the update's own paths plus the live change set (commit/apply-live.ts). Resumed
+  // before finalize: a merge redone into a staged deployment must read the running /etc as it was before the live apply.
+  'apply-live': { hooks: { onFailure: true }, resume: [{ operation: 'apply-live', resume: recoverLive }] },
   finalize: { hooks: { pre: 'pre-finalize', post: 'post-finalize', onFailure: true }, resume: [{ operation: 'finalize', resume: recoverFinalize }] },
   // A stage's import of the layers its image adds to the layer store (stage/layer-stack.ts plans which; layer-store/import-layer.ts
   // applies one); its resume also removes what a release of unused layers (after a removal) left under the store's tmp/.
   'layer-import': { hooks: {}, partOf: 'stage', resume: [{ operation: 'layer import', resume: resumeLayerImport }] },
-  boot: { hooks: { post: 'post-boot', onRollback: 'when-fell-back' }, plan: (s: BaseState, i: { at: string; record: BootRecord | null }) => bootTransition(s, i.at, i.record), tries: 'write' },
+  // Its last step puts back the tree a live apply wrote into once it no longer runs (commit/rollback-tree.ts). Resumed after
+  // apply-live's (a completed apply's journal is kept for that tree) and after finalize's (an interrupted carry of the /etc
+  // edits into the live-applied deployment is completed from the tree as it runs, and then the tree no longer waits for it).
+  boot: {
+    hooks: { post: 'post-boot', onRollback: 'when-fell-back' },
+    plan: (s: BaseState, i: { at: string; record: BootRecord | null }) => bootTransition(s, i.at, i.record),
+    tries: 'write',
+    resume: [{ operation: 'live-apply rollback tree', resume: restoreRollbackTrees }],
+  },
   'mark-good': { hooks: {}, plan: (s: BaseState, i: { checks: number | null }) => markGoodTransition(s, i.checks) },
   'mark-bad': { hooks: { onRollback: 'always' }, plan: (s: BaseState, i: { failure: Failure }) => markBadTransition(s, i.failure) },
   rollback: { hooks: { onRollback: 'always' }, plan: (s: BaseState, i: { discardStaged?: boolean }) => rollbackTransition(s, i) },

@@ -17,8 +17,8 @@ const TREE = { 'etc/containers/policy.json': '{}\n', 'etc/hosts': '127.0.0.1 loc
 const POLICY = '{"default":[{"type":"reject"}]}\n';
 
 /** A sysroot whose first deployment is booted, and the fake systemctl's log. */
-async function booted(): Promise<{ t: TempSysroot; log: string; services: { command: string[] } }> {
-  const s = await tempSysroot({ tree: TREE });
+async function booted(o: { onWarning?: (w: string) => void } = {}): Promise<{ t: TempSysroot; log: string; services: { command: string[] } }> {
+  const s = await tempSysroot({ tree: TREE, ...o });
   await s.sysroot.boot({ runDir: '/nonexistent' });
   const log = path.join(s.scratch, 'systemctl.log');
   return { t: s, log, services: { command: ['sh', FAKE, log] } };
@@ -64,6 +64,44 @@ describe('apply-live', () => {
       expect(read(r.path, 'etc/hosts'), `clean shutdown: ${cleanShutdown}`).toBe('10.0.0.1 edited\n');
       expect(fs.existsSync(path.join(r.path, 'etc/motd'))).toBe(false);
       expect((await t.sysroot.verify(r.id)).drift, 'its manifest records the carried edits').toEqual([]);
+      t.cleanup();
+      t = undefined;
+    }
+  });
+
+  it('local edits of paths the update does not touch, made before the apply: left in the running tree by its merge, carried into the new deployment at the next finalize or boot', async () => {
+    for (const cleanShutdown of [true, false]) {
+      const warnings: string[] = [];
+      const b = await booted({ onWarning: (w) => warnings.push(w) });
+      t = b.t;
+      const oldTree = t.sysroot.status().deployments.find((d) => d.booted)!.path;
+      fs.writeFileSync(path.join(oldTree, 'etc/motd'), 'edited before the stage\n');
+      const r = await t.sysroot.stage({ files: [{ path: '/etc/containers/policy.json', contents: POLICY }] });
+      // Between the stage and the apply: an edit, an addition (a new directory too), a removal, and an edit the update wins over.
+      fs.writeFileSync(path.join(oldTree, 'etc/hosts'), '10.0.0.2 edited before the apply\n');
+      fs.mkdirSync(path.join(oldTree, 'etc/local.d'));
+      fs.writeFileSync(path.join(oldTree, 'etc/local.d/a.conf'), 'added before the apply\n');
+      fs.rmSync(path.join(oldTree, 'etc/motd'));
+      fs.writeFileSync(path.join(oldTree, 'etc/containers/policy.json'), '{"local":"after the stage"}\n');
+      const live = await t.sysroot.applyLive({ services: b.services });
+      expect(live.merge.conflicts).toEqual([{ path: 'etc/containers/policy.json', kept: `kept/${r.id}/etc/containers/policy.json` }]);
+      expect(read(oldTree, 'etc/containers/policy.json')).toBe(POLICY);
+      // The apply merged the update's own paths only: the other edits wait in the running tree for the carry.
+      expect(read(r.path, 'etc/hosts')).toBe('127.0.0.1 localhost\n');
+      expect(read(oldTree, 'etc/hosts')).toBe('10.0.0.2 edited before the apply\n');
+      fs.writeFileSync(path.join(oldTree, 'etc/local.d/b.conf'), 'added after the apply\n');
+      if (cleanShutdown) expect(await t.sysroot.finalize()).toMatchObject({ finalized: false, reason: 'nothing-staged' });
+      const boot = await t.sysroot.boot({ runDir: '/nonexistent' });
+      const where = `clean shutdown: ${cleanShutdown}`;
+      expect([...warnings, ...boot.actions].filter((a) => a.startsWith('carried')), where).toEqual([`carried 5 local changes of the running /etc into live-applied deployment ${r.id}`]);
+      expect(t.sysroot.status(), where).toMatchObject({ booted: r.id, current: r.id, activeLive: null });
+      expect(read(r.path, 'etc/containers/policy.json'), where).toBe(POLICY);
+      expect(read(r.path, 'etc/hosts'), where).toBe('10.0.0.2 edited before the apply\n');
+      expect(read(r.path, 'etc/local.d/a.conf'), where).toBe('added before the apply\n');
+      expect(read(r.path, 'etc/local.d/b.conf'), where).toBe('added after the apply\n');
+      expect(fs.existsSync(path.join(r.path, 'etc/motd')), where).toBe(false);
+      expect(fs.readFileSync(path.join(t.dir, 'kept', r.id, 'etc/containers/policy.json'), 'utf8'), where).toBe('{"local":"after the stage"}\n');
+      expect((await t.sysroot.verify(r.id)).drift, `${where}: its manifest records the carried edits`).toEqual([]);
       t.cleanup();
       t = undefined;
     }

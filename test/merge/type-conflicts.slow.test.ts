@@ -4,8 +4,12 @@
  * (directories turned into files and back, removals, writes below removed or replaced
  * paths), local edits after it. The rows of the update's own paths and their ancestors
  * (binary search in the manifests, a few lstats) must give exactly the type conflicts
- * of a plan over every row; and the rows finalize takes from its worker (live ≠ staged
- * only) must give exactly the full plan. Replay a failure with STAGEDROOT_MERGE_SEED.
+ * of a plan over every row; the rows finalize takes from its worker (live ≠ staged
+ * only) must give exactly the full plan; and apply-live's plan (planLiveMerge's rows: those
+ * paths, the live entries below what the update removed or made a non-directory) must be
+ * the full plan on its paths, with the same kept versions, conflicts and type conflicts,
+ * every action it leaves out a carry of a path the update does not decide (for the carry
+ * into the live-applied deployment). Replay a failure with STAGEDROOT_MERGE_SEED.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -18,6 +22,7 @@ import { readManifest } from '../../src/fs/manifests/manifest.js';
 import { changedRows, forEachRow, lookupRows, type Row } from '../../src/merge/merge-rows.js';
 import { patchManifest } from '../../src/fs/manifests/patch-manifest.js';
 import { RootFs, type TouchEvent } from '../../src/fs/trees/root-fs.js';
+import { liveMergePaths } from '../../src/merge/merge.js';
 import { planMerge, rowsAlwaysPlanned, typeConflictPaths, type UpdatePaths } from '../../src/merge/plan.js';
 import { DIST_INDEX, requireDist } from '../helpers/crash.js';
 import { prng, seedFrom } from '../helpers/random.js';
@@ -132,6 +137,7 @@ describe(`merge type conflicts in O(update) (seed ${SEED})`, () => {
     const r = prng(SEED);
     let withConflicts = 0;
     let ancestorConflicts = 0;
+    let leftToCarry = 0;
     for (let i = 0; i < CASES; i++) {
       const dir = path.join(tmp, `case-${i}`);
       fs.mkdirSync(dir);
@@ -142,6 +148,13 @@ describe(`merge type conflicts in O(update) (seed ${SEED})`, () => {
       const where = `case ${i} (seed ${SEED}): update ${JSON.stringify({ changed: [...c.update.changed], removed: [...c.update.removed] })}`;
       expect(fast.typeConflicts, where).toEqual(full.typeConflicts);
       expect(changed, where).toEqual(full);
+      const livePaths = new Set(liveMergePaths(c.update, 'etc', c.sources.liveTree));
+      const live = planMerge(lookupRows({ ...c.sources, paths: [...livePaths] }), c.update, 'etc');
+      expect({ keep: live.keep, conflicts: live.conflicts, typeConflicts: live.typeConflicts }, where).toEqual({ keep: full.keep, conflicts: full.conflicts, typeConflicts: full.typeConflicts });
+      expect(live.actions, where).toEqual(full.actions.filter((a) => livePaths.has(a.path)));
+      const decided = (p: string): boolean => c.update.changed.has(p) || c.update.removed.has(p) || ancestors(p).some((a) => c.update.removed.has(a) || (c.update.changed.has(a) && c.update.changed.get(a) !== 'd'));
+      for (const a of full.actions.filter((x) => !livePaths.has(x.path))) expect(decided(a.path), `${where}: ${a.path} is left to the carry`).toBe(false);
+      if (full.actions.some((a) => !livePaths.has(a.path))) leftToCarry += 1;
       if (full.typeConflicts.length > 0) withConflicts += 1;
       if (full.typeConflicts.some((t) => t.update.includes('writes below'))) ancestorConflicts += 1;
       fs.rmSync(dir, { recursive: true });
@@ -149,6 +162,7 @@ describe(`merge type conflicts in O(update) (seed ${SEED})`, () => {
     // The generator must reach both kinds of conflict, or the comparison proves little.
     expect(withConflicts).toBeGreaterThan(CASES / 10);
     expect(ancestorConflicts).toBeGreaterThan(0);
+    expect(leftToCarry).toBeGreaterThan(CASES / 10);
   });
 });
 

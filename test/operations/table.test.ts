@@ -54,8 +54,8 @@ describe('recovery runs the resume steps it is given', () => {
     expect(r.actions).toEqual(['resumed first', 'resumed second']);
   });
 
-  it('the writers run the shared-layout upgrade, then undo or complete a live apply, before finalize resumes (its merge must read the running /etc as it was), then the layer import', () => {
-    expect(RESUME_STEPS.map((s) => s.operation)).toEqual(['shared-directory layout upgrade', 'apply-live', 'live-apply rollback tree', 'finalize', 'layer import']);
+  it('the writers run the shared-layout upgrade, then undo or complete a live apply, before finalize resumes (its merge must read the running /etc as it was), then the layer import, then the rollback tree after both (a carry finalize completes reads the tree first)', () => {
+    expect(RESUME_STEPS.map((s) => s.operation)).toEqual(['shared-directory layout upgrade', 'apply-live', 'finalize', 'layer import', 'live-apply rollback tree']);
   });
 
   it('takes every resume step from a row of the table (none is declared elsewhere), and a row run inside another names a row', () => {
