@@ -7,11 +7,12 @@
 // second spec whose Restart fails (the service's ExecStartPre refuses the new file) is
 // undone: files back, the service on the old file, the deployment staged. A third is cut
 // by a power cut while its reload runs: the next boot is the first one's deployment with
-// its files and an /etc edit made after it (carried at boot: the crash skipped finalize),
+// its files and /etc edits made after its stage and after it (carried at boot: the crash
+// skipped finalize; the apply merged only the update's own paths),
 // the third undone and staged, and the old deployment's tree (the rollback) has its own
 // files back; its reboot path then boots it. There a fourth config is applied live (a
 // mirror written, a file removed) and the machine rebooted cleanly: the next boot is that
-// deployment with an /etc edit made after the apply (carried by the shutdown's finalize),
+// deployment with /etc edits made before and after the apply (carried by the shutdown's finalize),
 // the tree it ran in has its own files back, and a rollback to it boots them. The bench
 // figure: from the end of the first stage to the change being live, against that reboot
 // cycle (finalize at shutdown, firmware, boot to the health service), in the same run;
@@ -174,7 +175,8 @@ export async function liveApplyOnUefi(env) {
 r node-start "$(now)"; node -e 0; r node-end "$(now)"
 r version-start "$(now)"; stagedroot --version >/dev/null; r version-end "$(now)"
 r nocache-start "$(now)"; STAGEDROOT_CODE_CACHE=0 stagedroot status >/dev/null; r nocache-end "$(now)"
-${spec({ label: 'e-live', files: [{ path: `/${KEY}`, contents: key(2), mode: '0600' }, { path: `/${MIRROR}`, contents: mirror(2) }, { path: `/${RESTART_CONF}`, contents: 'v2\n' }] })}${stage('stage-a')}${applyLiveTimed('live-a', '--health')}${observe('after-a')}
+${spec({ label: 'e-live', files: [{ path: `/${KEY}`, contents: key(2), mode: '0600' }, { path: `/${MIRROR}`, contents: mirror(2) }, { path: `/${RESTART_CONF}`, contents: 'v2\n' }] })}${stage('stage-a')}echo "edited before the live apply" >/etc/live-test/before-apply
+${applyLiveTimed('live-a', '--health')}${observe('after-a')}
 echo "edited after the live apply" >/etc/live-test/after-apply
 ${spec({ label: 'e-fails', files: [{ path: `/${KEY}`, contents: key(3), mode: '0600' }, { path: `/${FAIL_CONF}`, contents: 'bad\n' }] })}${stage('stage-b')}${applyLiveJson('live-b')}${observe('after-b')}
 r prof-b "$(cat /run/prof/*.cpuprofile | gzip -c | base64 -w0)"
@@ -246,6 +248,7 @@ sleep 600
   // (carried at boot: the crash skipped the shutdown's finalize); the cut apply undone
   // first; its deployment still staged. Then the reboot path: reboot (bench: its start).
   const b = await s.boot('e-after-cut', `${FNS}${observe('boot2')}r after-apply "$(cat /etc/live-test/after-apply 2>&1)"
+r before-apply "$(cat /etc/live-test/before-apply 2>&1)"
 r leftovers "$(ls -A ${SYSROOT}/live-apply 2>&1)"
 r old-tree-mirror "$(grep -o 'mirror-[0-9]*' ${SYSROOT}/deploy/${old}/tree/${MIRROR} 2>&1)"
 r old-tree-restart-conf "$(cat ${SYSROOT}/deploy/${old}/tree/${RESTART_CONF} 2>&1)"
@@ -261,6 +264,7 @@ ${REBOOT}`);
   s.eq(stCut?.activeLive, null, 'status.activeLive after the power cut');
   s.eq(stCut?.staged, cutId, 'status.staged after the power cut (the cut apply undone, its deployment left staged)');
   s.eq(b.results.get('after-apply'), 'edited after the live apply', 'the /etc edit made after the apply');
+  s.eq(b.results.get('before-apply'), 'edited before the live apply', 'the /etc edit made between the stage and the apply (left to the carry by its merge of the update\'s own paths)');
   s.eq(b.results.get('boot2-key'), key(2).trim(), 'the SSH key after the power cut');
   s.eq(b.results.get('boot2-mirror'), 'mirror-2', 'the mirror after the power cut');
   s.eq(b.results.get('boot2-slow'), 'absent', 'the file the cut apply added');
@@ -278,7 +282,8 @@ ${REBOOT}`);
   // Then a fourth config applied live (the mirror, the slow file removed), an /etc edit
   // after it, and a clean reboot: its shutdown finalize carries the edit.
   const c = await s.boot('e-reboot-path', `${FNS}r health-mono "$(systemctl show -P ActiveEnterTimestampMonotonic stagedroot-health.service)"; r now-up "$(cut -d' ' -f1 /proc/uptime)"; r now-real "$(now)"
-${observe('boot3')}${spec({ label: 'e-live-2', files: [{ path: `/${MIRROR}`, contents: mirror(5) }], remove: [`/${SLOW}`] })}${stage('stage-e')}${applyLiveJson('live-e')}${observe('after-e')}
+${observe('boot3')}${spec({ label: 'e-live-2', files: [{ path: `/${MIRROR}`, contents: mirror(5) }], remove: [`/${SLOW}`] })}${stage('stage-e')}echo "edited before the second live apply" >/etc/live-test/before-apply-2
+${applyLiveJson('live-e')}${observe('after-e')}
 echo "edited after the second live apply" >/etc/live-test/after-apply-2
 ${REBOOT}`);
   s.clean(c, 'the boot of the reboot path');
@@ -304,6 +309,7 @@ ${REBOOT}`);
   // edit made after it (carried by the shutdown's finalize); the tree it ran in (the
   // reboot path's) has its files back; then a rollback to it.
   const d = await s.boot('e-after-clean-reboot', `${FNS}${observe('boot4')}r after-apply-2 "$(cat /etc/live-test/after-apply-2 2>&1)"
+r before-apply-2 "$(cat /etc/live-test/before-apply-2 2>&1)"
 r prev-tree-mirror "$(grep -o 'mirror-[0-9]*' ${SYSROOT}/deploy/${cutId}/tree/${MIRROR} 2>&1)"
 r prev-tree-slow "$(test -e ${SYSROOT}/deploy/${cutId}/tree/${SLOW} && echo present || echo absent)"
 r rollback-exit "$(stagedroot rollback >/dev/console 2>&1; echo $?)"
@@ -316,6 +322,7 @@ ${REBOOT}`);
   s.eq(d.results.get('boot4-mirror'), 'mirror-5', 'the mirror after the clean reboot');
   s.eq(d.results.get('boot4-slow'), 'absent', 'the removed file after the clean reboot');
   s.eq(d.results.get('after-apply-2'), 'edited after the second live apply', 'the /etc edit made after the second live apply (carried at the shutdown)');
+  s.eq(d.results.get('before-apply-2'), 'edited before the second live apply', 'the /etc edit made between its stage and its apply (carried at the shutdown)');
   s.eq(d.results.get('boot4-active'), 'active active active ', 'the services after the clean reboot');
   s.eq(d.results.get('prev-tree-mirror'), 'mirror-4', "the reboot path's tree (now the rollback): the mirror as before the live apply");
   s.eq(d.results.get('prev-tree-slow'), 'present', "the reboot path's tree: the file the live apply removed, back");
