@@ -194,21 +194,19 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     // One pass: the base manifest's lines under the hardlink prefixes, the rest of the new tree walked, the changes re-read.
     // A base whose manifest digest is recorded: its file linked, only an overlay written (see linked-manifest.ts).
     const link = trusted.manifestSha256 === undefined ? {} : { link: { digest: trusted.manifestSha256, entries: trusted.entries ?? null } };
-    const r = await runTreeTask(manifestTasks.snapshotManifest, { tree, base: trusted.manifest, baseTree: trusted.tree, out: manifest, trust: trusted.policy.hardlinkPrefixes, events, ...link, linksHold: o.afterApply === undefined }, jobs);
+    // A tree a command changed, or one the change set replaced whole: the delta is what differs from the base manifest, taken in the same task.
+    const againstBase = o.afterApply !== undefined || replaced !== null;
+    const r = await runTreeTask(manifestTasks.snapshotManifest, { tree, base: trusted.manifest, baseTree: trusted.tree, out: manifest, trust: trusted.policy.hardlinkPrefixes, events, ...link, linksHold: o.afterApply === undefined, ...(againstBase ? { deltaAgainstBase: true } : {}) }, jobs);
     bytes = r.bytes; // the sizes of the files the manifest lists: the new tree's, update included
     patched = r;
-    same = r.same;
+    same = againstBase ? undefined : r.same;
     if (r.linked) overlay = overlayFile(manifest);
   } else {
     patched = await runTreeTask(manifestTasks.patchManifest, { tree, before: preParts, after: manifest, events }, jobs);
     for (const p of preParts) dfs.unlink(p);
   }
-  if ((o.afterApply || replaced !== null) && trusted !== null) {
-    patched = { ...patched, ...(await deltaAgainst(trusted.manifest, manifest)) };
-    same = undefined;
-  }
   // A tree built again outside `keep`: what was rebuilt as the base had it is no change (finalize's merge carries the local edits there).
-  else if (keep !== undefined && trusted !== null) {
+  if (keep !== undefined && trusted !== null && o.afterApply === undefined && replaced === null) {
     patched = { ...patched, ...narrowDelta(trusted.manifest, patched, (p) => !keep.some((k) => isUnder(p, k))) };
     same = undefined;
   }
@@ -369,8 +367,3 @@ function narrowDelta(base: string, d: Pick<PatchResult, 'delta' | 'changed' | 'r
   }
 }
 
-/** What changed from one manifest to another, as a delta: the new entries of added and modified paths, the removed paths (read in the diff's one pass, on a worker). */
-async function deltaAgainst(base: string, manifest: string): Promise<Pick<PatchResult, 'delta' | 'changed' | 'removed'>> {
-  const d = await runTreeTask(manifestTasks.manifestDelta, { a: base, b: manifest });
-  return { delta: d.changed.map((e) => e.p), changed: d.changed, removed: d.removed };
-}

@@ -159,7 +159,7 @@ function topmostRemoved(changes: readonly PathChange[]): string[] {
 /**
  * An OCI image staged over a base that is not one (no layers in its origin): the stage
  * builds the whole tree from the layer store and records as its delta the diff of the
- * manifests (build-tree.ts, deltaAgainst), not the events of the writes. Over an image
+ * manifests (build-tree.ts: snapshotManifest's deltaAgainstBase), not the events of the writes. Over an image
  * base the stage may start from the base's usr/ (where the store.s layers allow, which
  * the dry run does not read) and narrows the delta outside usr/: there the dry run's
  * delta is the writes' and may list paths rewritten as they were.

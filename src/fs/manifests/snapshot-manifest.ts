@@ -12,6 +12,7 @@ import type { TaskHooks } from '../jobs/tree-tasks.js';
 import { walk } from '../core/walk.js';
 import { readXattrs, xattrDigest, xattrsSupported } from '../core/xattr.js';
 import { comparePaths, isUnder } from '../core/paths.js';
+import { manifestDelta } from './diff-manifests.js';
 import { ioError } from '../core/io-error.js';
 
 export interface SnapshotManifestArgs {
@@ -45,6 +46,13 @@ export interface SnapshotManifestArgs {
    * (changesOf's linksHold: its line takes the object's hash without a look at the object).
    */
   linksHold?: boolean;
+  /**
+   * The result's delta (delta, changed, removed) is what differs from `base` to the
+   * manifest written (manifestDelta: one merge of the two, in this task), not what the
+   * events touched: a tree a command changed, or one the change set replaced whole.
+   * `same` is then empty (not computed).
+   */
+  deltaAgainstBase?: boolean;
 }
 
 export interface SnapshotManifestResult extends PatchResult {
@@ -72,6 +80,13 @@ export interface SnapshotManifestResult extends PatchResult {
  * work, O(untrusted entries + changes) of disk work. Returns the delta as patchManifest does.
  */
 export function snapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'checkAbort' | 'skip'>): SnapshotManifestResult {
+  const r = writeSnapshotManifest(a, h);
+  if (a.deltaAgainstBase !== true) return r;
+  const d = manifestDelta(a.base, a.out);
+  return { ...r, delta: d.changed.map((e) => e.p), changed: d.changed, removed: d.removed, same: [] };
+}
+
+function writeSnapshotManifest(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'checkAbort' | 'skip'>): SnapshotManifestResult {
   const ch = changesOf(a.tree, a.events, undefined, { linksHold: a.linksHold === true });
   const linked = a.link === undefined || a.trust.length === 0 ? null : linkedPass(a, h, ch);
   if (linked !== null) return linked;
@@ -271,5 +286,5 @@ function manifestPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'ch
     prev.close();
   }
   const result = deltaOf(ch, out.count, dropped);
-  return { ...result, bytes, walked, hashed, same: samePaths(result, ch, baseAt, a.base) };
+  return { ...result, bytes, walked, hashed, same: a.deltaAgainstBase === true ? [] : samePaths(result, ch, baseAt, a.base) };
 }
