@@ -1,5 +1,6 @@
 import * as path from 'node:path';
-import { createHash, hash, type Hash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
+import { sha256Hex } from '../fs/core/hash.js';
 import type { StorableLayer } from '../changeset.js';
 import { StagedrootError } from '../errors.js';
 import { tempNameIn } from '../fs/core/temp-names.js';
@@ -168,7 +169,7 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
         case 'file': {
           // What a fresh apply's write gives the file (RootFs: mode 0644 unless the layer says).
           const attrs = { mode: p.mode ?? 0o644, uid: p.uid, gid: p.gid, mtime: p.mtime, xattrs: p.xattrs };
-          // A small file is hashed once it is whole (one call: crypto.hash), a larger one as it streams.
+          // A small file is hashed once it is whole (one call: sha256Hex), a larger one as it streams.
           const h = p.size <= SMALL_FILE ? null : createHash('sha256');
           const xo = { rel: p.path, policy: xattrPolicy };
           // Up to SMALL_FILE (by its header's size): read into one buffer of its own as it is
@@ -191,7 +192,7 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
             big?.abandon();
             throw err;
           }
-          const sha = h === null ? hash('sha256', whole!, 'hex') : h.digest('hex');
+          const sha = h === null ? sha256Hex(whole!) : h.digest('hex');
           const key = objectKey(sha, attrs);
           if (created.has(key)) big?.abandon();
           else if (big !== null) {

@@ -1,5 +1,6 @@
 import * as path from 'node:path';
-import { createHash, hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { sha256Hex } from '../fs/core/hash.js';
 import { z } from 'zod';
 import { StagedrootError } from '../errors.js';
 import { noFaults, type FaultHook } from '../fs/core/faults.js';
@@ -90,7 +91,7 @@ export interface ObjectAttrs {
 export function objectKey(contentSha256: string, a: ObjectAttrs): string {
   const head = `stagedroot-object-1\0${contentSha256}\0${a.mode}\0${a.uid ?? ''}\0${a.gid ?? ''}\0${a.mtime ?? ''}\0`;
   // No attributes (most files): the same bytes hashed in one call.
-  if (a.xattrs === undefined || a.xattrs.length === 0) return hash('sha256', head, 'hex');
+  if (a.xattrs === undefined || a.xattrs.length === 0) return sha256Hex(head);
   const h = createHash('sha256');
   h.update(head);
   const xs = [...(a.xattrs ?? [])].sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
