@@ -123,14 +123,22 @@ async function unpack(store: LayerStore, tmp: string, blob: LayerBlob, o: Import
   const checker = new LayerChecker(limits, where);
   // objects/KK/: each made once (an EEXIST per object was a tenth of the import), with
   // what a new file there gets by itself (newFileRule: its owner and mode are then not set again).
-  const made = new Map<string, NewFileRule | undefined | null>(listDir(store.objectsDir).map((kk) => [kk, null]));
+  const made = new Set(listDir(store.objectsDir));
+  const rules = new Map<string, NewFileRule | undefined>();
   const objectAt = (key: string): string => {
     const kk = key.slice(0, 2);
-    if (!made.has(kk)) mkdirUnsynced(path.join(store.objectsDir, kk), store.faults);
-    if (!made.has(kk) || made.get(kk) === null) made.set(kk, newFileRule(path.join(store.objectsDir, kk)));
+    if (!made.has(kk)) {
+      mkdirUnsynced(path.join(store.objectsDir, kk), store.faults);
+      made.add(kk);
+    }
     return store.objectPath(key);
   };
-  const ruleAt = (key: string): NewFileRule | undefined => made.get(key.slice(0, 2)) ?? undefined;
+  // Called after objectAt: its directory exists.
+  const ruleAt = (key: string): NewFileRule | undefined => {
+    const kk = key.slice(0, 2);
+    if (!rules.has(kk)) rules.set(kk, newFileRule(path.join(store.objectsDir, kk)));
+    return rules.get(kk);
+  };
   let files = 0;
   let bytes = 0;
   let n = 0;
