@@ -6,6 +6,7 @@ import { ioError } from '../core/io-error.js';
 import { createFile } from '../core/new-entry.js';
 import { sortedXattrs, writeXattrs, type XattrList, type XattrWriteOptions } from '../core/xattr.js';
 import { B } from './tree-io.js';
+import { processUmask } from '../core/umask.js';
 
 /**
  * The few system calls of the layer store (src/layer-store/) that the durable layer has
@@ -145,12 +146,6 @@ export function newFileRule(dir: string): NewFileRule | undefined {
     return undefined;
   }
   return { umask: processUmask(), uid: process.geteuid(), gid };
-}
-
-let umaskRead: number | undefined;
-/** The process's umask (read once: stagedroot never changes it). */
-function processUmask(): number {
-  return (umaskRead ??= process.umask());
 }
 
 /** Removes a file with no fsync (a temp object: its directory goes whole, or is never trusted). */

@@ -6,6 +6,7 @@ import { entryFromStat } from '../manifests/manifest.js';
 import type { ManifestEntry } from '../manifests/manifest-line.js';
 import { hostIo, type TreeIo } from './tree-io.js';
 import { xattrDigest, type Xattrs } from '../core/xattr.js';
+import { processUmask } from '../core/umask.js';
 
 /**
  * A tree seen through an in-memory layer (a userspace overlayfs): reads fall through to
@@ -27,7 +28,7 @@ export class OverlayIo implements TreeIo {
   private nextFd = 1 << 20;
   private nextIno = 1;
   private kept = 0;
-  private readonly umask = process.umask();
+  private readonly umask = processUmask();
 
   /**
    * @param root the tree's root (host path)
