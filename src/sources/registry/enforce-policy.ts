@@ -1,4 +1,3 @@
-import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { StagedrootError } from '../../errors.js';
 import type { RegistryClient } from './client.js';
@@ -6,7 +5,7 @@ import { requirementsFor, type Policy } from './policy.js';
 import { formatReference, type ImageReference } from './reference.js';
 import { builtinLookasideDir, REGISTRIES_D, registriesDFor, type RegistriesDConfig } from './registries-d.js';
 import { readSigstoreAttachments, sigstoreKeyNames, sigstoreKeys, verifySigstoreSigned, type SigstoreAttachments } from './sigstore.js';
-import { readLookaside, verifySignedBy } from './simple-signing.js';
+import { lookasideDir, readLookaside, verifySignedBy } from './simple-signing.js';
 
 export interface PolicyVerdict {
   /** The scope of the policy that applied. */
@@ -65,15 +64,13 @@ export async function enforcePolicy(policy: Policy, ref: ImageReference, digest:
     if (r.type !== 'signedBy') continue;
     if (sigs === undefined) {
       const at = (await registriesD()).lookaside;
-      const [alg, hex] = digest.split(':');
-      const under = `${client.ref.repository}@${alg}=${hex}/`;
       if (at === null) {
         // containers/image's built-in default: no registries.d scope names a lookaside for this endpoint.
         const base = o.defaultLookasideDir ?? builtinLookasideDir();
-        where = ` (looked for in ${path.join(base, under)}, the built-in default lookaside, as containers/image does: no file in ${dir} names a lookaside for ${client.image})`;
+        where = ` (looked for in ${lookasideDir(base, client.ref, digest)}, the built-in default lookaside, as containers/image does: no file in ${dir} names a lookaside for ${client.image})`;
         sigs = await readLookaside(pathToFileURL(base).href, client.ref, digest);
       } else {
-        where = ` (looked for in ${at.url.replace(/\/$/, '')}/${under}, the lookaside ${at.file} names for ${client.image})`;
+        where = ` (looked for in ${lookasideDir(at.url, client.ref, digest)}, the lookaside ${at.file} names for ${client.image})`;
         sigs = await readLookaside(at.url, client.ref, digest);
       }
     }

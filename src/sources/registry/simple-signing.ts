@@ -10,6 +10,12 @@ import { tlsFor } from './tls-files.js';
 const MAX_SIGNATURE = 64 * 1024;
 const MAX_SIGNATURES = 32;
 
+/** Where a lookaside keeps the signatures of a manifest digest: `BASE/REPO@ALG=HEX/` (REPO the endpoint's repository). */
+export function lookasideDir(base: string, ref: ImageReference, digest: string): string {
+  const [alg, hex] = digest.split(':');
+  return `${base.replace(/\/$/, '')}/${ref.repository}@${alg}=${hex}/`;
+}
+
 /**
  * The signatures of a manifest digest at a lookaside (`BASE/REPO@ALG=HEX/signature-N`, N
  * from 1 until one is missing). `ref` is the endpoint's reference (a mirror's own name
@@ -17,10 +23,10 @@ const MAX_SIGNATURES = 32;
  * physical reference): REPO is its repository.
  */
 export async function readLookaside(base: string, ref: ImageReference, digest: string): Promise<Buffer[]> {
-  const [alg, hex] = digest.split(':');
+  const dir = lookasideDir(base, ref, digest);
   const out: Buffer[] = [];
   for (let i = 1; i <= MAX_SIGNATURES; i++) {
-    const url = new URL(`${base.replace(/\/$/, '')}/${ref.repository}@${alg}=${hex}/signature-${i}`);
+    const url = new URL(`${dir}signature-${i}`);
     let sig: Buffer | null;
     if (url.protocol === 'file:') sig = await readSmallFile(decodeURIComponent(url.pathname), MAX_SIGNATURE);
     else if (url.protocol === 'https:' || url.protocol === 'http:') {
