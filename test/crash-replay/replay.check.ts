@@ -23,8 +23,9 @@ import type { Sysroot } from '../../src/sysroot.js';
 import { hashTree } from '../../src/testing/index.js';
 import { DIST_INDEX, requireDist } from '../helpers/crash.js';
 import { expectConsistent, expectReadable, hashDeployments } from '../helpers/invariants.js';
-import { applyEntries, readLog, type WriteLog } from './log-writes.js';
-import { planStates, type CrashState } from './states.js';
+import { readLog } from './log-writes.js';
+import { StateImages } from './state-images.js';
+import { planStates } from './states.js';
 
 const DIR = process.env.STAGEDROOT_REPLAY_DIR ?? '';
 const FS_TYPE = process.env.STAGEDROOT_REPLAY_FSTYPE ?? '';
@@ -56,18 +57,6 @@ interface Violation {
 
 function sh(cmd: string, args: string[]): void {
   execFileSync(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-}
-
-/** Builds a state's image at `img` from the cursor image (which holds the log's first `at` entries). */
-function buildState(log: WriteLog, logFd: number, cursor: { img: string; at: number }, s: CrashState, img: string): void {
-  sh('cp', ['--sparse=always', cursor.img, img]);
-  const fd = fs.openSync(img, 'r+');
-  try {
-    applyEntries(log, logFd, fd, log.entries.slice(cursor.at, s.prefix));
-    applyEntries(log, logFd, fd, s.extra);
-  } finally {
-    fs.closeSync(fd);
-  }
 }
 
 /** The filesystem check; throws with its output when it finds anything. */
@@ -127,27 +116,15 @@ test(`crash replay of the ${FS_TYPE} log`, async () => {
   const work = fs.mkdtempSync(path.join(DIR, 'states-'));
   const mnt = path.join(work, 'mnt');
   fs.mkdirSync(mnt);
-  const cursor = { img: path.join(work, 'cursor.img'), at: 0 };
-  sh('cp', ['--sparse=always', path.join(DIR, 'base.img'), cursor.img]);
   const logFd = fs.openSync(logPath, 'r');
+  const images = new StateImages(log, logFd, path.join(DIR, 'base.img'), work, plan.states);
   const violations: Violation[] = [];
-  // The prefix no later state goes below: the cursor may move up to it.
-  const floor = plan.states.map((s) => s.prefix);
-  for (let i = floor.length - 2; i >= 0; i--) floor[i] = Math.min(floor[i]!, floor[i + 1]!);
   let hashes: Map<string, string> | undefined;
   const t0 = Date.now();
   try {
     for (const [i, s] of plan.states.entries()) {
-      if (floor[i]! > cursor.at) {
-        const fd = fs.openSync(cursor.img, 'r+');
-        applyEntries(log, logFd, fd, log.entries.slice(cursor.at, floor[i]));
-        // On the disk before cp reads it for holes (SEEK_DATA), whatever the host's writeback.
-        fs.fsyncSync(fd);
-        fs.closeSync(fd);
-        cursor.at = floor[i]!;
-      }
       const stateImg = path.join(work, `state-${i}.img`);
-      buildState(log, logFd, cursor, s, stateImg);
+      images.build(i, s, stateImg);
       let mounted: string | null = null;
       try {
         // Mount once to recover the journal/log (what a boot does), then check offline.
@@ -180,7 +157,7 @@ test(`crash replay of the ${FS_TYPE} log`, async () => {
           }
         }
         // The state as the power cut left it (before any mount), to look at or replay.
-        if (keep) buildState(log, logFd, cursor, s, keep);
+        if (keep) images.again(s, keep);
         const message = err instanceof Error ? err.message : String(err);
         violations.push({ state: s.name, message, image: keep });
         process.stderr.write(`crash-replay ${FS_TYPE}: VIOLATION at ${s.name}: ${message}\n`);
