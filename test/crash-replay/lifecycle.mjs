@@ -9,6 +9,7 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { ESP_STEPS, ESP_SYSROOT, espSetup, espTeardown } from './esp-lifecycle.mjs';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
 const CLI = path.resolve(HERE, '../../dist/cli/main.js');
@@ -141,19 +142,28 @@ import { execFileSync } from 'node:child_process';
 const pkg = '/usr/local/lib/node_modules/stagedroot/dist/cli';
 const { runCli } = await import(pkg + '/program.js');
 const { processIo } = await import(pkg + '/io.js');
-const steps = JSON.parse(fs.readFileSync('/run/steps.json', 'utf8'));
+const allSteps = JSON.parse(fs.readFileSync('/run/steps.json', 'utf8'));
 const fsync = (p) => { const fd = fs.openSync(p, 'r'); fs.fsyncSync(fd); fs.closeSync(fd); };
-for (const { fsType, sysroot: S, varDir, dm } of JSON.parse(fs.readFileSync('/run/lifecycles.json', 'utf8'))) {
+const newest = (vs) => vs.sort((a, b) => a.localeCompare(b, 'en', { numeric: true })).at(-1) ?? 'none';
+for (const { fsType, sysroot: S, varDir, dm, steps } of JSON.parse(fs.readFileSync('/run/lifecycles.json', 'utf8'))) {
   const io = { ...processIo, out: (t) => process.stderr.write(t), env: { ...process.env, STAGEDROOT_SYSROOT: S } };
-  const V = S + '/' + varDir;
+  const V = varDir === null ? null : S + '/' + varDir;
   const r = (k, v) => process.stdout.write('@' + fsType + '.' + k + ' ' + v + '\n');
   let marks = 0;
-  for (const s of steps) {
+  for (const s of allSteps[steps]) {
     const t = Date.now();
     if (s.mark) {
-      fs.writeFileSync(V + '/' + s.mark, s.mark + '\n');
-      fsync(V + '/' + s.mark);
-      fsync(V);
+      if (V !== null) {
+        fs.writeFileSync(V + '/' + s.mark, s.mark + '\n');
+        fsync(V + '/' + s.mark);
+        fsync(V);
+      } else {
+        // What the mark's state must boot (the ESP's log): the current deployment, each deployment's kernel.
+        r('current-' + s.mark, fs.readlinkSync(S + '/current').replace(/^deploy\//, '').replace(/\/tree$/, ''));
+        for (const id of fs.readdirSync(S + '/deploy').filter((d) => /^\d+$/.test(d))) {
+          r('kernel-' + id, newest(fs.existsSync(S + '/deploy/' + id + '/tree/usr/lib/modules') ? fs.readdirSync(S + '/deploy/' + id + '/tree/usr/lib/modules') : []));
+        }
+      }
       execFileSync('dmsetup', ['message', dm, '0', 'mark', s.mark]);
       marks++;
       r('mark', s.mark);
@@ -181,8 +191,12 @@ const disk = (n) => `/dev/vd${String.fromCharCode('c'.charCodeAt(0) + n)}`;
  * on the next disk) and mounted, the lifecycle run on each in turn, the logs closed.
  */
 export function guestScript(fsTypes) {
-  const lifecycles = fsTypes.map((fsType) => ({ fsType, sysroot: `/mnt/${fsType}/${SYSROOT_DIR}`, varDir: VAR_DIR, dm: `log-${fsType}` }));
+  const lifecycles = fsTypes.map((fsType) =>
+    fsType === 'esp' ? { fsType, sysroot: ESP_SYSROOT, varDir: null, dm: 'log-esp', steps: 'esp' } : { fsType, sysroot: `/mnt/${fsType}/${SYSROOT_DIR}`, varDir: VAR_DIR, dm: `log-${fsType}`, steps: 'main' },
+  );
   const setup = fsTypes.map((fsType, i) => {
+    // The ESP's sysroot disk comes after its log: the ESP is the last lifecycle (run.mjs).
+    if (fsType === 'esp') return espSetup(disk(2 * i), disk(2 * i + 1), disk(2 * i + 2));
     const f = FILESYSTEMS[fsType];
     return `${f.modules ? `modprobe ${f.modules} || fail "modprobe ${f.modules}"\n` : ''}n=$(blockdev --getsz ${disk(2 * i)})
 dmsetup create log-${fsType} --noudevsync --table "0 $n log-writes ${disk(2 * i)} ${disk(2 * i + 1)}" || fail "dmsetup create log-${fsType}"
@@ -190,15 +204,19 @@ dmsetup create log-${fsType} --noudevsync --table "0 $n log-writes ${disk(2 * i)
 mkdir -p /mnt/${fsType}
 mount -t ${fsType} /dev/mapper/log-${fsType} /mnt/${fsType} || fail "mount ${fsType}"`;
   });
-  const teardown = fsTypes.map((fsType) => `umount /mnt/${fsType} || fail "umount ${fsType}"
-dmsetup remove log-${fsType} || fail "dmsetup remove log-${fsType}"`);
+  const teardown = fsTypes.map((fsType) =>
+    fsType === 'esp'
+      ? espTeardown
+      : `umount /mnt/${fsType} || fail "umount ${fsType}"
+dmsetup remove log-${fsType} || fail "dmsetup remove log-${fsType}"`,
+  );
   return `set -u
 r() { printf '@%s %s\\n' "$1" "$2"; }
 fail() { r error "$*"; exit 1; }
 modprobe dm-log-writes || fail "modprobe dm-log-writes"
 ${setup.join('\n')}
 cat >/run/steps.json <<'STEPS'
-${JSON.stringify(STEPS)}
+${JSON.stringify({ main: STEPS, esp: ESP_STEPS })}
 STEPS
 cat >/run/lifecycles.json <<'LIFECYCLES'
 ${JSON.stringify(lifecycles)}

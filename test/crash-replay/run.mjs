@@ -9,12 +9,14 @@
 // STAGEDROOT_REPLAY_BUDGET: how many flush points to check per filesystem (a seeded sample,
 // always with the marks' points; default: all). STAGEDROOT_REPLAY_SUBSETS: random subsets
 // per flush point (default 2). STAGEDROOT_REPLAY_SEED: the sample's and subsets' seed.
-// STAGEDROOT_REPLAY_FS: one filesystem only. Needs root, qemu-system-x86, busybox-static,
-// cpio, debootstrap, e2fsprogs, xfsprogs and linux-image-cloud-amd64.
+// STAGEDROOT_REPLAY_FS: one filesystem only (ext4, xfs, or esp: systemd-boot's entries on a
+// FAT ESP, esp-lifecycle.mjs and esp.check.ts). Needs root, qemu-system-x86, busybox-static,
+// cpio, debootstrap, e2fsprogs, xfsprogs, dosfstools, mtools and linux-image-cloud-amd64.
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { boot, buildGuest } from './guest.mjs';
+import { ESP_STEPS, buildEspDisks, imageDigests } from './esp-lifecycle.mjs';
 import { FILESYSTEMS, LOCAL_EDIT_PATHS, STEPS, SYSROOT_DIR, VAR_DIR, buildBase, guestScript } from './lifecycle.mjs';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
@@ -24,6 +26,8 @@ const out = process.env.STAGEDROOT_REPLAY_OUT ?? fs.mkdtempSync('/var/tmp/staged
 fs.mkdirSync(out, { recursive: true });
 const log = (m) => process.stderr.write(`crash-replay: ${m}\n`);
 const only = process.env.STAGEDROOT_REPLAY_FS ?? null;
+/** What is logged and replayed: the sysroot's filesystems, then the ESP (last: its sysroot disk follows its log). */
+const KINDS = [...Object.keys(FILESYSTEMS), 'esp'];
 const LOG_SIZE = 2 * 2 ** 30;
 
 if (process.getuid?.() !== 0) {
@@ -31,8 +35,8 @@ if (process.getuid?.() !== 0) {
   console.log('crash-replay: 0 passed, 1 failed');
   process.exit(1);
 }
-if (only !== null && !(only in FILESYSTEMS)) {
-  console.error(`crash-replay: STAGEDROOT_REPLAY_FS=${only}: one of ${Object.keys(FILESYSTEMS).join(', ')}`);
+if (only !== null && !KINDS.includes(only)) {
+  console.error(`crash-replay: STAGEDROOT_REPLAY_FS=${only}: one of ${KINDS.join(', ')}`);
   console.log('crash-replay: 0 passed, 1 failed');
   process.exit(1);
 }
@@ -58,19 +62,19 @@ async function record(fsTypes) {
     const dir = path.join(out, fsType);
     fs.mkdirSync(dir, { recursive: true });
     const base = path.join(dir, 'base.img');
-    buildBase(fsType, base, dir);
+    const espDisks = fsType === 'esp' ? buildEspDisks(dir) : (buildBase(fsType, base, dir), null);
     const disk = path.join(dir, 'disk.img');
     fs.copyFileSync(base, disk);
     const logImg = path.join(dir, 'log.img');
     fs.writeFileSync(logImg, '');
     fs.truncateSync(logImg, LOG_SIZE);
-    disks.push(disk, logImg);
+    disks.push(disk, logImg, ...(espDisks ? [espDisks.sys] : []));
   }
   const r = await boot({ guest, logBase: path.join(out, 'guest'), step: guestScript(fsTypes), disks });
   log(`guest ${r.ended} after ${r.seconds.toFixed(0)}s (${r.consoleLog})`);
   const failures = new Map();
-  const marks = STEPS.filter((s) => s.mark).map((s) => s.mark);
   for (const fsType of fsTypes) {
+    const marks = (fsType === 'esp' ? ESP_STEPS : STEPS).filter((s) => s.mark).map((s) => s.mark);
     const dir = path.join(out, fsType);
     const f = [];
     const got = new Map([...r.results].filter(([k]) => k.startsWith(`${fsType}.`)).map(([k, v]) => [k.slice(fsType.length + 1), v]));
@@ -84,14 +88,19 @@ async function record(fsTypes) {
     if (got.get('marks') !== String(marks.length)) f.push(`the guest made ${got.get('marks') ?? 'no'} marks, expected ${marks.length}`);
     log(`${fsType}: ${ops.map(([k, v]) => `${k.slice(3)} ${v.split(' ')[2]}`).join(', ')}`);
     const edited = [...got].filter(([k]) => k.startsWith('edited-')).map(([, v]) => v);
-    fs.writeFileSync(path.join(dir, 'meta.json'), JSON.stringify({ sysrootDir: SYSROOT_DIR, varDir: VAR_DIR, localEditPaths: LOCAL_EDIT_PATHS, marks, edited }));
-    fs.rmSync(path.join(dir, 'disk.img'), { force: true });
+    const reported = (prefix) => Object.fromEntries([...got].filter(([k]) => k.startsWith(prefix)).map(([k, v]) => [k.slice(prefix.length), v]));
+    const meta =
+      fsType === 'esp'
+        ? { marks, current: reported('current-'), kernels: reported('kernel-'), digests: imageDigests() }
+        : { sysrootDir: SYSROOT_DIR, varDir: VAR_DIR, localEditPaths: LOCAL_EDIT_PATHS, marks, edited };
+    fs.writeFileSync(path.join(dir, 'meta.json'), JSON.stringify(meta));
+    for (const f of ['disk.img', 'sys.img']) fs.rmSync(path.join(dir, f), { force: true });
     failures.set(fsType, f);
   }
   return failures;
 }
 
-const fsTypes = Object.keys(FILESYSTEMS).filter((f) => only === null || only === f);
+const fsTypes = KINDS.filter((f) => only === null || only === f);
 let recorded;
 try {
   recorded = await record(fsTypes);
@@ -109,7 +118,8 @@ function replay(fsType) {
     // Each filesystem's checks run beside the other's (two cores); their output is kept apart.
     const outFile = path.join(dir, 'replay.log');
     const fd = fs.openSync(outFile, 'w');
-    const v = spawn('npx', ['vitest', 'run', '--config', path.join(HERE, 'vitest.config.ts')], {
+    const check = path.join(HERE, fsType === 'esp' ? 'esp.check.ts' : 'replay.check.ts');
+    const v = spawn('npx', ['vitest', 'run', '--config', path.join(HERE, 'vitest.config.ts'), check], {
       cwd: REPO,
       stdio: ['ignore', fd, fd],
       env: { ...process.env, STAGEDROOT_REPLAY_DIR: dir, STAGEDROOT_REPLAY_FSTYPE: fsType, STAGEDROOT_REPLAY_SUMMARY: summaryFile },

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Context } from '../../context.js';
 import { StagedrootError } from '../../errors.js';
 import { writeJson, type DurableFs } from '../../fs/trees/durable.js';
-import { isDirectory, readBytes, readLink, readText } from '../../fs/core/host-paths.js';
+import { isDirectory, readBytes, readLink, readText, statPath } from '../../fs/core/host-paths.js';
 import { hashFile } from '../../fs/core/hash.js';
 import { ctimeUs } from '../../fs/manifests/manifest-line.js';
 import { unchangedSince } from '../../fs/manifests/manifest.js';
@@ -184,13 +184,29 @@ function copyImage(ctx: Context, from: string, to: string): void {
 export function installKernel(ctx: Context, boot: string, tree: string, k: KernelImage): void {
   const { dfs } = ctx;
   const dir = path.join(boot, kernelDir(k));
-  if (isDirectory(dir)) return;
-  dfs.mkdir(path.join(boot, 'stagedroot'));
   const names = copiedNames(k);
+  if (isDirectory(dir)) {
+    if (copiesComplete(dir, tree, k)) return;
+    // Emptied by a power cut on FAT under an older stagedroot (see syncRenamedOnFat), or cut short by hand: copied again.
+    dfs.removeTree(dir);
+  }
+  dfs.mkdir(path.join(boot, 'stagedroot'));
   dfs.createViaTemp(dir, (tmp) => {
     dfs.mkdir(tmp);
     copyImage(ctx, path.join(tree, k.kernelPath), path.join(tmp, names.kernel));
     if (k.initrdPath !== null) copyImage(ctx, path.join(tree, k.initrdPath), path.join(tmp, names.initrd!));
+  });
+}
+
+/** The copy in `dir` has the kernel (and initramfs) at the size they have in the tree (a stat each, not a read: the directory's name is their hash). */
+function copiesComplete(dir: string, tree: string, k: KernelImage): boolean {
+  const names = copiedNames(k);
+  const pairs: [string, string][] = [[k.kernelPath, names.kernel]];
+  if (k.initrdPath !== null) pairs.push([k.initrdPath, names.initrd!]);
+  return pairs.every(([from, to]) => {
+    const a = statPath(path.join(tree, from));
+    const b = statPath(path.join(dir, to));
+    return a !== null && b !== null && b.isFile() && b.size === a.size;
   });
 }
 

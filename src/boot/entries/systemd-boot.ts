@@ -39,10 +39,11 @@ export function writeEspEntries(ctx: Context, esp: string, list: Bootable[], arg
   const toWrite = list.slice(0, kept).map((b, i) => bootEntry(b.deployment, b.kernel, top + kept - i, arg));
   const listed = new Set(want.map((e) => e.file));
   const unwanted = [...onDisk.keys()].filter((f) => !listed.has(f));
+  // Every entry's kernel, whether its entry is written or kept (a copy a power cut left incomplete is made again).
+  for (const b of list) installKernel(ctx, esp, ctx.layout.tree(b.deployment.id), b.kernel);
   if (toWrite.length > 0 || unwanted.length > 0) {
     dfs.mkdir(path.join(esp, 'loader'));
     dfs.mkdir(dir);
-    for (const b of list) installKernel(ctx, esp, ctx.layout.tree(b.deployment.id), b.kernel);
     for (const e of toWrite) dfs.writeFileAtomic(path.join(dir, e.file), e.text);
     for (const f of unwanted) dfs.unlink(path.join(dir, f));
   }

@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { StagedrootError, errnoOf } from '../../errors.js';
 import { parseJsonState } from '../../util/json-state.js';
 import { noFaults, type FaultHook } from '../core/faults.js';
+import { syncRenamedOnFat } from '../core/fat-entry.js';
 import { fsyncDir } from '../core/fsync-dir.js';
 import { ioError } from '../core/io-error.js';
 import { removeTreeNow } from './remove-tree.js';
@@ -17,7 +18,8 @@ export { optionUnsupported } from '../core/sync-fs.js';
 
 /**
  * Durable operations on the sysroot's own files (state, pointers, deployment dirs).
- * Each is crash-atomic: temp + fsync + rename + fsync of the directory.
+ * Each is crash-atomic: temp + fsync + rename + fsync of the directory (on FAT, an ESP,
+ * an fsync of the renamed entry before it: syncRenamedOnFat).
  */
 export class DurableFs {
   constructor(readonly faults: FaultHook = noFaults) {}
@@ -28,7 +30,7 @@ export class DurableFs {
 
   /** How the sysroot's own files are written via a temp (write-via-temp.ts): on the disk, each durable. */
   private viaTemp(p: string): ViaTempOptions & { io: typeof hostIo } {
-    return { io: hostIo, faults: this.faults, durable: true, rel: p, where: 'sysroot' };
+    return { io: hostIo, faults: this.faults, durable: true, rel: p, where: 'sysroot', afterRename: syncRenamedOnFat };
   }
 
   /** Replaces a file atomically: write temp, fsync, rename over, fsync the directory. */
@@ -82,6 +84,7 @@ export class DurableFs {
       throw ioError(err, to, from, 'sysroot');
     }
     this.mutated('rename', to);
+    syncRenamedOnFat(to);
     fsyncDir(path.dirname(to));
     if (path.dirname(from) !== path.dirname(to)) fsyncDir(path.dirname(from));
   }

@@ -25,6 +25,8 @@ export interface ViaTempOptions {
   rel: string;
   /** Whose the files are, for the error's code (see ioError). */
   where?: 'tree' | 'sysroot';
+  /** Run after the rename and before the directory's fsync, when durable (the sysroot's own files: syncRenamedOnFat). */
+  afterRename?: (dest: string) => void;
 }
 
 /**
@@ -135,7 +137,9 @@ function commit(tmp: string, dest: string, o: ViaTempOptions): void {
     throw discard(tmp, err, o, dest);
   }
   o.faults.afterMutation('rename', dest);
-  if (o.durable) o.io.fsyncDir(path.dirname(dest));
+  if (!o.durable) return;
+  o.afterRename?.(dest);
+  o.io.fsyncDir(path.dirname(dest));
 }
 
 /** Removes whatever was made under the temp name; returns the error to throw. */

@@ -211,5 +211,18 @@ if (NO !== null) {
       });
       expect(points).toBeGreaterThanOrEqual(2);
     });
+    it('a kernel copy left empty on the ESP (a power cut after a FAT rename under an older stagedroot) is copied again at the next sync, not trusted for its name', async () => {
+      await withBootedNewKernel();
+      const list = await bootctlList();
+      const linux = path.join(esp!, list[0]!.linux);
+      const initrd = path.join(esp!, list[0]!.initrd![0]!);
+      fs.truncateSync(linux, 0);
+      fs.rmSync(initrd);
+      const ctx = makeContext(t!.dir);
+      fs.rmSync(ctx.layout.bootEntriesRecord, { force: true });
+      syncBootEntries(ctx, t!.sysroot.state());
+      expectOwnKernels(await bootctlList(), 'after the sync');
+      expectPlainFiles(esp!);
+    });
   });
 }
