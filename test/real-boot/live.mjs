@@ -17,8 +17,9 @@
 // figure: from the end of the first stage to the change being live, against that reboot
 // cycle (finalize at shutdown, firmware, boot to the health service), in the same run;
 // beside it the uptime of each of apply-live's steps, `node -e 0`, `stagedroot --version`
-// and `stagedroot status` with and without the code cache, and a CPU profile of the second
-// (failing) apply-live (OUT/live-b.cpuprofile.gz).
+// and `stagedroot status` with and without the code cache, and CPU profiles of the second
+// (failing) apply-live (OUT/live-b.cpuprofile.gz) and of the fourth (successful, through its
+// commit: OUT/live-e.cpuprofile.gz).
 import * as fs from 'node:fs';
 import { ADOPTION_COMMANDS, adoptionStep } from './adopt.mjs';
 import { buildMachine } from './image.mjs';
@@ -284,6 +285,7 @@ ${REBOOT}`);
   const c = await s.boot('e-reboot-path', `${FNS}r health-mono "$(systemctl show -P ActiveEnterTimestampMonotonic stagedroot-health.service)"; r now-up "$(cut -d' ' -f1 /proc/uptime)"; r now-real "$(now)"
 ${observe('boot3')}${spec({ label: 'e-live-2', files: [{ path: `/${MIRROR}`, contents: mirror(5) }], remove: [`/${SLOW}`] })}${stage('stage-e')}echo "edited before the second live apply" >/etc/live-test/before-apply-2
 ${applyLiveJson('live-e')}${observe('after-e')}
+r prof-e "$(cat /run/prof/*.cpuprofile | gzip -c | base64 -w0)"
 echo "edited after the second live apply" >/etc/live-test/after-apply-2
 ${REBOOT}`);
   s.clean(c, 'the boot of the reboot path');
@@ -347,6 +349,7 @@ ${REBOOT}`);
   const cycle = Number(c.results.get('health-mono')) > 0 && Number.isFinite(healthAt) ? healthAt - Number(b.results.get('reboot-at')) : null;
   s.figures = { liveSeconds: live, applyLiveSteps: steps, cliStartSeconds: secs(a, 'cli-start', 'cli-end'), nodeStartSeconds: secs(a, 'node-start', 'node-end'), versionSeconds: secs(a, 'version-start', 'version-end'), statusNoCacheSeconds: secs(a, 'nocache-start', 'nocache-end'), rebootCycleSeconds: cycle };
   if (a.results.get('prof-b')) fs.writeFileSync(`${env.out}/live-b.cpuprofile.gz`, Buffer.from(a.results.get('prof-b'), 'base64'));
+  if (c.results.get('prof-e')) fs.writeFileSync(`${env.out}/live-e.cpuprofile.gz`, Buffer.from(c.results.get('prof-e'), 'base64'));
   if (live !== null && cycle !== null) {
     const firstStep = Math.min(...Object.values(steps));
     const stepText = Object.entries(steps).map(([k, t]) => `${k} +${(t - firstStep).toFixed(1)}`).join(', ');
