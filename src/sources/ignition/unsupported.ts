@@ -1,5 +1,6 @@
 import { fieldPath } from '../../errors.js';
 import type { IssueList } from './issues.js';
+import { isRecord } from '../../util/is-record.js';
 
 /**
  * The Ignition v3 (3.0.0–3.6.0) field tree, marking what stagedroot applies and what it
@@ -69,13 +70,11 @@ const CONFIG: Shape = {
 
 const RESOURCE_FIELDS: Record<string, Shape | 'U' | 'leaf'> = { source: leaf, compression: leaf, verification: { obj: { hash: leaf } }, httpHeaders: U };
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** null, [], {} and objects holding only those: what an encoder writes for "unset". */
 export function isEmpty(v: unknown): boolean {
   if (v === null || v === undefined) return true;
   if (Array.isArray(v)) return v.length === 0;
-  if (isObject(v)) return Object.values(v).every(isEmpty);
+  if (isRecord(v)) return Object.values(v).every(isEmpty);
   return false;
 }
 
@@ -98,7 +97,7 @@ function walk(v: unknown, shape: Shape, at: (string | number)[], issues: IssueLi
 }
 
 function walkFields(v: unknown, fields: Record<string, Shape | 'U' | 'leaf'>, at: (string | number)[], issues: IssueList, isResource: boolean): unknown {
-  if (!isObject(v)) return v;
+  if (!isRecord(v)) return v;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(v)) {
     const sub = Object.hasOwn(fields, key) ? fields[key] : undefined;

@@ -2,6 +2,7 @@ import { issuesError, type Issue } from '../../errors.js';
 import { kernelArgumentProblem } from '../../state/kernel-args.js';
 import { IssueList } from '../ignition/issues.js';
 import { splitKernelArguments } from './kernel-args.js';
+import { isRecord } from '../../util/is-record.js';
 
 export const MC_API_VERSION = 'machineconfiguration.openshift.io/v1';
 
@@ -29,8 +30,6 @@ const REFUSED: Record<string, (v: unknown) => boolean> = {
 /** Known, and meaningless without the refused fields: said, not applied. */
 const IGNORED = new Set(['baseOSExtensionsContainerImage']);
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /**
  * Checks a MachineConfig (machineconfiguration.openshift.io/v1) as the MCO renders it,
  * listing every problem: the apiVersion and kind; spec.config an Ignition 3.x config (an
@@ -42,14 +41,14 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 export function checkMachineConfig(raw: unknown, describe: string): CheckedMachineConfig {
   const what = `The MachineConfig ${describe}`;
   const issues = new IssueList();
-  if (!isObject(raw)) throw issuesError([{ code: 'SPEC_INVALID', path: '', message: 'a MachineConfig is an object', severity: 'error' }], `${what} is invalid`);
+  if (!isRecord(raw)) throw issuesError([{ code: 'SPEC_INVALID', path: '', message: 'a MachineConfig is an object', severity: 'error' }], `${what} is invalid`);
   if (raw.apiVersion !== MC_API_VERSION) issues.add('SOURCE_UNSUPPORTED', 'apiVersion', `${JSON.stringify(raw.apiVersion ?? null)} is not ${MC_API_VERSION}`);
   if (raw.kind !== 'MachineConfig') issues.add('SPEC_INVALID', 'kind', `${JSON.stringify(raw.kind ?? null)} is not MachineConfig`);
   const meta = raw.metadata ?? {};
-  const name = isObject(meta) && typeof meta.name === 'string' ? meta.name : '';
-  if (!isObject(meta)) issues.add('SPEC_INVALID', 'metadata', 'must be an object');
+  const name = isRecord(meta) && typeof meta.name === 'string' ? meta.name : '';
+  if (!isRecord(meta)) issues.add('SPEC_INVALID', 'metadata', 'must be an object');
   const spec = raw.spec ?? {};
-  if (!isObject(spec)) {
+  if (!isRecord(spec)) {
     issues.add('SPEC_INVALID', 'spec', 'must be an object');
     issues.throwIfAny(`${what} is invalid`);
   }
@@ -66,8 +65,8 @@ export function checkMachineConfig(raw: unknown, describe: string): CheckedMachi
   }
 
   const ignition = s.config ?? { ignition: { version: '3.2.0' } }; // no config: nothing but kernel arguments or an image
-  const version = isObject(ignition) && isObject(ignition.ignition) ? ignition.ignition.version : undefined;
-  if (!isObject(ignition)) issues.add('SPEC_INVALID', 'spec.config', 'must be an Ignition config (an object)');
+  const version = isRecord(ignition) && isRecord(ignition.ignition) ? ignition.ignition.version : undefined;
+  if (!isRecord(ignition)) issues.add('SPEC_INVALID', 'spec.config', 'must be an Ignition config (an object)');
   else if (typeof version === 'string' && !version.startsWith('3.')) {
     issues.add('SOURCE_UNSUPPORTED', 'spec.config.ignition.version', `Ignition spec ${version} is not read: a MachineConfig on a node holds Ignition 3.x (the machine-config-operator converts spec 2 configs before rendering)`);
   }

@@ -2,6 +2,7 @@ import { StagedrootError } from '../../errors.js';
 import { readSmallFile } from '../../fs/trees/fetch-file.js';
 import { formatReference, parsePullspec, type ImageReference } from './reference.js';
 import { describeDuplicate, duplicateKey } from './strict-json.js';
+import { isRecord } from '../../util/is-record.js';
 
 /** containers-policy.json(5): what images may be pulled, and whose signatures they need. */
 export const POLICY_FILE = '/etc/containers/policy.json';
@@ -164,10 +165,9 @@ export function parsePolicy(text: string, file: string): Policy {
   if (extra.length > 0) bad(file, `a policy has default and transports, not ${extra.join(', ')}`);
   const docker = new Map<string, Requirement[]>();
   const t = doc.transports ?? {};
-  const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
-  if (!isMap(t)) bad(file, 'transports must be an object of transport names to scopes');
+  if (!isRecord(t)) bad(file, 'transports must be an object of transport names to scopes');
   // Other transports (docker-daemon, atomic, …) are kept as containers/image keeps them, unused here: their shape is checked, their requirements are not read.
-  for (const [name, scopes] of Object.entries(t)) if (!isMap(scopes)) bad(file, `transports.${name} must be an object of scopes to requirements`);
+  for (const [name, scopes] of Object.entries(t)) if (!isRecord(scopes)) bad(file, `transports.${name} must be an object of scopes to requirements`);
   for (const [scope, reqs] of Object.entries((t.docker ?? {}) as Record<string, unknown>)) docker.set(scope, requirements(file, `transports.docker[${JSON.stringify(scope)}]`, reqs));
   return { file, default: requirements(file, 'default', doc.default), docker };
 }

@@ -1,10 +1,10 @@
 import { createHash, verify, type KeyObject } from 'node:crypto';
 import { describeDuplicate, duplicateKey } from './strict-json.js';
+import { isRecord } from '../../util/is-record.js';
 
 /** The layer annotation holding a signature's Rekor bundle (its SET), as cosign writes it. */
 export const SIGSTORE_BUNDLE_ANNOTATION = 'dev.sigstore.cosign/bundle';
 
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 const sameKeys = (o: Record<string, unknown>, names: string[]) => Object.keys(o).length === names.length && names.every((n) => n in o);
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const b64 = (v: unknown): Buffer | null => (typeof v === 'string' && BASE64.test(v) ? Buffer.from(v, 'base64') : null);
@@ -37,11 +37,11 @@ export function verifyRekorSet(rekorKeys: KeyObject[], bundle: string, signerSpk
   }
   const dup = duplicateKey(bundle, (path) => path.length === 0 || (path.length === 1 && path[0] === 'Payload'));
   if (dup !== null) return `has ${describeDuplicate(dup)}`;
-  if (!isObject(set) || !sameKeys(set, ['SignedEntryTimestamp', 'Payload'])) return 'has other fields than SignedEntryTimestamp and Payload';
+  if (!isRecord(set) || !sameKeys(set, ['SignedEntryTimestamp', 'Payload'])) return 'has other fields than SignedEntryTimestamp and Payload';
   const p = set.Payload;
   const sig = b64(set.SignedEntryTimestamp);
   if (sig === null) return 'has a SignedEntryTimestamp that is not base64';
-  if (!isObject(p) || !sameKeys(p, ['body', 'integratedTime', 'logIndex', 'logID'])) return 'has a Payload with other fields than body, integratedTime, logIndex and logID';
+  if (!isRecord(p) || !sameKeys(p, ['body', 'integratedTime', 'logIndex', 'logID'])) return 'has a Payload with other fields than body, integratedTime, logIndex and logID';
   if (typeof p.body !== 'string' || typeof p.logID !== 'string' || !Number.isSafeInteger(p.integratedTime) || !Number.isSafeInteger(p.logIndex)) return 'has a Payload whose fields are not of their types';
   // RFC 8785 for this object: its members sorted by name, strings and integers as ECMAScript writes them.
   const canonical = JSON.stringify({ body: p.body, integratedTime: p.integratedTime, logID: p.logID, logIndex: p.logIndex });
@@ -53,19 +53,19 @@ export function verifyRekorSet(rekorKeys: KeyObject[], bundle: string, signerSpk
   } catch {
     return 'has a body that is not base64 JSON';
   }
-  const e = isObject(entry) ? entry : {};
+  const e = isRecord(entry) ? entry : {};
   if (e.kind !== 'hashedrekord' || e.apiVersion !== '0.0.1') return `logs a ${JSON.stringify(e.kind)} ${JSON.stringify(e.apiVersion)} entry, not a hashedrekord 0.0.1`;
-  const spec = isObject(e.spec) ? e.spec : {};
-  const s = isObject(spec.signature) ? spec.signature : {};
-  const pk = isObject(s.publicKey) ? s.publicKey : {};
+  const spec = isRecord(e.spec) ? e.spec : {};
+  const s = isRecord(spec.signature) ? spec.signature : {};
+  const pk = isRecord(s.publicKey) ? s.publicKey : {};
   const pem = b64(pk.content);
   const der = pem && pemBody(pem);
   if (der === null) return 'logs no PEM public key';
   if (!der.equals(signerSpki)) return 'logs another public key';
   const logged = b64(s.content);
   if (logged === null || !logged.equals(Buffer.from(base64Signature, 'base64'))) return 'logs another signature';
-  const data = isObject(spec.data) ? spec.data : {};
-  const hash = isObject(data.hash) ? data.hash : {};
+  const data = isRecord(spec.data) ? spec.data : {};
+  const hash = isRecord(data.hash) ? data.hash : {};
   if (hash.algorithm !== 'sha256') return `logs a ${JSON.stringify(hash.algorithm)} hash, not sha256`;
   if (typeof hash.value !== 'string' || hash.value.toLowerCase() !== createHash('sha256').update(payload).digest('hex')) return 'logs the hash of another payload';
   return null;

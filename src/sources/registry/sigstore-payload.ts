@@ -1,5 +1,6 @@
 import { constants, createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { describeDuplicate, duplicateKey } from './strict-json.js';
+import { isRecord } from '../../util/is-record.js';
 
 /** A sigstore signature attachment's layer (cosign's "simple signing" payload). */
 export const SIGSTORE_SIGNATURE_MEDIA_TYPE = 'application/vnd.dev.cosign.simplesigning.v1+json';
@@ -58,11 +59,9 @@ export interface SigstoreClaim {
   reference: string;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
-
 /** `o` has exactly the fields `names` (containers/image reads a payload's objects with exactly the fields it knows). */
 function exactly(o: unknown, names: string[], what: string): string | null {
-  if (!isObject(o)) return `${what} is not a JSON object`;
+  if (!isRecord(o)) return `${what} is not a JSON object`;
   const keys = Object.keys(o);
   const missing = names.filter((n) => !(n in o));
   const extra = keys.filter((k) => !names.includes(k));
@@ -104,7 +103,7 @@ export function parseSigstorePayload(payload: Buffer): SigstoreClaim | { why: st
   if (typeof digest !== 'string' || !/^sha256:[0-9a-f]{64}$|^sha512:[0-9a-f]{128}$/.test(digest)) return { why: `names the digest ${JSON.stringify(digest)}, which is no sha256 or sha512 digest` };
   if (typeof reference !== 'string') return { why: 'names no docker-reference string' };
   if (optional !== null) {
-    if (!isObject(optional)) return { why: 'has an optional that is neither null nor an object' };
+    if (!isRecord(optional)) return { why: 'has an optional that is neither null nor an object' };
     if (optional.creator !== undefined && typeof optional.creator !== 'string') return { why: 'has an optional.creator that is not a string' };
     if (optional.timestamp !== undefined && !Number.isSafeInteger(optional.timestamp)) return { why: 'has an optional.timestamp that is not an integer' };
   }
