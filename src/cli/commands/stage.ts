@@ -99,7 +99,7 @@ export function stageCommand(program: Command, env: CliEnv): void {
     .option('--blob-dir <dir>', 'for docker://…: the OCI layout the image is pulled into, its blobs kept for the next pull (default /var/cache/stagedroot/registry)')
     .option('--registries-conf <file>', 'for docker://… (and --pull): the registries configuration, read alone (default /etc/containers/registries.conf and registries.conf.d/*.conf): mirrors, blocked and insecure registries')
     .option('--policy <file>', 'for docker://… (and --pull): the signature policy, containers-policy.json (default /etc/containers/policy.json; none there: every image accepted)')
-    .option('--registries-d <dir>', 'for docker://… (and --pull): where each registry\'s signatures are, registries.d YAML files (default /etc/containers/registries.d)')
+    .option('--registries-d <dir>', 'for docker://… (and --pull): where each registry\'s signatures are, registries.d YAML files (default /etc/containers/registries.d; a registry none names: the local lookaside /var/lib/containers/sigstore, as containers/image)')
     .option('--check', 'for docker://…: fetch only the manifests and config and print the digest, the version label, and the layers already present and still needed with their bytes; stage nothing')
     .option('--owner <name>', 'for a MachineConfig: configs of one owner replace each other\'s kernel arguments and paths (default: machine-config)')
     .option('--dry-run', 'print what the stage would add, modify and remove (the `diff` format) and its issues; write nothing; exit 3 when it would be rejected')

@@ -35,7 +35,7 @@ function updateOptions(cmd: Command): Command {
     .option('--blob-dir <dir>', 'the OCI layout the image is pulled into, its blobs kept for the next pull (default /var/cache/stagedroot/registry)')
     .option('--registries-conf <file>', 'the registries configuration, read alone (default /etc/containers/registries.conf and registries.conf.d/*.conf): mirrors, blocked and insecure registries')
     .option('--policy <file>', 'the signature policy, containers-policy.json (default /etc/containers/policy.json; none there: every image accepted)')
-    .option('--registries-d <dir>', 'where each registry\'s signatures are, registries.d YAML files (default /etc/containers/registries.d)');
+    .option('--registries-d <dir>', 'where each registry\'s signatures are, registries.d YAML files (default /etc/containers/registries.d; a registry none names: the local lookaside /var/lib/containers/sigstore, as containers/image)');
 }
 
 function pullOptions(o: UpdateCliOptions): RegistrySourceOptions {
