@@ -2,7 +2,8 @@ import * as fs from 'node:fs';
 import { StagedrootError } from '../../errors.js';
 import { cheapPath, parseManifestLine, type ManifestEntry } from './manifest-line.js';
 import { comparePaths } from '../core/paths.js';
-import { overlayViewOf, type OverlayView } from './manifest-overlay.js';
+import type { OverlayView } from './manifest-overlay.js';
+import { overlayLookupOf, type OverlayLookup } from './overlay-lookup.js';
 
 const BLOCK = 1 << 16;
 /** Below this many bytes a search reads the lines one by one. */
@@ -15,13 +16,14 @@ const MAX_BLOCKS = 64;
  * byte offsets (a manifest is sorted by comparePaths, one line an entry), reading 64 KiB
  * blocks that are kept for the next lookup. A lookup costs O(log size) block reads at
  * worst; a sorted run of lookups in one directory mostly hits blocks read already. The
- * manifest's overlay (see manifest-overlay.ts) is looked at first.
+ * manifest's overlay (see manifest-overlay.ts) is looked at first, its lines parsed as
+ * they are looked up (overlay-lookup.ts).
  */
 export class ManifestIndex {
   private fd: number | null;
   private readonly size: number;
   private readonly blocks = new Map<number, Buffer>();
-  private readonly overlay: OverlayView | null;
+  private readonly overlay: OverlayLookup | null;
 
   constructor(readonly file: string) {
     try {
@@ -31,7 +33,7 @@ export class ManifestIndex {
       throw new StagedrootError('STATE_CORRUPT', `Cannot open manifest ${file}: ${(err as Error).message}`, { path: file, cause: err });
     }
     try {
-      this.overlay = overlayViewOf(file);
+      this.overlay = overlayLookupOf(file);
     } catch (err) {
       this.close();
       throw err;
@@ -41,7 +43,7 @@ export class ManifestIndex {
   /** The entry of `p`, or null when the manifest has none. */
   find(p: string): ManifestEntry | null {
     if (this.overlay !== null) {
-      const e = this.overlay.byPath.get(p);
+      const e = this.overlay.find(p);
       if (e !== undefined) return e;
       if (this.overlay.drops(p)) return null;
     }
@@ -76,7 +78,7 @@ export class ManifestIndex {
 
   /** The manifest's overlay as lookups apply it (null: none). */
   get overlayView(): OverlayView | null {
-    return this.overlay;
+    return this.overlay?.view() ?? null;
   }
 
   /** The size of the base file in bytes. */

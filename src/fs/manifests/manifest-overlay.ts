@@ -48,14 +48,24 @@ const PARSED_MAX = 8;
 
 /** The overlay of `manifest`, or null when it has none. */
 export function readOverlay(manifest: string): ManifestOverlay | null {
+  const text = readOverlayText(manifest);
+  return text === null ? null : overlayOfText(manifest, text);
+}
+
+/** The text of `manifest`'s overlay, or null when it has none. */
+export function readOverlayText(manifest: string): string | null {
   const file = overlayFile(manifest);
-  let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    return fs.readFileSync(file, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw new StagedrootError('STATE_CORRUPT', `Cannot read manifest overlay ${file}: ${(err as Error).message}`, { path: file, cause: err });
   }
+}
+
+/** The parse of `text`, the overlay of `manifest` as read: the one made for the same text already, else a new one (kept, see `parsed`). */
+export function overlayOfText(manifest: string, text: string): ManifestOverlay {
+  const file = overlayFile(manifest);
   const had = parsed.get(file);
   if (had !== undefined && had.text === text) return had;
   const o = parseOverlay(text, file);
@@ -66,9 +76,17 @@ export function readOverlay(manifest: string): ManifestOverlay | null {
   return o;
 }
 
-const bad = (file: string, why: string): StagedrootError => new StagedrootError('STATE_CORRUPT', `Manifest overlay ${file} is unreadable: ${why}`, { path: file });
+/** The parse of `text` made already (by a reader of the whole overlay), or null. */
+export function parsedOverlay(manifest: string, text: string): ManifestOverlay | null {
+  const had = parsed.get(overlayFile(manifest));
+  return had !== undefined && had.text === text ? had : null;
+}
 
-function parseOverlay(text: string, file: string): ManifestOverlay {
+export const overlayUnreadable = (file: string, why: string): StagedrootError => new StagedrootError('STATE_CORRUPT', `Manifest overlay ${file} is unreadable: ${why}`, { path: file });
+const bad = overlayUnreadable;
+
+/** An overlay's lines (the last one empty) and its header, checked: `base`, the dirty and the removed paths. */
+export function overlayHead(text: string, file: string): { lines: string[]; base: string; dirty: Set<string>; removed: Set<string> } {
   const lines = text.split('\n');
   if (lines[lines.length - 1] !== '') throw bad(file, 'it does not end with a newline (torn)');
   let head: unknown;
@@ -84,7 +102,11 @@ function parseOverlay(text: string, file: string): ManifestOverlay {
   }
   // A set, not the header's array: a stage's overlay on the portable path names all of etc/
   // (thousands of paths), and a lookup per entry in the array made every read quadratic.
-  const dirty = new Set(h.dirty);
+  return { lines, base: h.base as string, dirty: new Set(h.dirty), removed: new Set(h.removed) };
+}
+
+function parseOverlay(text: string, file: string): ManifestOverlay {
+  const { lines, base, dirty, removed } = overlayHead(text, file);
   const entries: ManifestEntry[] = [];
   for (let i = 1; i < lines.length - 1; i++) {
     const e = parseManifestLine(lines[i]!, file, `line ${i + 1}`);
@@ -92,7 +114,7 @@ function parseOverlay(text: string, file: string): ManifestOverlay {
     if (!dirty.has(e.p)) throw bad(file, `line ${i + 1} (${e.p}) is not one of its dirty paths`);
     entries.push(e);
   }
-  return { base: h.base as string, dirty, removed: new Set(h.removed), entries, text };
+  return { base, dirty, removed, entries, text };
 }
 
 /** The text of an overlay (sorted, as parseOverlay reads it back). */
@@ -153,20 +175,15 @@ export function manifestDigest(manifest: string): string {
 export class OverlayView {
   readonly entries: readonly ManifestEntry[];
   readonly byPath: ReadonlyMap<string, ManifestEntry>;
+  /** True for a base line the overlay replaces or removes. */
+  readonly drops: (p: string) => boolean;
   private readonly points: string[];
-  private readonly tops: Set<string>;
 
   constructor(readonly overlay: ManifestOverlay) {
     this.entries = overlay.entries;
     this.byPath = new Map(overlay.entries.map((e) => [e.p, e]));
     this.points = [...new Set([...overlay.dirty, ...overlay.removed])].sort(comparePaths);
-    this.tops = new Set(this.points.map(top));
-  }
-
-  /** True for a base line the overlay replaces or removes. */
-  drops(p: string): boolean {
-    if (!this.tops.has(top(p))) return false;
-    return this.overlay.dirty.has(p) || isUnderAny(p, this.overlay.removed);
+    this.drops = dropsOf(overlay.dirty, overlay.removed);
   }
 
   /** The first path the overlay names that sorts after `p`, or null. */
@@ -182,6 +199,12 @@ export class OverlayView {
   }
 }
 
+/** Whether an overlay of these dirty and removed paths drops a base line (the line of a dirty path, or one below a removed path). */
+export function dropsOf(dirty: ReadonlySet<string>, removed: ReadonlySet<string>): (p: string) => boolean {
+  const tops = new Set([...dirty, ...removed].map(top));
+  return (p) => tops.has(top(p)) && (dirty.has(p) || isUnderAny(p, removed));
+}
+
 function top(p: string): string {
   const i = p.indexOf('/');
   return i === -1 ? p : p.slice(0, i);
@@ -193,7 +216,11 @@ const views = new WeakMap<ManifestOverlay, OverlayView>();
 /** The overlay view of `manifest`, or null. */
 export function overlayViewOf(manifest: string): OverlayView | null {
   const o = readOverlay(manifest);
-  if (o === null) return null;
+  return o === null ? null : viewOf(o);
+}
+
+/** The view of a parse (made once per parse). */
+export function viewOf(o: ManifestOverlay): OverlayView {
   let v = views.get(o);
   if (v === undefined) views.set(o, (v = new OverlayView(o)));
   return v;
