@@ -3,7 +3,7 @@ import { readHead, statPath } from '../fs/core/host-paths.js';
 import { directorySource } from './directory.js';
 import { parseJsonDocument, readDocumentBytes } from './document.js';
 import type { LayerOptions } from './layer/plan.js';
-import type { Source } from './source.js';
+import type { Source, SourceInfo } from './source.js';
 import { specSource } from './spec.js';
 import { ignitionDocumentSource } from './ignition/index.js';
 import { tarLayerSource } from './tar/layer-source.js';
@@ -111,9 +111,9 @@ export function sourceFromPath(p: string, o: SourceOptions = {}): Source {
   }
   switch (detected.kind) {
     case 'spec':
-      return signedDocument(specDocumentSource(p, detected.document), p, detected.document);
+      return signedDocument(specDocumentSource(p, detected.document), p, detected.document, { overBase: true });
     case 'ignition':
-      return signedDocument(ignitionDocumentSource(p, detected.document), p, detected.document);
+      return signedDocument(ignitionDocumentSource(p, detected.document), p, detected.document, { overBase: true });
     case 'machine-config':
       return signedDocument(machineConfigDocumentSource(p, detected.document, { imageStore: o.imageStore, owner: o.owner, platform: o.platform, ...(o.pull ? { registry: registryOptions(o) } : {}) }), p, detected.document);
     case 'tar':
@@ -195,9 +195,9 @@ function signedFile(s: Source, p: string): Source {
   return { ...s, inspect: async () => ({ signed: { payload: filePayload(p, s.describe), defaultSignature: `${p}.minisig` } }) };
 }
 
-/** A document read once: its signature (SOURCE.minisig by default) covers the very bytes that are planned. */
-function signedDocument(s: Source, p: string, data: Buffer): Source {
-  return { ...s, inspect: async () => ({ ...(s.inspect ? await s.inspect() : {}), signed: { payload: bytesPayload(data, s.describe), defaultSignature: `${p}.minisig` } }) };
+/** A document read once: its signature (SOURCE.minisig by default) covers the very bytes that are planned; `info`: what else is known of it. */
+function signedDocument(s: Source, p: string, data: Buffer, info: Pick<SourceInfo, 'overBase'> = {}): Source {
+  return { ...s, inspect: async () => ({ ...(s.inspect ? await s.inspect() : {}), ...info, signed: { payload: bytesPayload(data, s.describe), defaultSignature: `${p}.minisig` } }) };
 }
 
 /** An update spec file already read (`data`: the bytes detected and signed), parsed when planned. */

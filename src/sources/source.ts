@@ -30,6 +30,12 @@ export interface SourceInfo {
    * over a deployment of the same bottom layer starts copying its usr/ while they are imported).
    */
   diffIds?: string[];
+  /**
+   * The change set is applied over a copy of the base tree, the copy a stage makes by
+   * default: it never clears the tree and runs no command in it (an update spec, an
+   * Ignition config). A stage may start that copy before the plan, beside it.
+   */
+  overBase?: boolean;
 }
 
 /** What a source may know about the deployment it is planned over, beside its tree. */

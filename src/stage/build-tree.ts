@@ -262,11 +262,29 @@ export interface EarlyCopy {
 }
 
 export function startKeptCopy(ctx: Context, work: string, from: NonNullable<BuildTreeOptions['from']> & { manifest: string; keep: string[] }, signal?: AbortSignal): EarlyCopy {
-  const planned = copyArgs(ctx, work, from, true, omitting(from.exclude, leftOut(from.tree, from.keep)));
+  return startCopy(ctx, work, copyArgs(ctx, work, from, true, omitting(from.exclude, leftOut(from.tree, from.keep))), { signal });
+}
+
+/**
+ * A copy of the whole base tree into a stage's work dir, started before the plan of a
+ * source whose change set is applied over that copy (SourceInfo.overBase: an update
+ * spec, an Ignition config), so that the copy's workers run while the main thread plans:
+ * the copy buildTree would make, taken the same way (see startKeptCopy). `gate`: the
+ * copy starts once it resolves true (the free-space preflight's figure for the copy:
+ * there is room for it), and is never made when it resolves false or rejects (done:
+ * null; the preflight then says why).
+ */
+export function startBaseCopy(ctx: Context, work: string, from: NonNullable<BuildTreeOptions['from']> & { manifest: string }, o: { signal?: AbortSignal; gate?: Promise<boolean> } = {}): EarlyCopy {
+  return startCopy(ctx, work, copyArgs(ctx, work, from, true, from.exclude), o);
+}
+
+function startCopy(ctx: Context, work: string, planned: PlannedCopy, o: { signal?: AbortSignal; gate?: Promise<boolean> }): EarlyCopy {
   const stop = new AbortController();
   const skipped: [string, string][] = [];
-  const jobs: TreeJobOptions = { faults: ctx.faults, signal: signal === undefined ? stop.signal : AbortSignal.any([signal, stop.signal]), onSkip: (rel, why) => void skipped.push([rel, why]), onWarn: ctx.warn };
+  const jobs: TreeJobOptions = { faults: ctx.faults, signal: o.signal === undefined ? stop.signal : AbortSignal.any([o.signal, stop.signal]), onSkip: (rel, why) => void skipped.push([rel, why]), onWarn: ctx.warn };
   const done = (async () => {
+    if (o.gate !== undefined && !(await o.gate)) return null;
+    if (jobs.signal!.aborted) return null; // stopped before it began: nothing written
     ctx.dfs.mkdir(work);
     await runTreeTask(treeTasks.makeTree, { kind: storageKind(ctx.layout.root, ctx.storage), path: `${work}/tree` }, { faults: ctx.faults });
     return { copied: await runCopy(planned, jobs), skipped };

@@ -85,8 +85,8 @@ export function copyPolicyFor(policy: CopyPolicy, changes: ChangeSet): CopyPolic
 }
 
 /** What the new tree will take, for the free-space preflight of the stage and of its dry run (no pass over the manifest for a btrfs snapshot). */
-export function spaceEstimate(layout: Layout, storage: StoragePreference, base: DeploymentRecord, policy: CopyPolicy, changes: ChangeSet): Promise<SpaceEstimate> {
-  return estimateBytes(layout.manifest(base.id), policy.hardlinkPrefixes, changes, { snapshot: snapshotsFrom(layout.root, storage, layout.tree(base.id)) });
+export function spaceEstimate(layout: Layout, storage: StoragePreference, base: DeploymentRecord, policy: CopyPolicy, changes: ChangeSet, copyBytes?: number): Promise<SpaceEstimate> {
+  return estimateBytes(layout.manifest(base.id), policy.hardlinkPrefixes, changes, { snapshot: snapshotsFrom(layout.root, storage, layout.tree(base.id)), ...(copyBytes === undefined ? {} : { copyBytes }) });
 }
 
 /** The node disruption policies a stage's activation decision uses: the MCO defaults, the user's merged over them (`disruptionPolicy`, else the base tree's file). */

@@ -16,7 +16,7 @@ import { activationOf, changedByManifests } from './activation-of.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
-import { buildTree, copyParts, startKeptCopy, type BuiltTree, type EarlyCopy } from './build-tree.js';
+import { buildTree, copyParts, startBaseCopy, startKeptCopy, type BuiltTree, type EarlyCopy } from './build-tree.js';
 import { linksAll, stageLayers, type StageLayers } from './layer-stack.js';
 import { runInTree, scratchVarLayout } from './run-in-tree.js';
 import { makeBindMountPoints, removeBindMountPoints } from './run-binds.js';
@@ -40,7 +40,7 @@ import { writeConfigRecord } from '../store/config-record.js';
 import type { ConfigRecord } from '../state/config-record.js';
 import { resolveBuiltins, type BuiltinOptions, type ResolvedBuiltins } from '../validate/builtins.js';
 import { planCommandValidators, type CommandValidator, type PlannedValidator } from '../validate/command-validators.js';
-import { checkFreeSpace, withSpaceFigures, type SpaceEstimate } from '../validate/free-space.js';
+import { checkFreeSpace, copyBytesOf, withSpaceFigures, type SpaceEstimate } from '../validate/free-space.js';
 import type { Validator } from '../validate/types.js';
 import { validateTree } from '../validate/validate-tree.js';
 
@@ -189,8 +189,12 @@ interface Run {
    * back while the manifest is written and the tree validated (see sync).
    */
   treeSync?: Promise<void>;
-  /** The copy of the base's usr/ started before the plan (startEarlyCopy), if one was. */
+  /** The copy of the base's usr/, or of its whole tree, started before the plan (startEarlyCopy), if one was. */
   early?: EarlyCopy;
+  /** The early copy is of the whole base tree (startBaseCopy): its workers are the ones the manifest step takes after it. */
+  earlyWhole?: boolean;
+  /** The free-space preflight's figure for the copy, taken before an early copy of the whole tree (under these hardlink prefixes). */
+  copyBytes?: { prefixes: readonly string[]; bytes: Promise<number> };
 }
 
 /** Checks the options (bad ones: USAGE, before anything is recorded) and picks the new id. */
@@ -291,11 +295,53 @@ function unchanged(run: Run, d: DeploymentRecord, why: { alreadyRunning: true } 
  */
 async function startEarlyCopy(run: Run): Promise<EarlyCopy | undefined> {
   const { ctx, base } = run;
+  if (run.checked?.info.overBase === true) return startEarlyBaseCopy(run);
   const bottom = base.origin?.kind === 'oci-image' ? base.origin.layers?.[0] : undefined;
   if (bottom === undefined || run.checked?.info.diffIds?.[0] !== bottom) return undefined;
   if (!linksAll(run.policy, run.layers.kept)) return undefined;
   ctx.dfs.mkdir(ctx.layout.workDir);
   const early = startKeptCopy(ctx, run.work, { ...baseTreeOf(run), keep: [run.layers.kept] }, run.opts.signal);
+  if (ctx.faults !== noFaults) await early.done;
+  return early;
+}
+
+/**
+ * A source whose change set is applied over a copy of the base tree (an update spec, an
+ * Ignition config: SourceInfo.overBase) gets that copy started now, on the tree workers,
+ * while the main thread plans (parses and checks the document, resolves its paths in the
+ * base tree): the copy is most of such a stage. Not where the tree is snapshotted (no
+ * copy). Before anything is written, the preflight's figure for the copy (the bytes it
+ * copies rather than links) is taken on a worker and checked against the free space: the
+ * copy starts only with room for it (else the preflight, after the plan, refuses with the
+ * whole figures). buildTree takes the copy when the plan kept the policy (the same
+ * arguments), else removes it. With a fault hook it runs whole before the plan, as the
+ * image's early copy does.
+ */
+async function startEarlyBaseCopy(run: Run): Promise<EarlyCopy | undefined> {
+  const { ctx, base } = run;
+  const { layout } = ctx;
+  if (snapshotsFrom(layout.root, ctx.storage, layout.tree(base.id))) return undefined;
+  // The two workers the manifest step takes after the copy (see build), started now if the copy's parts did not.
+  warmTreeWorker(2);
+  let gate: Promise<boolean> | undefined;
+  const reserve = run.builtins.freeSpace;
+  if (reserve !== null) {
+    const prefixes = [...run.policy.hardlinkPrefixes];
+    const bytes = copyBytesOf(layout.manifest(base.id), prefixes);
+    bytes.catch(() => {}); // awaited by the preflight, which reports its failure
+    run.copyBytes = { prefixes, bytes };
+    gate = bytes.then((copyBytes) => {
+      try {
+        checkFreeSpace(layout.root, { copyBytes, changeBytes: 0, manifestBytes: 0, needed: copyBytes }, reserve);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+  }
+  ctx.dfs.mkdir(layout.workDir);
+  const early = startBaseCopy(ctx, run.work, baseTreeOf(run), { signal: run.opts.signal, ...(gate === undefined ? {} : { gate }) });
+  run.earlyWhole = true;
   if (ctx.faults !== noFaults) await early.done;
   return early;
 }
@@ -326,8 +372,13 @@ async function preflight(run: Run, changes: ChangeSet): Promise<void> {
     return;
   }
   at(run, 'validate'); // no progress event: validate proper comes after the tree is built
-  run.estimate = await spaceEstimate(layout, run.ctx.storage, run.base, run.policy, changes);
+  const known = run.copyBytes !== undefined && samePrefixes(run.copyBytes.prefixes, run.policy.hardlinkPrefixes) ? await run.copyBytes.bytes : undefined;
+  run.estimate = await spaceEstimate(layout, run.ctx.storage, run.base, run.policy, changes, known);
   run.freeAtStart = checkFreeSpace(layout.root, run.estimate, run.builtins.freeSpace).free;
+}
+
+function samePrefixes(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((p, i) => p === b[i]);
 }
 
 /**
@@ -350,8 +401,9 @@ async function build(run: Run, changes: ChangeSet): Promise<StagedBuild> {
   const linkAt = run.layers.linkAt();
   const image = run.layers.diffIds !== null;
   // The manifest step runs two tasks at once (the tree's sync and the manifest pass): the
-  // second worker starts now, beside the copy and the apply, not when the manifest waits for it.
-  warmTreeWorker(2);
+  // second worker starts now, beside the copy and the apply, not when the manifest waits for it
+  // (an early copy of the whole tree holds two already, idle again when the manifest starts).
+  if (run.earlyWhole !== true) warmTreeWorker(2);
   const built = await buildTree(ctx, {
     work: run.work,
     from: { tree: layout.tree(base.id), manifest: layout.manifest(base.id), entries: base.entries, policy: run.policy, manifestSha256: base.manifestSha256, replaced: image && run.layers.onto === 0, ...(image && run.layers.onto > 0 ? { keep: [run.layers.kept] } : {}) },

@@ -24,10 +24,11 @@ export interface SpaceEstimate {
  * base manifest (no tree walk) plus the sizes of the change set's contents when it is
  * a list held in memory. Conservative on reflink filesystems, where copies share blocks.
  */
-export async function estimateBytes(baseManifest: string, hardlinkPrefixes: readonly string[], cs: ChangeSet, o: { snapshot?: boolean } = {}): Promise<SpaceEstimate> {
-  // A pass over the base manifest, on a worker thread like the tree work; none for a
-  // btrfs snapshot, which shares every block of the base tree.
-  const copyBytes = o.snapshot ? 0 : await runTreeTask(manifestTasks.sumFileSizes, { manifest: baseManifest, prefixes: [...hardlinkPrefixes] });
+export async function estimateBytes(baseManifest: string, hardlinkPrefixes: readonly string[], cs: ChangeSet, o: { snapshot?: boolean; copyBytes?: number } = {}): Promise<SpaceEstimate> {
+  // A pass over the base manifest, on a worker thread like the tree work (unless the caller
+  // has its figure for these prefixes already: copyBytesOf); none for a btrfs snapshot,
+  // which shares every block of the base tree.
+  const copyBytes = o.snapshot ? 0 : (o.copyBytes ?? (await copyBytesOf(baseManifest, hardlinkPrefixes)));
   let changeBytes: number | null = null;
   if (Array.isArray(cs.ops)) {
     changeBytes = 0;
@@ -39,6 +40,11 @@ export async function estimateBytes(baseManifest: string, hardlinkPrefixes: read
   }
   const manifestBytes = statPath(baseManifest)?.size ?? 0;
   return { copyBytes, changeBytes, manifestBytes, needed: copyBytes + (changeBytes ?? 0) + manifestBytes };
+}
+
+/** What a copy of the base tree writes: the regular-file bytes of its manifest outside `hardlinkPrefixes` (a pass on a worker thread). */
+export function copyBytesOf(baseManifest: string, hardlinkPrefixes: readonly string[]): Promise<number> {
+  return runTreeTask(manifestTasks.sumFileSizes, { manifest: baseManifest, prefixes: [...hardlinkPrefixes] });
 }
 
 /** Bytes for people: "1.5 GiB (1610612736 bytes)". */
