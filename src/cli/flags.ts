@@ -1,8 +1,15 @@
-import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { readPackageFile } from '../fs/core/package-files.js';
 
-/** The version: package.json's (one place), ../../package.json from src/cli, dist/cli and the bundles alike; read when asked (the bin's start reads no more than it needs). */
+/**
+ * The version: package.json's (one place), ../../package.json from src/cli, dist/cli and
+ * the bundles alike; read when asked (the bin's start reads no more than it needs). Read
+ * and parsed as a file, not required: every verb's program asks for it (its help line),
+ * and require's resolution of the path was ~35 ms of apply-live's start in the guest's
+ * profile (TCG), where the read is a few.
+ */
 export function version(): string {
-  return (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+  return (JSON.parse(readPackageFile(fileURLToPath(new URL('../../package.json', import.meta.url)), 'utf8')) as { version: string }).version;
 }
 
 /** STAGEDROOT_DEBUG set (not "" or "0"): stacks of unexpected errors are wanted, as with --debug. */
