@@ -89,3 +89,14 @@ describe('apply-live loads only what it runs', () => {
     }
   });
 });
+
+describe('stage loads the tar reader only for what reads tar', () => {
+  it('a stage of an Ignition config does not load node-tar (the first tar read does)', () => {
+    const ign = path.join(dir, 'update.ign');
+    fs.writeFileSync(ign, JSON.stringify({ ignition: { version: '3.4.0' }, storage: { files: [{ path: '/etc/motd', overwrite: true, contents: { source: 'data:,hello' } }] } }));
+    const loaded = loadsOf(['stage', '--sysroot', sysroot, ign]);
+    expect(loaded).toContain('dist/sources/tar/reader.js');
+    expect(loaded.filter((f) => /(^|\/)node_modules\/tar\//.test(f))).toEqual([]);
+    expect(cliProcess(['discard', '--sysroot', sysroot]).code).toBe(0);
+  });
+});

@@ -1,4 +1,4 @@
-import { Header, Pax, ReadEntry } from 'tar';
+import type { Header } from 'tar';
 import { StagedrootError } from '../../errors.js';
 import { ByteReader } from './byte-reader.js';
 import type { LayerLimits } from '../layer/entry-checks.js';
@@ -41,6 +41,8 @@ type Ex = Record<string, unknown> | undefined;
  * is skipped when the next entry is asked for.
  */
 export async function* readTarEntries(source: AsyncIterable<Uint8Array>, where: string, limits: LayerLimits): AsyncGenerator<LayerEntry> {
+  // node-tar is loaded by the first read, not by every verb that imports the sources (a stage of an Ignition config reads no tar).
+  const { Header, Pax, ReadEntry } = await import('tar');
   let current = '(start of archive)';
   const br = new ByteReader(source, (total) => {
     if (total > limits.maxBytes) {
