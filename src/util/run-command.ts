@@ -65,17 +65,27 @@ const KILL_GRACE_MS = 2000;
  * own children outlive them, and the output pipe they still hold is waited for
  * (test/util/run-command.test.ts shows both). The result is the one of 'close': the
  * process has exited and its output pipes are closed.
+ *
+ * `output`: the command's stdout and stderr both go to that descriptor (onOutput is not called)
+ * (a file: fs/output/capture-file.ts) instead of two pipes, whose sockets are most of a
+ * first spawn's cost under TCG, and the result's output is what `read` returns once the
+ * command has exited (it closes the descriptor); for a command that leaves no child
+ * writing after it (systemctl: apply-live's actions), whose output after its exit would
+ * not be waited for.
  */
 export async function runCommand(
   cmd: CommandSpec,
-  o: { timeoutMs: number; env?: Record<string, string>; cwd?: string; signal?: AbortSignal; outputLimit?: number; onOutput?: (text: string) => void },
+  o: { timeoutMs: number; env?: Record<string, string>; cwd?: string; signal?: AbortSignal; outputLimit?: number; onOutput?: (text: string) => void; output?: { fd: number; read: () => string } },
 ): Promise<CommandResult> {
   const started = Date.now();
-  const out = new BoundedOutput(o.outputLimit ?? OUTPUT_LIMIT);
+  const limit = o.outputLimit ?? OUTPUT_LIMIT;
+  const out = new BoundedOutput(limit);
+  const sink = o.output ?? null;
   let sub: ReturnType<typeof spawn>;
   try {
-    sub = spawn(cmd.file, cmd.args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, cwd: o.cwd, env: o.env === undefined ? process.env : { ...process.env, ...o.env } });
+    sub = spawn(cmd.file, cmd.args, { stdio: sink === null ? ['ignore', 'pipe', 'pipe'] : ['ignore', sink.fd, sink.fd], detached: true, cwd: o.cwd, env: o.env === undefined ? process.env : { ...process.env, ...o.env } });
   } catch (e) {
+    sink?.read();
     // A synchronous refusal (an argument with a NUL byte, say): a result like any failure to start.
     return { ok: false, exitCode: null, signal: null, timedOut: false, notRunnable: null, output: (e as Error).message, durationMs: Date.now() - started };
   }
@@ -124,7 +134,7 @@ export async function runCommand(
     signal: r.signal,
     timedOut,
     notRunnable,
-    output: out.toString(),
+    output: sink === null ? out.toString() : sink.read(),
     durationMs: Date.now() - started,
   };
 }

@@ -3,6 +3,8 @@ import { spawnSync } from 'node:child_process';
 import { readText } from '../../fs/core/host-paths.js';
 import type { LiveJournal } from './journal.js';
 import { runCommand, type CommandResult, type CommandSpec } from '../../util/run-command.js';
+import { OUTPUT_LIMIT } from '../../util/bounded-output.js';
+import { openCaptureFile } from '../../fs/output/capture-file.js';
 
 /*
  * What each policy action runs on the running system, as the MCO's
@@ -46,9 +48,14 @@ export interface ServiceManager {
 
 export const HOST_SYSTEMCTL: ServiceManager = { command: ['systemctl'] };
 
-/** Runs `systemctl ARGS` through the service manager; never rejects. */
+/**
+ * Runs `systemctl ARGS` through the service manager; never rejects. Its output goes to a
+ * capture file, not pipes (runCommand's `output`; pipes when the file cannot be made):
+ * systemctl leaves no child behind that writes after it, and the sockets of a first
+ * spawn's pipes cost apply-live's first action more than its own work under TCG.
+ */
 export function systemctl(m: ServiceManager, args: readonly string[]): Promise<CommandResult> {
-  return runCommand(commandOf(m, args), { timeoutMs: m.timeoutMs ?? 120_000 });
+  return runCommand(commandOf(m, args), { timeoutMs: m.timeoutMs ?? 120_000, output: openCaptureFile(OUTPUT_LIMIT) ?? undefined });
 }
 
 /** `systemctl ARGS` as the service manager runs it: its command and leading arguments, then ARGS. */
