@@ -352,6 +352,22 @@ const SCENARIOS: Scenario[] = [
     ops: earlyCopyCounted,
     check: checkImage,
   },
+  // An update spec read from a file: the copy of the whole booted tree starts before the plan (startEarlyBaseCopy; with the fault hook, whole before it).
+  {
+    name: 'stage of an update spec file (the early copy of the whole booted tree)',
+    op: 'stage-file',
+    prepare: async (_s, dir) => {
+      fs.writeFileSync(path.join(path.dirname(dir), 'update.json'), JSON.stringify({ label: 'file-update', files: [{ path: '/etc/motd', contents: 'motd from a file\n' }, { path: '/usr/lib/libx.so', contents: 'lib v2\n' }] }));
+    },
+    ops: (ops) => {
+      // The copy's links are crash points, all of them before the first write of the update (its temp file renamed into the tree);
+      // where trees are subvolumes there is no copy (a snapshot, taken in the copy step).
+      const links = ops.flatMap((o, i) => (/^link .*\/work\/\d+\/tree\/usr\//.test(o) ? [i] : []));
+      const firstWrite = ops.findIndex((o) => /^rename .*\/work\/\d+\/tree\/(etc\/motd|usr\/lib\/libx\.so)$/.test(o));
+      if (links.length === 0) return void expect(ops.some((o) => /^snapshot .*\/work\/\d+\/tree$/.test(o))).toBe(true);
+      expect(firstWrite).toBeGreaterThan(links.at(-1)!);
+    },
+  },
   // The last writer died holding the lock: the next one breaks it (crash points inside the break too).
   {
     name: 'finalize after a writer died holding the lock',

@@ -66,6 +66,8 @@ const ops = {
   },
   // The OCI layout the crash-point suite writes beside the sysroot's directory (an update of the booted image, the same bottom layer).
   'stage-image': (s) => s.stage(join(dirname(s.path), 'image-update')),
+  // The update spec file the crash-point suite writes beside the sysroot's directory (a file source: its copy starts before the plan).
+  'stage-file': (s) => s.stage(join(dirname(s.path), 'update.json')),
   finalize: (s) => s.finalize(),
   // The actions run through the systemctl stand-in, logging beside the sysroot (recovery's undo runs it again).
   'apply-live': (s) => s.applyLive({ services: { command: ['sh', fileURLToPath(new URL('./fake-systemctl.sh', import.meta.url)), `${s.path}.systemctl.log`] } }),

@@ -27,7 +27,7 @@ export function scratchDir(prefix: string): string {
   return fs.mkdtempSync(path.join(parent, prefix));
 }
 
-export type ChildOp = 'open' | 'stage' | 'stage-rejected' | 'stage-image' | 'finalize' | 'apply-live' | 'boot' | 'rollback' | 'markBad' | 'prune';
+export type ChildOp = 'open' | 'stage' | 'stage-rejected' | 'stage-image' | 'stage-file' | 'finalize' | 'apply-live' | 'boot' | 'rollback' | 'markBad' | 'prune';
 
 /** Runs a lifecycle operation in a child process: counting its mutations, or killed after the n-th; `aheadMs`: its clock runs that far ahead. */
 export function runChild(dir: string, op: ChildOp, killAfter?: number, aheadMs?: number): ReturnType<typeof spawnSync> {
