@@ -15,9 +15,26 @@ import { runOnPath } from './path-tool.js';
 
 type Napi = typeof import('@napi-rs/xattr');
 let napiModule: Napi | undefined;
-/** The native module, loaded by the first xattr call (a verb that reads no attribute does not load it). */
+/**
+ * The native module, loaded by the first xattr call (a verb that reads no attribute does
+ * not load it). On glibc x86-64, the machines stagedroot runs on, the prebuilt binary is
+ * loaded directly: @napi-rs/xattr's index.js first reads /usr/bin/ldd to tell musl from
+ * glibc, tries a .node file beside itself that npm does not install, then reads the
+ * binary package's package.json for its version (~190 ms of a live apply's merge step
+ * under TCG, profiled). Anywhere else, or when that binary is not installed beside it
+ * (or is not loadable: a musl system), the package's own loader picks.
+ */
 function napiXattr(): Napi {
-  return (napiModule ??= createRequire(import.meta.url)('@napi-rs/xattr') as Napi);
+  if (napiModule) return napiModule;
+  const require = createRequire(import.meta.url);
+  if (process.platform === 'linux' && process.arch === 'x64') {
+    try {
+      return (napiModule = require('@napi-rs/xattr-linux-x64-gnu/xattr.linux-x64-gnu.node') as Napi);
+    } catch {
+      // the package's loader below
+    }
+  }
+  return (napiModule = require('@napi-rs/xattr') as Napi);
 }
 
 /** Attributes as a change set carries them: [name, value] pairs. */
