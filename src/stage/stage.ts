@@ -13,6 +13,7 @@ import { changedPaths } from '../fs/manifests/patch-manifest.js';
 import type { DisruptionPolicy } from '../activation/policy.js';
 import type { Activation } from '../state/activation.js';
 import { activationOf, changedByManifests } from './activation-of.js';
+import { recordKernelHashes } from '../boot/entries/kernels.js';
 import { applyTransition } from '../store/apply-transition.js';
 import { mustFind, newRecord, nextId, stageBase, stageFailed, stageSucceeded } from '../state/model.js';
 import { phaseOfStep, type BaseState, type DeploymentRecord, type Failure, type StagePhase } from '../state/schema.js';
@@ -576,6 +577,7 @@ async function commit(run: Run, changes: ChangeSet, built: StagedBuild, warnings
   if (run.checked?.info.origin) rec.origin = { ...run.checked.info.origin, ...(run.layers.diffIds !== null ? { layers: run.layers.diffIds } : {}) };
   if (run.checked?.signature) rec.signature = run.checked.signature;
   rec.activation = activationOf({ base: run.base, next: rec, changed: () => changedOf(layout.manifest(run.base.id), layout.manifest(id), built), sharedChanged: () => changedSharedPaths(layout, built.sharedOps, sharedDirs(state), layout.sharedContent(id)), baseTree: new ReadOnlyTree(layout.tree(run.base.id)), newTree: new ReadOnlyTree(layout.tree(id)), policy: run.disruptionPolicy });
+  if (state.bootDir) recordKernelHashes(ctx, id);
   applyTransition(ctx, state, stageSucceeded(state, rec), 'stage');
   return { id, label, path: layout.tree(id), delta: changedPaths(built), warnings: [...built.warnings, ...warnings], entries: rec.entries, bytes: rec.bytes, hooks: run.hooks, activation: rec.activation };
 }

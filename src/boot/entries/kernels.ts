@@ -169,6 +169,21 @@ export function findKernel(tree: string, cache?: KernelHashCache, seen = new See
   return { ...k, hash };
 }
 
+/**
+ * Records a new deployment's kernel hashes (deploy/ID/kernel-hashes.json) from its manifest
+ * when it is staged, so that the entry sync of the step that makes it current (a finalize,
+ * or an apply-live's commit, which the live bench times) finds them in the cache instead of
+ * opening the manifest and writing the cache then. A cache: a failure here is left for that
+ * sync, which looks again and reports it.
+ */
+export function recordKernelHashes(ctx: Context, id: string): void {
+  try {
+    findKernel(ctx.layout.tree(id), { file: ctx.layout.kernelHashes(id), dfs: ctx.dfs, manifest: ctx.layout.manifest(id) });
+  } catch {
+    // the sync that needs them reads them again
+  }
+}
+
 function copyImage(ctx: Context, from: string, to: string): void {
   const data = readBytes(from, MAX_IMAGE);
   if (data === null) throw new StagedrootError('IO', `${from} is larger than ${MAX_IMAGE} bytes or unreadable`, { path: from });
