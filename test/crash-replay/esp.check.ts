@@ -24,17 +24,10 @@ import * as path from 'node:path';
 import { expect, test } from 'vitest';
 import { readLog } from './log-writes.js';
 import { StateImages } from './state-images.js';
-import { planStates, type CrashState } from './states.js';
+import { planOptionsFromEnv, planStates, type CrashState } from './states.js';
 
 const DIR = process.env.STAGEDROOT_REPLAY_DIR ?? '';
 const SUMMARY = process.env.STAGEDROOT_REPLAY_SUMMARY ?? '';
-
-function intEnv(name: string, dflt: number): number {
-  const v = process.env[name];
-  if (v === undefined || v === '') return dflt;
-  if (!/^\d+$/.test(v)) throw new Error(`${name} must be a non-negative integer, got ${v}`);
-  return Number(v);
-}
 
 /** What run.mjs writes beside the ESP's log. */
 interface EspMeta {
@@ -123,11 +116,7 @@ test('crash replay of the ESP log (systemd-boot entries on FAT)', () => {
   // a directory entry whose clusters the FAT does not chain (or frees) whatever order the
   // writer keeps. stagedroot orders its ESP writes by fsyncs, each ending in a flush: the
   // states that order promises anything about are the flush points and the marks.
-  const plan = planStates(log, {
-    budget: intEnv('STAGEDROOT_REPLAY_BUDGET', Number.MAX_SAFE_INTEGER),
-    subsets: 0,
-    seed: intEnv('STAGEDROOT_REPLAY_SEED', 482),
-  });
+  const plan = planStates(log, planOptionsFromEnv({ subsets: 0 }));
   const marksInLog = log.entries.filter((e) => e.mark !== null).length;
   process.stderr.write(`crash-replay esp: ${log.entries.length} log entries, ${plan.flushPoints} flush points (${plan.checkedPoints} checked), ${marksInLog} marks, ${plan.states.length} states\n`);
   const work = fs.mkdtempSync(path.join(DIR, 'states-'));

@@ -25,18 +25,11 @@ import { DIST_INDEX, requireDist } from '../helpers/crash.js';
 import { expectConsistent, expectReadable, hashDeployments } from '../helpers/invariants.js';
 import { readLog } from './log-writes.js';
 import { StateImages } from './state-images.js';
-import { planStates } from './states.js';
+import { planOptionsFromEnv, planStates } from './states.js';
 
 const DIR = process.env.STAGEDROOT_REPLAY_DIR ?? '';
 const FS_TYPE = process.env.STAGEDROOT_REPLAY_FSTYPE ?? '';
 const SUMMARY = process.env.STAGEDROOT_REPLAY_SUMMARY ?? '';
-
-function intEnv(name: string, dflt: number): number {
-  const v = process.env[name];
-  if (v === undefined || v === '') return dflt;
-  if (!/^\d+$/.test(v)) throw new Error(`${name} must be a non-negative integer, got ${v}`);
-  return Number(v);
-}
 
 /** What run.mjs writes beside the log (meta.json). */
 interface Meta {
@@ -105,11 +98,7 @@ test(`crash replay of the ${FS_TYPE} log`, async () => {
   const meta = JSON.parse(fs.readFileSync(path.join(DIR, 'meta.json'), 'utf8')) as Meta;
   const logPath = path.join(DIR, 'log.img');
   const log = readLog(logPath);
-  const plan = planStates(log, {
-    budget: intEnv('STAGEDROOT_REPLAY_BUDGET', Number.MAX_SAFE_INTEGER),
-    subsets: intEnv('STAGEDROOT_REPLAY_SUBSETS', 2),
-    seed: intEnv('STAGEDROOT_REPLAY_SEED', 482),
-  });
+  const plan = planStates(log, planOptionsFromEnv());
   const marksInLog = log.entries.filter((e) => e.mark !== null).length;
   process.stderr.write(`crash-replay ${FS_TYPE}: ${log.entries.length} log entries, ${plan.flushPoints} flush points (${plan.checkedPoints} checked), ${marksInLog} marks, ${plan.states.length} states\n`);
 

@@ -77,3 +77,19 @@ export function planStates(log: WriteLog, o: { budget: number; subsets: number; 
   }
   return { flushPoints: points.length, checkedPoints: chosen.size, states };
 }
+
+function intEnv(name: string, dflt: number): number {
+  const v = process.env[name];
+  if (v === undefined || v === '') return dflt;
+  if (!/^\d+$/.test(v)) throw new Error(`${name} must be a non-negative integer, got ${v}`);
+  return Number(v);
+}
+
+/** planStates' options from the environment: STAGEDROOT_REPLAY_BUDGET (default: every point), _SUBSETS (default 2; `subsets` overrides it), _SEED (482). */
+export function planOptionsFromEnv(o: { subsets?: number } = {}): { budget: number; subsets: number; seed: number } {
+  return {
+    budget: intEnv('STAGEDROOT_REPLAY_BUDGET', Number.MAX_SAFE_INTEGER),
+    subsets: o.subsets ?? intEnv('STAGEDROOT_REPLAY_SUBSETS', 2),
+    seed: intEnv('STAGEDROOT_REPLAY_SEED', 482),
+  };
+}

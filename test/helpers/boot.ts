@@ -9,6 +9,7 @@ import { afterEach } from 'vitest';
 import { makeContext } from '../../src/context.js';
 import type { BaseState } from '../../src/state/schema.js';
 import { syncBootEntries } from '../../src/boot/entries/sync.js';
+import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 
 /**
  * A stand-in for /run/stagedroot: `record(dir, id, lines)` writes what prepare-root
@@ -58,5 +59,17 @@ export async function crashEverySync(dir: string, after: BaseState, check: (n: n
     await check(n, crashed);
     if (!crashed) return points;
     points++;
+  }
+}
+
+/** A temp sysroot on KERNEL_TREE with a boot directory of its own (a temp dir: BLS entries); `cleanup` removes both. */
+export async function tempSysrootWithBootDir(): Promise<{ t: TempSysroot; boot: string; cleanup: () => void }> {
+  const boot = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-boot-dir-'));
+  try {
+    const t = await tempSysroot({ tree: KERNEL_TREE, bootDir: boot });
+    return { t, boot, cleanup: () => (t.cleanup(), fs.rmSync(boot, { recursive: true, force: true })) };
+  } catch (err) {
+    fs.rmSync(boot, { recursive: true, force: true });
+    throw err;
   }
 }

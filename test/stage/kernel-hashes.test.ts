@@ -4,27 +4,21 @@
  * commit) neither opens its manifest nor writes that cache.
  */
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { makeContext } from '../../src/context.js';
 import { syncBootEntries } from '../../src/boot/entries/sync.js';
 import { findKernel } from '../../src/boot/entries/kernels.js';
 import type { BaseState } from '../../src/state/schema.js';
-import { tempSysroot, type TempSysroot } from '../../src/testing/index.js';
-import { KERNEL_TREE } from '../helpers/boot.js';
+import { tempSysrootWithBootDir } from '../helpers/boot.js';
 
-let t: TempSysroot | undefined;
-let boot: string | undefined;
-afterEach(() => {
-  t?.cleanup();
-  if (boot) fs.rmSync(boot, { recursive: true, force: true });
-  t = boot = undefined;
-});
+let cleanup: (() => void) | undefined;
+afterEach(() => cleanup?.());
 
 it('a stage with a boot directory records the staged kernel hashes; the sync that makes it current writes no cache', async () => {
-  boot = fs.mkdtempSync(path.join(os.tmpdir(), 'stagedroot-boot-dir-'));
-  t = await tempSysroot({ tree: KERNEL_TREE, bootDir: boot });
+  const made = await tempSysrootWithBootDir();
+  cleanup = made.cleanup;
+  const t = made.t;
   const r = await t.sysroot.stage({ label: 'k2', files: [{ path: '/usr/lib/modules/6.2.0-1/vmlinuz', contents: 'kernel 6.2.0-1\n' }, { path: '/etc/motd', contents: 'hi\n' }] });
   const ctx = makeContext(t.dir);
   const cache = ctx.layout.kernelHashes(r.id);
@@ -36,7 +30,7 @@ it('a stage with a boot directory records the staged kernel hashes; the sync tha
   const before: BaseState = t.sysroot.state();
   const after: BaseState = { ...before, current: r.id, rollback: before.current, staged: null };
   const written: string[] = [];
-  syncBootEntries(makeContext(t.dir, { faults: { afterMutation: (op, p) => void written.push(`${op} ${path.relative(t!.dir, p)}`) } }), after);
+  syncBootEntries(makeContext(t.dir, { faults: { afterMutation: (op, p) => void written.push(`${op} ${path.relative(t.dir, p)}`) } }), after);
   expect(written.some((w) => w.includes(`deploy/${r.id}/`)), written.join('\n')).toBe(false);
   expect(written.some((w) => w.includes('stagedroot-') || w.includes('loader')), `the entries were written: ${written.join(', ')}`).toBe(true);
 });

@@ -1,17 +1,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { filesystemIs } from './host-paths.js';
 
 /** statfs(2)'s f_type of FAT (vfat, msdos): an EFI system partition. */
 const MSDOS_SUPER_MAGIC = 0x4d44;
 
-/** True when `dir` is on a FAT filesystem (an ESP); false when it cannot be told. */
-export function isOnFat(dir: string): boolean {
-  try {
-    return fs.statfsSync(dir).type === MSDOS_SUPER_MAGIC;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * Makes a name just renamed into place on FAT point at its content. FAT keeps a file's
@@ -25,7 +18,7 @@ export function isOnFat(dir: string): boolean {
  * btrfs: the inode is not in the directory) nothing is done.
  */
 export function syncRenamedOnFat(p: string): void {
-  if (!isOnFat(path.dirname(p))) return;
+  if (!filesystemIs(path.dirname(p), MSDOS_SUPER_MAGIC)) return;
   const fd = fs.openSync(p, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
   try {
     fs.fsyncSync(fd);

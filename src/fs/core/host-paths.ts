@@ -55,6 +55,15 @@ export function isDirectory(p: string): boolean {
   }
 }
 
+/** True when the filesystem holding `p` has statfs(2)'s f_type `magic`; false when it cannot be told. */
+export function filesystemIs(p: string, magic: number): boolean {
+  try {
+    return fs.statfsSync(p).type === magic;
+  } catch {
+    return false;
+  }
+}
+
 /** Free and total bytes of the filesystem holding `p` (statfs). */
 export function freeSpace(p: string): { free: number; total: number } {
   const s = fs.statfsSync(p);

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { StagedrootError } from '../../errors.js';
 import type { FaultHook } from '../core/faults.js';
+import { filesystemIs } from '../core/host-paths.js';
 import { ioError } from '../core/io-error.js';
 
 /**
@@ -20,11 +21,7 @@ const BTRFS_SUPER_MAGIC = 0x9123683e;
 const BTRFS_FIRST_FREE_OBJECTID = 256;
 
 export function isBtrfs(p: string): boolean {
-  try {
-    return fs.statfsSync(p).type === BTRFS_SUPER_MAGIC;
-  } catch {
-    return false;
-  }
+  return filesystemIs(p, BTRFS_SUPER_MAGIC);
 }
 
 /** True when `p` is the root of a btrfs subvolume (a directory with inode 256 on btrfs). */
