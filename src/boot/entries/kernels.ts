@@ -12,6 +12,7 @@ import { ManifestIndex } from '../../fs/manifests/manifest-index.js';
 import { copiedNames, kernelDir, type KernelImage } from '../../state/boot-entry-text.js';
 import type { DeploymentRecord } from '../../state/schema.js';
 import { parseJsonState } from '../../util/json-state.js';
+import { compareVersions } from '../../util/version-compare.js';
 import { SeenPaths } from './seen-paths.js';
 
 /** A deployment that gets a boot entry, with the kernel it boots. */
@@ -157,7 +158,7 @@ function manifestHash(manifest: string | undefined, rel: string, st: NonNullable
  * identity (what the answer depends on).
  */
 export function findKernel(tree: string, cache?: KernelHashCache, seen = new SeenPaths()): KernelImage | null {
-  const all = candidates(tree, seen).sort((a, b) => a.version.localeCompare(b.version, 'en', { numeric: true }));
+  const all = candidates(tree, seen).sort((a, b) => compareVersions(a.version, b.version));
   const linked = linkedVersion(tree, seen);
   const k = all.find((c) => c.version === linked) ?? all.at(-1);
   if (k === undefined) return null;
