@@ -140,6 +140,9 @@ if [ -f /run/stagedroot/booted ]; then cp /run/stagedroot/booted "${out}/record"
     const f = path.join(out, p.replace(/\//g, '_'));
     return fs.existsSync(f) ? fs.readFileSync(f, 'utf8') : null;
   };
+  // By target: findmnt lists a mount's children in mount-ID order, and the kernel hands out
+  // IDs system-wide (the lowest free one), so beside the parallel suite's own mounts and
+  // unmounts a later bind can take a lower ID (seen once: sysroot before var and usr).
   const mounts = fs
     .readFileSync(path.join(out, 'mounts'), 'utf8')
     .trim()
@@ -148,7 +151,8 @@ if [ -f /run/stagedroot/booted ]; then cp /run/stagedroot/booted "${out}/record"
     .map((l) => {
       const [target, options] = l.split(' ');
       return { target: path.relative(phys, target!) || '.', ro: options!.split(',').includes('ro') };
-    });
+    })
+    .sort((a, b) => (a.target < b.target ? -1 : a.target > b.target ? 1 : 0));
   return { code: Number(read('rc')), stderr: read('stderr') ?? '', mounts, read, usrWritable: read('usr-writable') !== null, record: read('record'), rootListingBefore: read('root-before')!, rootListing: read('root-after')! };
 }
 
@@ -168,9 +172,9 @@ describe.skipIf(NO_NS !== null)('stagedroot-prepare-root in a mount namespace', 
         expect(r.read('srv/www')).toBeNull();
         expect(r.usrWritable).toBe(false);
         expect(r.mounts.filter((m) => m.target !== '.').map((m) => [m.target, m.ro])).toEqual([
-          ['var', false],
-          ['usr', true],
           ['sysroot', false],
+          ['usr', true],
+          ['var', false],
         ]);
         expect(r.record).toBe('id=0002\nsysroot=/sysroot/sr\n');
       });
@@ -186,9 +190,9 @@ describe.skipIf(NO_NS !== null)('stagedroot-prepare-root in a mount namespace', 
         // The physical root and the tree bound over it keep the read-only flag: systemd-remount-fs's job.
         expect(r.mounts.filter((m) => m.target === '.').map((m) => m.ro)).toEqual([true, true]);
         expect(r.mounts.filter((m) => m.target !== '.').map((m) => [m.target, m.ro])).toEqual([
-          ['var', false],
-          ['usr', true],
           ['sysroot', false],
+          ['usr', true],
+          ['var', false],
         ]);
         expect(r.read('writable-var')).toBe('yes\n');
         expect(r.read('writable-sysroot_sr')).toBe('yes\n');
@@ -297,7 +301,7 @@ describe.skipIf(NO_NS !== null)('stagedroot-prepare-root in a mount namespace', 
           expect(r.code, r.stderr).toBe(0);
           expect(r.stderr).toContain('deployment 0002 cannot boot');
           expect(r.read('marker')).toBe('one\n');
-          expect(r.mounts.filter((m) => m.target !== '.').map((m) => m.target)).toEqual(['var', 'usr', 'sysroot']);
+          expect(r.mounts.filter((m) => m.target !== '.').map((m) => m.target)).toEqual(['sysroot', 'usr', 'var']);
         });
 
         itShell(`${kind}: with nothing to fall back to, the boot stops loudly and nothing is mounted`, async () => {
