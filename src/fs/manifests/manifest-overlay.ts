@@ -4,6 +4,7 @@ import { StagedrootError } from '../../errors.js';
 import { hashFile } from '../core/hash.js';
 import { comparePaths, isUnderAny } from '../core/paths.js';
 import { formatEntry, parseManifestLine, type ManifestEntry } from './manifest-line.js';
+import { TextCache } from './text-cache.js';
 
 /**
  * A manifest's overlay (MANIFEST.overlay beside it): what finalize's /etc merge changed,
@@ -43,8 +44,7 @@ export function overlayFile(manifest: string): string {
  * by a stat: the file is read every time, only the parse is saved. The parse is never
  * changed by its readers (readonly throughout).
  */
-const parsed = new Map<string, ManifestOverlay>();
-const PARSED_MAX = 8;
+const parsed = new TextCache<ManifestOverlay>(8);
 
 /** The overlay of `manifest`, or null when it has none. */
 export function readOverlay(manifest: string): ManifestOverlay | null {
@@ -66,20 +66,12 @@ export function readOverlayText(manifest: string): string | null {
 /** The parse of `text`, the overlay of `manifest` as read: the one made for the same text already, else a new one (kept, see `parsed`). */
 export function overlayOfText(manifest: string, text: string): ManifestOverlay {
   const file = overlayFile(manifest);
-  const had = parsed.get(file);
-  if (had !== undefined && had.text === text) return had;
-  const o = parseOverlay(text, file);
-  parsed.delete(file);
-  parsed.set(file, o);
-  // A few files at a time (a live apply reads two): a long-lived library user does not keep every deployment's.
-  if (parsed.size > PARSED_MAX) parsed.delete(parsed.keys().next().value!);
-  return o;
+  return parsed.get(file, text, (t) => parseOverlay(t, file));
 }
 
 /** The parse of `text` made already (by a reader of the whole overlay), or null. */
 export function parsedOverlay(manifest: string, text: string): ManifestOverlay | null {
-  const had = parsed.get(overlayFile(manifest));
-  return had !== undefined && had.text === text ? had : null;
+  return parsed.peek(overlayFile(manifest), text) ?? null;
 }
 
 export const overlayUnreadable = (file: string, why: string): StagedrootError => new StagedrootError('STATE_CORRUPT', `Manifest overlay ${file} is unreadable: ${why}`, { path: file });

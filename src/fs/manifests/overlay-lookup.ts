@@ -1,5 +1,6 @@
 import { comparePaths } from '../core/paths.js';
 import { cheapPath, parseManifestLine, type ManifestEntry } from './manifest-line.js';
+import { TextCache } from './text-cache.js';
 import { dropsOf, overlayFile, overlayHead, overlayOfText, overlayUnreadable, parsedOverlay, readOverlayText, viewOf, type OverlayView } from './manifest-overlay.js';
 
 /**
@@ -24,20 +25,12 @@ export interface OverlayLookup {
 }
 
 /** The lookup made for each file's last text read (as readOverlay keeps its parses): one live apply opens the same overlays several times. */
-const made = new Map<string, { text: string; lookup: OverlayLookup }>();
-const MADE_MAX = 8;
+const made = new TextCache<OverlayLookup>(8);
 
 /** The overlay of `manifest` for lookups, or null when it has none. */
 export function overlayLookupOf(manifest: string): OverlayLookup | null {
   const text = readOverlayText(manifest);
-  if (text === null) return null;
-  const had = made.get(manifest);
-  if (had !== undefined && had.text === text) return had.lookup;
-  const lookup = lookupOf(manifest, text);
-  made.delete(manifest);
-  made.set(manifest, { text, lookup });
-  if (made.size > MADE_MAX) made.delete(made.keys().next().value!);
-  return lookup;
+  return text === null ? null : made.get(manifest, text, (t) => lookupOf(manifest, t));
 }
 
 function lookupOf(manifest: string, text: string): OverlayLookup {
