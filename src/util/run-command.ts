@@ -68,14 +68,14 @@ const KILL_GRACE_MS = 2000;
  *
  * `output`: the command's stdout and stderr both go to that descriptor (onOutput is not called)
  * (a file: fs/output/capture-file.ts) instead of two pipes, whose sockets are most of a
- * first spawn's cost under TCG, and the result's output is what `read` returns once the
+ * first spawn's cost under TCG, and the result's output is what `read` returns (bounded as the pipes' is) once the
  * command has exited (it closes the descriptor); for a command that leaves no child
  * writing after it (systemctl: apply-live's actions), whose output after its exit would
  * not be waited for.
  */
 export async function runCommand(
   cmd: CommandSpec,
-  o: { timeoutMs: number; env?: Record<string, string>; cwd?: string; signal?: AbortSignal; outputLimit?: number; onOutput?: (text: string) => void; output?: { fd: number; read: () => string } },
+  o: { timeoutMs: number; env?: Record<string, string>; cwd?: string; signal?: AbortSignal; outputLimit?: number; onOutput?: (text: string) => void; output?: { fd: number; read: (limit: number) => string } },
 ): Promise<CommandResult> {
   const started = Date.now();
   const limit = o.outputLimit ?? OUTPUT_LIMIT;
@@ -85,7 +85,7 @@ export async function runCommand(
   try {
     sub = spawn(cmd.file, cmd.args, { stdio: sink === null ? ['ignore', 'pipe', 'pipe'] : ['ignore', sink.fd, sink.fd], detached: true, cwd: o.cwd, env: o.env === undefined ? process.env : { ...process.env, ...o.env } });
   } catch (e) {
-    sink?.read();
+    sink?.read(limit); // closes it
     // A synchronous refusal (an argument with a NUL byte, say): a result like any failure to start.
     return { ok: false, exitCode: null, signal: null, timedOut: false, notRunnable: null, output: (e as Error).message, durationMs: Date.now() - started };
   }
@@ -134,7 +134,7 @@ export async function runCommand(
     signal: r.signal,
     timedOut,
     notRunnable,
-    output: sink === null ? out.toString() : sink.read(),
+    output: sink === null ? out.toString() : sink.read(limit),
     durationMs: Date.now() - started,
   };
 }

@@ -3,7 +3,6 @@ import { spawnSync } from 'node:child_process';
 import { readText } from '../../fs/core/host-paths.js';
 import type { LiveJournal } from './journal.js';
 import { runCommand, type CommandResult, type CommandSpec } from '../../util/run-command.js';
-import { OUTPUT_LIMIT } from '../../util/bounded-output.js';
 import { openCaptureFile } from '../../fs/output/capture-file.js';
 
 /*
@@ -55,7 +54,7 @@ export const HOST_SYSTEMCTL: ServiceManager = { command: ['systemctl'] };
  * spawn's pipes cost apply-live's first action more than its own work under TCG.
  */
 export function systemctl(m: ServiceManager, args: readonly string[]): Promise<CommandResult> {
-  return runCommand(commandOf(m, args), { timeoutMs: m.timeoutMs ?? 120_000, output: openCaptureFile(OUTPUT_LIMIT) ?? undefined });
+  return runCommand(commandOf(m, args), { timeoutMs: m.timeoutMs ?? 120_000, output: openCaptureFile() ?? undefined });
 }
 
 /** `systemctl ARGS` as the service manager runs it: its command and leading arguments, then ARGS. */

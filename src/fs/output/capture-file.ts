@@ -4,10 +4,10 @@ import * as path from 'node:path';
 import { BoundedOutput } from '../../util/bounded-output.js';
 import { randomHex } from '../core/random-hex.js';
 
-/** A capture file: the descriptor the command writes to, and its reader (bounded; closes the descriptor). */
+/** A capture file: the descriptor the command writes to, and its reader (bounded to `limit` bytes, the caller's; closes the descriptor; the first call's text is kept). */
 export interface CaptureFile {
   fd: number;
-  read: () => string;
+  read: (limit: number) => string;
 }
 
 /**
@@ -17,10 +17,10 @@ export interface CaptureFile {
  * guest's profile of a successful apply-live: createSocket 222 ms for two actions). Made
  * in the temp directory with O_EXCL and mode 0600, and unlinked at once: only its
  * descriptor remains, the child's two fds and ours. Null when it cannot be made (the
- * caller then uses pipes). `read` returns what was written, bounded to `limit` bytes as
- * runCommand bounds what pipes bring (BoundedOutput: the first and last halves).
+ * caller then uses pipes). `read` returns what was written, bounded as runCommand bounds
+ * what pipes bring (BoundedOutput: the first and last halves), by runCommand's own limit.
  */
-export function openCaptureFile(limit: number): CaptureFile | null {
+export function openCaptureFile(): CaptureFile | null {
   const name = path.join(os.tmpdir(), `.stagedroot-output-${process.pid}-${randomHex(8)}`);
   let fd: number;
   try {
@@ -35,7 +35,7 @@ export function openCaptureFile(limit: number): CaptureFile | null {
     return null;
   }
   let text: string | undefined;
-  return { fd, read: () => (text ??= readCaptureFile(fd, limit)) };
+  return { fd, read: (limit) => (text ??= readCaptureFile(fd, limit)) };
 }
 
 function readCaptureFile(fd: number, limit: number): string {

@@ -12,7 +12,7 @@ import { openCaptureFile } from '../../../src/fs/output/capture-file.js';
 import { OUTPUT_LIMIT } from '../../../src/util/bounded-output.js';
 import { parseCommand, runCommand } from '../../../src/util/run-command.js';
 
-const run = (argv: string[], limit = OUTPUT_LIMIT) => runCommand(parseCommand(argv), { timeoutMs: 10_000, outputLimit: limit, output: openCaptureFile(limit)! });
+const run = (argv: string[], limit = OUTPUT_LIMIT) => runCommand(parseCommand(argv), { timeoutMs: 10_000, outputLimit: limit, output: openCaptureFile()! });
 
 describe('capture file', () => {
   it('holds stdout and stderr in the order written; the exit code and a missing executable as with pipes', async () => {
