@@ -5,7 +5,6 @@ import { filesystemIs } from './host-paths.js';
 /** statfs(2)'s f_type of FAT (vfat, msdos): an EFI system partition. */
 const MSDOS_SUPER_MAGIC = 0x4d44;
 
-
 /**
  * Makes a name just renamed into place on FAT point at its content. FAT keeps a file's
  * first cluster and size in its directory entry, and Linux's vfat rename writes the new

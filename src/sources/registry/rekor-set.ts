@@ -1,6 +1,7 @@
-import { createHash, verify, type KeyObject } from 'node:crypto';
+import { verify, type KeyObject } from 'node:crypto';
 import { describeDuplicate, duplicateKey } from './strict-json.js';
 import { isRecord } from '../../util/is-record.js';
+import { sha256Hex } from '../../fs/core/hash.js';
 
 /** The layer annotation holding a signature's Rekor bundle (its SET), as cosign writes it. */
 export const SIGSTORE_BUNDLE_ANNOTATION = 'dev.sigstore.cosign/bundle';
@@ -67,6 +68,6 @@ export function verifyRekorSet(rekorKeys: KeyObject[], bundle: string, signerSpk
   const data = isRecord(spec.data) ? spec.data : {};
   const hash = isRecord(data.hash) ? data.hash : {};
   if (hash.algorithm !== 'sha256') return `logs a ${JSON.stringify(hash.algorithm)} hash, not sha256`;
-  if (typeof hash.value !== 'string' || hash.value.toLowerCase() !== createHash('sha256').update(payload).digest('hex')) return 'logs the hash of another payload';
+  if (typeof hash.value !== 'string' || hash.value.toLowerCase() !== sha256Hex(payload)) return 'logs the hash of another payload';
   return null;
 }
