@@ -65,3 +65,30 @@ export function pathHere(fp: FilesystemPath, onFilesystem: string): string | nul
   if (rel.startsWith('..') || path.isAbsolute(rel)) return null;
   return path.join(fp.mountPoint, rel);
 }
+
+/**
+ * The filesystem type (mountinfo's field after ` - `: `ext4`, `vfat`) of the mounts of the
+ * device `dev` (a stat's `dev`); undefined when mountinfo cannot be read, names no mount of
+ * that device, or `dev` does not fit the 32 bits this reads (major below 4096, minor below
+ * 2^20: every device number a block device gets), and when two mounts of it disagree.
+ */
+export function filesystemTypeOfDevice(dev: number, mountinfo = '/proc/self/mountinfo'): string | undefined {
+  if (!Number.isInteger(dev) || dev < 0 || dev > 0xffffffff) return undefined;
+  const want = `${(dev >>> 8) & 0xfff}:${(dev & 0xff) | ((dev >>> 12) & 0xfff00)}`;
+  let text: string;
+  try {
+    text = fs.readFileSync(mountinfo, 'utf8');
+  } catch {
+    return undefined;
+  }
+  let type: string | undefined;
+  for (const line of text.split('\n')) {
+    const f = line.split(' ');
+    if (f[2] !== want) continue;
+    const sep = f.indexOf('-', 6);
+    const t = sep < 0 ? undefined : f[sep + 1];
+    if (t === undefined || t === '' || (type !== undefined && type !== t)) return undefined;
+    type = t;
+  }
+  return type;
+}
