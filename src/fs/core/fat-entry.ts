@@ -30,20 +30,55 @@ export function syncRenamedOnFat(p: string): void {
 /** mountinfo's names of the filesystems statfs(2) reports as MSDOS_SUPER_MAGIC. */
 const FAT_TYPES = new Set(['vfat', 'msdos']);
 
+/** Where a FatProbe reads: a device's type in mountinfo (undefined: not named), and statfs(2)'s answer for a directory. */
+export interface FatSources {
+  typeOfDevice(dev: number): string | undefined;
+  statfsSaysFat(dir: string): boolean;
+}
+
+const HOST_SOURCES: FatSources = {
+  typeOfDevice: (dev) => filesystemTypeOfDevice(dev),
+  statfsSaysFat: (dir) => filesystemIs(dir, MSDOS_SUPER_MAGIC),
+};
+
 /**
- * Whether `dir` is on FAT: its device's filesystem type in mountinfo, and only where
- * mountinfo does not say, statfs(2). Not statfs first: the first statfs of a vfat mount
- * counts its free clusters, a read of the whole FAT (120 ms in the real-boot guest's
- * apply-live, the first write to its ESP since the boot), and that is every write's
- * question here, the sysroot's own files included.
+ * Whether a directory is on FAT, without statfs(2) on FAT: the first statfs of a vfat
+ * mount counts its free clusters, a read of the whole FAT (120 ms in the real-boot guest's
+ * apply-live, the first write to its ESP since the boot). A device is looked up in
+ * mountinfo once (the read is O(mounts): on a node with hundreds of container mounts it
+ * costs milliseconds, and every rename of the sysroot's own files asks), statfs only where
+ * mountinfo does not name it. Later answers per device: FAT stays FAT (if the number is
+ * reused by another filesystem, the only cost is an fsync); not FAT is asked of statfs
+ * again (cheap off FAT, and right when the number now names a FAT mount).
  */
-export function onFat(dir: string): boolean {
-  let dev: number;
-  try {
-    dev = fs.statSync(dir).dev;
-  } catch {
-    return false;
+export class FatProbe {
+  private readonly byDevice = new Map<number, boolean>();
+
+  constructor(private readonly sources: FatSources = HOST_SOURCES) {}
+
+  onFat(dir: string): boolean {
+    let dev: number;
+    try {
+      dev = fs.statSync(dir).dev;
+    } catch {
+      return false;
+    }
+    const known = this.byDevice.get(dev);
+    if (known === true) return true;
+    let fat: boolean;
+    if (known === false) fat = this.sources.statfsSaysFat(dir);
+    else {
+      const type = this.sources.typeOfDevice(dev);
+      fat = type === undefined ? this.sources.statfsSaysFat(dir) : FAT_TYPES.has(type);
+    }
+    this.byDevice.set(dev, fat);
+    return fat;
   }
-  const type = filesystemTypeOfDevice(dev);
-  return type === undefined ? filesystemIs(dir, MSDOS_SUPER_MAGIC) : FAT_TYPES.has(type);
+}
+
+const hostProbe = new FatProbe();
+
+/** Whether `dir` is on FAT (the process's FatProbe). */
+export function onFat(dir: string): boolean {
+  return hostProbe.onFat(dir);
 }
