@@ -20,7 +20,7 @@ const LAYERS = [
   ['fs/manifests'], // a tree's manifest: format, cursor, index, sizes, snapshot, patch, diff, verify, delta
   ['fs/trees', 'fs/lock', 'fs/output'], // trees: the chroot-style RootFs, the read-only tree, copies, removal, storage, SELinux labels; the sysroot's own durable files; the sysroot's writer lock; a command's output captured in a file
   ['trust', 'hooks'], // signatures and trusted keys (minisign/signify); phase hooks
-  ['systemd'], // systemd units in an offline tree (names, directories, [Install]), for sources and validators
+  ['systemd'], // systemd units in an offline tree (names, directories, [Install]), for sources and validators; systemd's manager over its private D-Bus socket (bus/), for apply-live's actions
   ['changeset.ts', 'apply-changes.ts', 'sources', 'validate', 'activation/closest-policy.ts', 'activation/decide.ts', 'activation/default-policies.ts', 'activation/merge-policies.ts', 'activation/policy-document.ts', 'activation/policy.ts', 'activation/registries-conf-safety.ts'], // what an update is and how it is applied to a tree through RootFs (apply-changes.ts; sources/: every kind, sources/registry/'s pulls from a registry among them), how a tree is judged, and what its activation costs the node (live or reboot)
   ['activation/live'], // a live apply's parts: the intent journal, the entries written into the running root and undone, the systemctl actions, crash recovery
   // A sysroot on disk, in four rows so that no arrow runs back up from the store to what it stores:

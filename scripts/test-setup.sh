@@ -20,8 +20,11 @@ file() { [ -e "$1" ] || add "$2"; }
 glob() { compgen -G "$1" >/dev/null || add "$2"; }
 add() { case " ${missing[*]-} " in *" $1 "*) ;; *) missing+=("$1") ;; esac; }
 
-# systemd (systemctl --root, systemd-analyze verify)
+# systemd (systemctl --root, systemd-analyze verify; busctl, sd-bus's client, checks apply-live's D-Bus wire format)
 cmd systemd-analyze systemd
+cmd busctl systemd
+# dbus-daemon (libdbus's message bus: apply-live's D-Bus client checked against it)
+cmd dbus-daemon dbus-daemon
 # xfsprogs (reflink tests on an XFS loop mount); coreutils' sync -f
 cmd mkfs.xfs xfsprogs
 cmd xfs_io xfsprogs

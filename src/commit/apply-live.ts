@@ -1,4 +1,5 @@
-import { HOST_SYSTEMCTL, actionText, currentBootId, systemctl, systemctlArgs, undoSteps, type ServiceManager } from '../activation/live/actions.js';
+import { HOST_SYSTEMCTL, actionText, currentBootId, systemctlArgs, undoSteps, type ServiceManager } from '../activation/live/actions.js';
+import { ActionRunner, type ActionResult } from '../activation/live/run-actions.js';
 import { markProgress, type LiveJournal } from '../activation/live/journal.js';
 import { prepareJournal, type LiveChange } from '../activation/live/prepare.js';
 import { restoreEntries, writeEntries } from '../activation/live/write-entries.js';
@@ -18,14 +19,13 @@ import type { PolicyAction } from '../state/activation.js';
 import { applyLiveTransition, discardTransition, liveEtcOf, mustFind } from '../state/model.js';
 import type { BaseState, Failure, MergeReport } from '../state/schema.js';
 import { applyTransition } from '../store/apply-transition.js';
-import type { CommandResult } from '../util/run-command.js';
 import { commitFinalize, prepareFinalize } from './finalize.js';
 import { keepForRollback } from './rollback-tree.js';
 
 export interface ApplyLiveOptions {
   /** A MachineConfiguration (YAML or JSON) whose node disruption policies decide again, merged over the MCO defaults (default: the decision recorded at stage). */
   disruptionPolicy?: string;
-  /** Who runs the actions (default: the host's systemctl). */
+  /** Who runs the actions (default: the host's systemd, over its private socket, or its systemctl). */
   services?: ServiceManager;
   /** On failure, discard the staged deployment instead of leaving it staged for a reboot. */
   discardOnFailure?: boolean;
@@ -81,16 +81,16 @@ function liveChanges(ctx: Context, staged: string, running: string, shared: read
 class ActionFailed extends Error {
   constructor(
     readonly what: string,
-    readonly result: Pick<CommandResult, 'exitCode' | 'output'>,
+    readonly result: Pick<ActionResult, 'exitCode' | 'output'>,
   ) {
     super(`${what} failed${result.exitCode === null ? '' : ` (exit ${result.exitCode})`}${result.output.trim() ? `: ${result.output.trim().slice(0, 500)}` : ''}`);
   }
 }
 
-async function run(m: ServiceManager, args: string[]): Promise<void> {
-  const r = await systemctl(m, args);
+async function run(runner: ActionRunner, m: ServiceManager, args: string[]): Promise<void> {
+  const r = await runner.run(args);
   if (r.notRunnable) throw new StagedrootError('TOOL_MISSING', `Cannot run systemctl ${args.join(' ')}: ${r.notRunnable}`, { value: m.command[0] });
-  if (!r.ok) throw new ActionFailed(`systemctl ${args.join(' ')}`, r);
+  if (!r.ok) throw new ActionFailed(r.display, r);
 }
 
 /**
@@ -99,12 +99,12 @@ async function run(m: ServiceManager, args: string[]): Promise<void> {
  * restarted or reloaded again so that it runs the old configuration. Failures of the
  * service steps are reported, not thrown: the files are back either way.
  */
-export async function undoLive(ctx: Context, j: LiveJournal, m: ServiceManager): Promise<string[]> {
+export async function undoLive(ctx: Context, j: LiveJournal, runner: ActionRunner): Promise<string[]> {
   restoreEntries(j.root, ctx.layout.liveApply, j.entries, ctx.faults);
   const problems: string[] = [];
   for (const args of undoSteps(j)) {
-    const r = await systemctl(m, args);
-    if (!r.ok) problems.push(`systemctl ${args.join(' ')}: ${r.notRunnable ?? `exit ${r.exitCode}`}`);
+    const r = await runner.run(args);
+    if (!r.ok) problems.push(`${r.display}: ${r.notRunnable ?? (r.exitCode === null ? r.output.trim().slice(0, 200) : `exit ${r.exitCode}`)}`);
   }
   ctx.dfs.removeTree(ctx.layout.liveApply);
   return problems;
@@ -183,19 +183,20 @@ export async function applyLive(ctx: Context, s: BaseState, o: ApplyLiveOptions 
     services: services.command,
     bootId: currentBootId() ?? undefined,
   });
+  const runner = new ActionRunner(services);
   try {
     step('files');
     writeEntries(j.root, j.source, j.entries, ctx.faults);
     j = markProgress(ctx.dfs, ctx.layout.liveApply, j, { filesWritten: true });
     if (j.daemonReload) {
       step('daemon-reload');
-      await run(services, ['daemon-reload']);
+      await run(runner, services, ['daemon-reload']);
       j = markProgress(ctx.dfs, ctx.layout.liveApply, j, { daemonReloaded: true });
     }
     for (const [i, action] of j.actions.entries()) {
       step(actionText(action));
       const args = systemctlArgs(action);
-      if (args !== null) await run(services, args);
+      if (args !== null) await run(runner, services, args);
       j = markProgress(ctx.dfs, ctx.layout.liveApply, j, { actionsDone: i + 1 });
     }
     if (o.health) {
@@ -207,14 +208,16 @@ export async function applyLive(ctx: Context, s: BaseState, o: ApplyLiveOptions 
   } catch (err) {
     if (!(err instanceof ActionFailed)) {
       // The machine's trouble (an I/O error, a missing systemctl): undone now where it can be; else the journal stays and the next writer's recovery undoes it.
-      await undoLive(ctx, j, services).catch((undo: unknown) => ctx.warn(`could not undo the live apply of ${staged.id} now (${(undo as Error).message}); the next writer's recovery does`));
+      await undoLive(ctx, j, runner).catch((undo: unknown) => ctx.warn(`could not undo the live apply of ${staged.id} now (${(undo as Error).message}); the next writer's recovery does`));
+      runner.close();
       throw err;
     }
     step('undo');
-    const problems = await undoLive(ctx, j, services);
+    const problems = await undoLive(ctx, j, runner).finally(() => runner.close());
     recordFailure(ctx, prepared.merged, staged.id, err, problems, o.discardOnFailure ?? false);
     throw new StagedrootError('LIVE_ACTION_FAILED', `apply-live of ${staged.id} (${staged.label}) was undone: ${err.message}${problems.length ? `; undo could not: ${problems.join(', ')}` : ''}; ${o.discardOnFailure ? 'the deployment was discarded' : 'it stays staged for a reboot'}`, { value: staged.id, cause: err });
   }
+  runner.close();
   step('commit');
   const live = { at: ctx.now().toISOString(), from: running, actions: [...a.actions], paths: j.entries.length };
   commitFinalize(ctx, prepared, (st) => applyLiveTransition(st, live), 'apply-live');

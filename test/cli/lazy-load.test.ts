@@ -47,8 +47,9 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 // finalize, or a live apply, a crash cut short; carry-live.js is what the boot hook does
 // after a live apply (the /etc edits made since); rollback-tree.js is the resume step that
 // gives a tree booted after a live apply its own files back (restoreRollbackTrees). The rest
-// of commit/ (finalize and apply-live themselves) is not loaded.
-const HEAVY = [/(^|\/)node_modules\/(execa|tar|yaml)\//, /^dist\/(sources|stage|validate|install)\//, /^dist\/commit\/(?!(finish|recover-live|carry-live|rollback-tree)\.js$)/];
+// of commit/ (finalize and apply-live themselves) is not loaded, nor apply-live's D-Bus client
+// (systemd/bus/: recovery's undo of a cut live apply spawns systemctl).
+const HEAVY = [/(^|\/)node_modules\/(execa|tar|yaml)\//, /^dist\/(sources|stage|validate|install|systemd\/bus)\//, /^dist\/commit\/(?!(finish|recover-live|carry-live|rollback-tree)\.js$)/];
 
 describe('the boot path loads only what it runs', () => {
   for (const args of [['status'], ['boot'], ['mark-good'], ['--version']]) {

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isStagedrootError } from '../../src/errors.js';
 import { countingHook, tempSysroot, type TempSysroot } from '../../src/testing/index.js';
 import { cli } from '../helpers/cli.js';
+import { fakeSystemd } from '../helpers/fake-systemd-bus.js';
 
 const FAKE = path.join(path.dirname(fileURLToPath(import.meta.url)), '../helpers/fake-systemctl.sh');
 let t: TempSysroot | undefined;
@@ -150,6 +151,34 @@ describe('apply-live', () => {
       }
       t.cleanup();
       t = undefined;
+    }
+  });
+
+  it("over systemd's private socket: the action's job waited for, a failed one undone over it too, lastFailure names the unit; systemctl not run", async () => {
+    const b = await booted();
+    t = b.t;
+    const sd = await fakeSystemd({ units: { 'crio.service': { result: 'failed', serviceResult: 'exit-code' } } });
+    try {
+      const oldTree = t.sysroot.status().deployments.find((d) => d.booted)!.path;
+      const r = await t.sysroot.stage({ files: [{ path: '/etc/containers/policy.json', contents: POLICY }] });
+      const err = await t.sysroot.applyLive({ services: { ...b.services, bus: sd.socket } }).catch((e: unknown) => e);
+      expect(isStagedrootError(err, 'LIVE_ACTION_FAILED')).toBe(true);
+      expect((err as Error).message).toContain('ReloadUnit crio.service failed: Job for crio.service failed because the control process exited with error code.');
+      expect(read(oldTree, 'etc/containers/policy.json')).toBe('{}\n');
+      expect(sd.calls.filter((c) => c.startsWith('ReloadUnit'))).toEqual(['ReloadUnit crio.service replace', 'ReloadUnit crio.service replace']);
+      expect(calls(b.log)).toEqual([]);
+      expect(t.sysroot.status()).toMatchObject({ staged: r.id, lastFailure: { phase: 'apply-live', reason: expect.stringContaining('Job for crio.service failed') } });
+      // The same deployment again, the job done this time.
+      const ok = await fakeSystemd({ units: { 'crio.service': {} } });
+      try {
+        await expect(t.sysroot.applyLive({ services: { ...b.services, bus: ok.socket } })).resolves.toMatchObject({ id: r.id });
+        expect(ok.calls).toEqual(['Subscribe', 'ReloadUnit crio.service replace']);
+      } finally {
+        await ok.close();
+      }
+      expect(calls(b.log)).toEqual([]);
+    } finally {
+      await sd.close();
     }
   });
 

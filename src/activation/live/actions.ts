@@ -37,15 +37,21 @@ export function actionText(a: PolicyAction): string {
   return args === null ? a.type : `${a.type} (systemctl ${args.join(' ')})`;
 }
 
-/** The service manager the actions talk to: `systemctl` on a host; a test passes its own. */
+/**
+ * The service manager the actions talk to: on a host, systemd over its private socket
+ * (src/systemd/bus/, run by run-actions.ts), `systemctl` where that socket cannot be
+ * reached; a test passes its own command (and no socket: the command alone).
+ */
 export interface ServiceManager {
   /** The command and leading arguments (default ["systemctl"]). */
   command: readonly string[];
+  /** systemd's private D-Bus socket, tried first by apply-live (recovery always runs the command). */
+  bus?: string;
   /** How long one action may take (default 120 s). */
   timeoutMs?: number;
 }
 
-export const HOST_SYSTEMCTL: ServiceManager = { command: ['systemctl'] };
+export const HOST_SYSTEMCTL: ServiceManager = { command: ['systemctl'], bus: '/run/systemd/private' };
 
 /**
  * Runs `systemctl ARGS` through the service manager; never rejects. Its output goes to a

@@ -11,7 +11,7 @@ export function applyLiveCommand(program: Command, env: CliEnv): void {
     .description('make the staged deployment active without a reboot, when its activation decision is live (a reboot decision: exit 3, nothing changed)')
     .option('--discard-on-failure', 'when an action fails (the apply is undone), discard the deployment instead of leaving it staged for a reboot')
     .option('--disruption-policy <file>', 'a MachineConfiguration (YAML or JSON) whose node disruption policies, merged over the defaults, decide again (default: the decision stage recorded)')
-    .option('--systemctl <command>', 'the service manager command the actions run through (default: systemctl)')
+    .option('--systemctl <command>', 'the service manager command the actions run through instead of systemd\'s private socket (default: the socket, else systemctl)')
     .option('--health', `after the actions, run the health checks \`stagedroot health\` runs (${DEFAULT_HEALTH_DIRS.required[0]}, ${DEFAULT_HEALTH_DIRS.wanted[0]}); a required one failing undoes the apply`)
     .option('--health-check <command>', 'a required health check to run after the actions (repeatable; implies --health)', collect, [])
     .action(
