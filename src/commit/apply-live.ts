@@ -167,8 +167,14 @@ export async function applyLive(ctx: Context, s: BaseState, o: ApplyLiveOptions 
   if (running === null || liveEtcOf(s) !== s.current) throw new StagedrootError('INVALID_TRANSITION', `A reboot is pending (current ${s.current}, booted ${running ?? 'none'}): apply-live works on the running deployment only`, { value: staged.id });
   if (staged.parent !== s.current) throw new StagedrootError('INVALID_TRANSITION', `Deployment ${staged.id} was built from ${staged.parent ?? 'nothing'}, not from what runs (${s.current}): stage again`, { value: staged.id });
 
+  // The connection to systemd is made while the merge runs, for a decision with actions to run.
+  const runner = new ActionRunner(services);
+  if (a.actions.some((x) => systemctlArgs(x) !== null)) runner.prepare();
   step('merge');
-  const prepared = await prepareFinalize(ctx, s, { merge: 'live' });
+  const prepared = await prepareFinalize(ctx, s, { merge: 'live' }).catch((e: unknown) => {
+    runner.close();
+    throw e;
+  });
   const changes = liveChanges(ctx, staged.id, running, sharedDirs(s));
   step('journal');
   let j = prepareJournal({
@@ -183,7 +189,6 @@ export async function applyLive(ctx: Context, s: BaseState, o: ApplyLiveOptions 
     services: services.command,
     bootId: currentBootId() ?? undefined,
   });
-  const runner = new ActionRunner(services);
   try {
     step('files');
     writeEntries(j.root, j.source, j.entries, ctx.faults);

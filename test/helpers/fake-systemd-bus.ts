@@ -41,6 +41,8 @@ export interface FakeSystemd {
   calls: string[];
   /** The signals busctl emitted to the server. */
   signals: BusMessage[];
+  /** How many connections are open. */
+  connections(): number;
   close(): Promise<void>;
 }
 
@@ -140,6 +142,7 @@ export async function fakeSystemd(o: FakeSystemdOptions = {}): Promise<FakeSyste
     socket,
     calls,
     signals,
+    connections: () => conns.size,
     close: () =>
       new Promise<void>((resolve) => {
         for (const c of conns) c.destroy();

@@ -12,6 +12,9 @@ export interface ActionResult {
   output: string;
 }
 
+/** How long the connection and Subscribe may take before systemctl is used instead. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
 const BUS_NAMES: Record<string, string> = { reload: 'ReloadUnit', restart: 'RestartUnit', 'daemon-reload': 'Reload' };
 
 /**
@@ -24,16 +27,27 @@ const BUS_NAMES: Record<string, string> = { reload: 'ReloadUnit', restart: 'Rest
  * lost, the time up), and is not made again either way.
  */
 export class ActionRunner {
-  private manager: SystemdManager | null = null;
+  /** The connection (being) opened; null before the first step or after it was lost. */
+  private manager: Promise<SystemdManager | null> | null = null;
   private busGone: boolean;
+  private closed = false;
 
   constructor(private readonly m: ServiceManager) {
     this.busGone = m.bus === undefined;
   }
 
+  private get timeoutMs(): number {
+    return this.m.timeoutMs ?? 120_000;
+  }
+
+  /** Starts connecting now (the handshake runs while the caller's own work awaits); the first step waits for it. */
+  prepare(): void {
+    if (!this.busGone && this.manager === null) this.manager = this.open();
+  }
+
   async run(args: readonly string[]): Promise<ActionResult> {
-    const timeoutMs = this.m.timeoutMs ?? 120_000;
-    const mgr = await this.connect(timeoutMs);
+    const timeoutMs = this.timeoutMs;
+    const mgr = await this.connect();
     if (mgr === null) {
       const r = await systemctl(this.m, args);
       return { ok: r.ok, display: `systemctl ${args.join(' ')}`, exitCode: r.exitCode, notRunnable: r.notRunnable, output: r.output };
@@ -44,23 +58,34 @@ export class ActionRunner {
     return { ok: r.ok, display, exitCode: null, notRunnable: null, output: r.output };
   }
 
-  /** Closes the connection (the runner's last step is done). */
+  /** Closes the connection, or the one still being opened when it is (the runner's last step is done). */
   close(): void {
-    this.manager?.close();
+    this.closed = true;
+    void this.manager?.then((mgr) => mgr?.close());
     this.manager = null;
   }
 
-  private async connect(timeoutMs: number): Promise<SystemdManager | null> {
+  private async connect(): Promise<SystemdManager | null> {
     if (this.busGone) return null;
-    if (this.manager !== null && this.manager.bus.closedBy === null) return this.manager;
-    try {
-      this.manager = await SystemdManager.open(this.m.bus!, timeoutMs);
-      return this.manager;
-    } catch {
-      // Nothing was sent but the handshake and Subscribe: systemctl from here on.
-      this.busGone = true;
-      this.manager = null;
-      return null;
-    }
+    const mgr = this.manager === null ? null : await this.manager;
+    if (mgr !== null && mgr.bus.closedBy === null) return mgr;
+    if (this.busGone) return null;
+    this.manager = this.open();
+    return this.manager;
+  }
+
+  /** A connection, or null (and systemctl from here on) when none can be made: nothing was sent but the handshake and Subscribe. */
+  private open(): Promise<SystemdManager | null> {
+    return SystemdManager.open(this.m.bus!, Math.min(this.timeoutMs, CONNECT_TIMEOUT_MS)).then(
+      (mgr) => {
+        if (!this.closed) return mgr;
+        mgr.close();
+        return null;
+      },
+      () => {
+        this.busGone = true;
+        return null;
+      },
+    );
   }
 }

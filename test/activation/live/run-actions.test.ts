@@ -41,6 +41,22 @@ describe('ActionRunner', () => {
     expect(spawned()).toEqual([]);
   });
 
+  it('prepare() connects ahead of the first step, which uses that connection; a close while it connects closes it', async () => {
+    sd = await fakeSystemd({ units: { 'a.service': {} } });
+    runner = new ActionRunner(manager(sd.socket));
+    runner.prepare();
+    runner.prepare();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(sd.calls).toEqual(['Subscribe']);
+    expect(await runner.run(['restart', 'a.service'])).toMatchObject({ ok: true, display: 'RestartUnit a.service' });
+    expect(sd.calls).toEqual(['Subscribe', 'RestartUnit a.service replace']);
+    const other = new ActionRunner(manager(sd.socket));
+    other.prepare();
+    other.close();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(sd.connections()).toBe(1);
+  });
+
   it('no socket, or the authentication refused: systemctl, for that step and the rest', async () => {
     runner = new ActionRunner(manager(path.join(dir, 'absent')));
     expect(await runner.run(['restart', 'a.service'])).toMatchObject({ ok: true, display: 'systemctl restart a.service' });
