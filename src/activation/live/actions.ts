@@ -31,10 +31,11 @@ export function systemctlArgs(a: PolicyAction): string[] | null {
   }
 }
 
-/** How an action's command is shown (in progress lines and in lastFailure). */
+/** How an action is shown in progress lines: its type and unit (it runs over systemd's bus or as systemctl: the runner decides). */
 export function actionText(a: PolicyAction): string {
   const args = systemctlArgs(a);
-  return args === null ? a.type : `${a.type} (systemctl ${args.join(' ')})`;
+  if (args === null || a.type === 'DaemonReload') return a.type;
+  return a.type === 'Special' ? `Special (${args.join(' ')})` : `${a.type} ${args[1]}`;
 }
 
 /**
