@@ -17,6 +17,7 @@ import { ManifestIndex } from '../fs/manifests/manifest-index.js';
 import { compareEntry } from '../fs/manifests/verify-tree.js';
 import { isUnder } from '../fs/core/paths.js';
 import { overlayFile } from '../fs/manifests/manifest-overlay.js';
+import { summaryFile } from '../fs/manifests/manifest-summary.js';
 import { noFaults, type FaultHook } from '../fs/core/faults.js';
 import type { TreeIo } from '../fs/trees/tree-io.js';
 import { availableParallelism } from 'node:os';
@@ -77,6 +78,8 @@ export interface BuiltTree {
    * linked-manifest.ts): the sync step makes it durable with the manifest.
    */
   overlay?: string;
+  /** The linked manifest file's summary beside it (see manifest-summary.ts), made durable with it. */
+  summary?: string;
   /**
    * The paths of the delta (written or removed) whose entry is the base manifest's, when
    * the manifest pass could tell (see SnapshotManifestResult.same): the others changed.
@@ -189,6 +192,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
   o.onStep?.('manifest');
   let patched: PatchResult;
   let overlay: string | undefined;
+  let summary: string | undefined;
   let same: string[] | undefined;
   if (trusted !== null) {
     // One pass: the base manifest's lines under the hardlink prefixes, the rest of the new tree walked, the changes re-read.
@@ -201,6 +205,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     patched = r;
     same = againstBase ? undefined : r.same;
     if (r.linked) overlay = overlayFile(manifest);
+    if (r.summarized === true) summary = summaryFile(manifest);
   } else {
     patched = await runTreeTask(manifestTasks.patchManifest, { tree, before: preParts, after: manifest, events }, jobs);
     for (const p of preParts) dfs.unlink(p);
@@ -211,7 +216,7 @@ export async function buildTree(ctx: Context, o: BuildTreeOptions): Promise<Buil
     same = undefined;
   }
   writeJson(dfs, `${o.work}/delta.json`, { changed: patched.changed, removed: patched.removed });
-  return { tree, manifest, delta: patched.delta, changed: patched.changed, removed: patched.removed, entries: patched.entries, bytes, storage, warnings, ...(same === undefined ? {} : { same }), ...(patched.sha256 === undefined ? {} : { manifestSha256: patched.sha256 }), ...(overlay === undefined ? {} : { overlay }) };
+  return { tree, manifest, delta: patched.delta, changed: patched.changed, removed: patched.removed, entries: patched.entries, bytes, storage, warnings, ...(same === undefined ? {} : { same }), ...(patched.sha256 === undefined ? {} : { manifestSha256: patched.sha256 }), ...(overlay === undefined ? {} : { overlay }), ...(summary === undefined ? {} : { summary }) };
 }
 
 /** The top-level names of a base tree a copy of `keep` leaves out. */

@@ -507,7 +507,7 @@ async function validate(run: Run, built: BuiltTree): Promise<Issue[]> {
  * sync: everything in work/ID durable before it is committed (an I/O error stops here).
  * The tree's own writeback started when the change set was applied (its `sync -f` ran
  * beside the manifest and validate steps); what was written since is made durable here:
- * the manifest (or the link to its base's and the overlay beside it) and their directory entries (delta.json and shared-ops.json are written
+ * the manifest (or the link to its base's, the overlay and the file's summary beside it) and their directory entries (delta.json and shared-ops.json are written
  * durably), or, when command validators ran (an executable could write into the tree),
  * everything again with a second `sync -f`.
  */
@@ -517,7 +517,7 @@ async function sync(run: Run, built: BuiltTree): Promise<void> {
   else {
     await run.treeSync;
     if (run.commands.length > 0) await syncFilesystem(run.work);
-    else await fsyncPaths([built.manifest, ...(built.overlay === undefined ? [] : [built.overlay]), run.work]);
+    else await fsyncPaths([built.manifest, ...(built.overlay === undefined ? [] : [built.overlay]), ...(built.summary === undefined ? [] : [built.summary]), run.work]);
   }
   await commitLayers(run);
 }

@@ -35,8 +35,14 @@ export interface ManifestSink {
   put(p: string, line: string, was: string | null, e?: ManifestEntry): void;
   /** The base's line at `p` is not in the new manifest. */
   gone(p: string): void;
-  /** The base's lines from the cursor's next one, under `prefix` and before `stop`, unchanged. */
-  run(prev: ManifestCursor, prefix: string, stop: string | null): { lines: number; bytes: number };
+  /**
+   * The base's lines from the cursor's next one, under `prefix` and before `stop`,
+   * unchanged: whether the cursor moved, and the sizes the run's lines record (0 when the
+   * cursor skipped the run uncounted: see `uncounted`).
+   */
+  run(prev: ManifestCursor, prefix: string, stop: string | null): { moved: boolean; bytes: number };
+  /** Lines of the base that runs passed over uncounted (ManifestCursor.skipRun), counted at the end of the pass. */
+  uncounted(lines: number): void;
   readonly count: number;
 }
 
@@ -50,8 +56,12 @@ export class WholeSink implements ManifestSink {
     this.out.writeLine(p, line);
   }
   gone(): void {}
-  run(prev: ManifestCursor, prefix: string, stop: string | null): { lines: number; bytes: number } {
-    return prev.copyRun(this.out, prefix, stop);
+  run(prev: ManifestCursor, prefix: string, stop: string | null): { moved: boolean; bytes: number } {
+    const r = prev.copyRun(this.out, prefix, stop);
+    return { moved: r.lines > 0, bytes: r.bytes };
+  }
+  uncounted(): void {
+    throw new Error('a whole manifest copies every run');
   }
 }
 
@@ -81,10 +91,16 @@ export class OverlaySink implements ManifestSink {
     this.mark(p);
   }
 
-  run(prev: ManifestCursor, prefix: string, stop: string | null): { lines: number; bytes: number } {
+  run(prev: ManifestCursor, prefix: string, stop: string | null): { moved: boolean; bytes: number } {
+    // With the base file's totals the run is passed over uncounted (its lines are added by `uncounted`).
+    if (prev.canSkip) return { moved: prev.skipRun(prefix, stop), bytes: 0 };
     const r = prev.passRun(prefix, stop);
     this.count += r.lines;
-    return r;
+    return { moved: r.lines > 0, bytes: r.bytes };
+  }
+
+  uncounted(lines: number): void {
+    this.count += lines;
   }
 
   private mark(p: string): void {

@@ -1,7 +1,8 @@
 import * as fs from 'node:fs';
 import { StagedrootError } from '../../errors.js';
 import { decode, type ManifestWriter, type RawLine } from './manifest.js';
-import { LINE_HEAD, asciiPathEnd, cheapPath, formatEntry, parseManifestLine, sumSizes, type ManifestEntry } from './manifest-line.js';
+import { LINE_HEAD, asciiPathEnd, cheapPath, formatEntry, lineSize, parseManifestLine, sumSizes, type ManifestEntry } from './manifest-line.js';
+import type { ManifestTotals } from './manifest-summary.js';
 import { comparePaths, isUnder } from '../core/paths.js';
 import { OverlayView, overlayViewOf, type ManifestOverlay } from './manifest-overlay.js';
 
@@ -31,12 +32,26 @@ export class ManifestCursor {
   /** The overlay's next entry; `fresh`: the line peekRaw returned is that entry. */
   private k = 0;
   private fresh: RawLine | null = null;
+  /** The base file's non-empty lines consumed so far and the sizes they record (skipped runs aside). */
+  private seenLines = 0;
+  private seenBytes = 0;
+  /** A run was passed over by skipRun (uncounted): the file's totals are then the summary's. */
+  private skippedRuns = false;
 
   /**
    * `chunk`: the bytes read at a time (tests make it small to cross chunk edges often).
    * `overlay`: the file's overlay when the caller has read it already (null: it has none).
    */
-  constructor(readonly file: string, chunk = CHUNK, overlay?: ManifestOverlay | null) {
+  constructor(
+    readonly file: string,
+    chunk = CHUNK,
+    overlay?: ManifestOverlay | null,
+    /**
+     * The base file's totals (its summary, see manifest-summary.ts), which the caller has
+     * checked against the file: with them skipRun passes over a run without counting it.
+     */
+    private readonly totals?: ManifestTotals,
+  ) {
     this.buf = Buffer.allocUnsafe(chunk);
     try {
       this.fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
@@ -85,14 +100,56 @@ export class ManifestCursor {
 
   private baseNext(): RawLine | null {
     const r = this.basePeek();
-    if (this.peeked) this.start = this.peeked.next;
+    if (this.peeked) {
+      this.start = this.peeked.next;
+      this.seenLines += 1;
+      this.seenBytes += lineSize(this.peeked.raw.line);
+    }
     this.peeked = undefined;
     return r;
   }
 
+  /** True when skipRun may be used (the caller gave the file's totals). */
+  get canSkip(): boolean {
+    return this.totals !== undefined;
+  }
+
+  /**
+   * Passes over the run passRun would pass over, without counting its lines or summing
+   * their sizes (a binary search over the buffer's bytes, not a look at each line): the
+   * runs' totals are then what the file's totals leave (uncountedTotals). Only with the
+   * file's totals (canSkip). Returns whether it moved.
+   */
+  skipRun(prefix: string, stop: string | null): boolean {
+    if (this.totals === undefined) throw new Error('ManifestCursor.skipRun needs the file\'s totals');
+    const moved = this.run(prefix, stop, null, true).lines > 0;
+    if (moved) this.skippedRuns = true;
+    return moved;
+  }
+
+  /**
+   * Once the cursor has read the whole file: the lines (and sizes) of the base file that
+   * skipRun passed over, from the file's totals; null when none was skipped. A summary
+   * that cannot be this file's (fewer lines than were read) is STATE_CORRUPT.
+   */
+  uncountedTotals(): ManifestTotals | null {
+    if (!this.skippedRuns) return null;
+    const t = this.totals!;
+    const lines = t.lines - this.seenLines;
+    const bytes = t.bytes - this.seenBytes;
+    if (!this.eof || lines < 0 || bytes < 0) throw new StagedrootError('STATE_CORRUPT', `The summary of manifest ${this.file} does not match it`, { path: this.file });
+    return { lines, bytes };
+  }
+
+  /** Once the cursor has read the whole file: its totals (counted, or the summary's when runs were skipped). */
+  fileTotals(): ManifestTotals | null {
+    if (!this.eof) return null;
+    return this.skippedRuns ? this.totals! : { lines: this.seenLines, bytes: this.seenBytes };
+  }
+
   /** A line's entry, parsed and checked (once). */
   entryOf(r: RawLine): ManifestEntry {
-    return (r.entry ??= parseManifestLine(r.line, this.file, `line ${r.lineNo}`));
+    return (r.entry ??= parseManifestLine(r.line, this.file, r.lineNo > 0 ? `line ${r.lineNo}` : 'a line'));
   }
 
   /**
@@ -110,7 +167,8 @@ export class ManifestCursor {
     return this.run(prefix, stop, null);
   }
 
-  private run(prefix: string, until: string | null, out: ManifestWriter | null): { lines: number; bytes: number } {
+  /** `skip`: the run's lines are neither counted nor summed (lines is 1 when it moved, 0 when not). */
+  private run(prefix: string, until: string | null, out: ManifestWriter | null, skip = false): { lines: number; bytes: number } {
     let stop = until;
     if (this.overlay !== null) {
       // The run stops before the next path the overlay names: from there on, line by line.
@@ -134,6 +192,44 @@ export class ManifestCursor {
     };
     let lines = 0;
     let bytes = 0;
+    if (skip) {
+      for (;;) {
+        const firstEnd = this.wholeLine();
+        if (firstEnd === -1) break;
+        if (firstEnd === this.start) {
+          this.start += 1; // an empty line, as the reader skips it
+          continue;
+        }
+        if (!passes(this.start, firstEnd)) break;
+        lines = 1;
+        // The buffer's last whole line: when it passes, so does every line before it (sorted).
+        const tailEnd = this.eof && this.buf[this.end - 1] !== NL ? this.end : this.buf.lastIndexOf(NL, this.end - 1);
+        const lastStart = tailEnd <= firstEnd ? this.start : this.buf.lastIndexOf(NL, tailEnd - 1) + 1;
+        if (lastStart < tailEnd && passes(lastStart, tailEnd)) {
+          this.start = Math.min(tailEnd + 1, this.end);
+          continue;
+        }
+        // Else a binary search over the bytes between: lo a line start that passes, hi one that does not (or an empty line).
+        let lo = this.start;
+        let hi = lastStart;
+        while (hi - lo > 256) {
+          const mid = this.buf.indexOf(NL, (lo + hi) >> 1) + 1;
+          if (mid <= lo || mid >= hi) break;
+          const end = this.buf.indexOf(NL, mid);
+          if (end === mid || !passes(mid, end)) hi = mid;
+          else lo = mid;
+        }
+        for (;;) {
+          const end = this.buf.indexOf(NL, lo);
+          if (end === -1 || end >= this.end || end === lo || !passes(lo, end)) break;
+          lo = end + 1;
+        }
+        this.start = lo;
+        if (this.buf[lo] === NL && lo < this.end) continue; // an empty line: the run may go on after it
+        break;
+      }
+      return { lines, bytes };
+    }
     // How many of the buffer's lines to look at, doubled while the run goes on: a short run
     // (before an overlay point, which can come every few lines) costs its own lines, not a
     // scan of the whole buffer (O(points × buffer) per pass with a large overlay).
@@ -183,7 +279,10 @@ export class ManifestCursor {
       if (k === 0) break; // the next line is not in the run
       const lastEnd = ends[k - 1]!;
       const next = Math.min(lastEnd + 1, this.end);
-      bytes += sumSizes(this.buf, this.start, lastEnd);
+      const sum = sumSizes(this.buf, this.start, lastEnd);
+      bytes += sum;
+      this.seenLines += k;
+      this.seenBytes += sum;
       if (out !== null) {
         const run = this.buf.subarray(this.start, next);
         // A last line without its newline gets one, as the writer would write it.
@@ -251,9 +350,11 @@ export class ManifestCursor {
       }
       const line = decode(this.buf.subarray(this.start, nl));
       const p = cheapPath(line);
-      if (p !== null) return { raw: { p, line, lineNo: this.lineNo }, next };
-      const entry = parseManifestLine(line, this.file, `line ${this.lineNo}`);
-      return { raw: { p: entry.p, line, lineNo: this.lineNo, entry }, next };
+      // After a skipped run the line numbers are unknown: 0, and an error names the byte offset.
+      const lineNo = this.skippedRuns ? 0 : this.lineNo;
+      if (p !== null) return { raw: { p, line, lineNo }, next };
+      const entry = parseManifestLine(line, this.file, this.where(this.start, this.lineNo));
+      return { raw: { p: entry.p, line, lineNo, entry }, next };
     }
   }
 
@@ -262,7 +363,12 @@ export class ManifestCursor {
     const end = asciiPathEnd(this.buf, at, lineEnd);
     if (end !== -1) return this.buf.toString('latin1', at + LINE_HEAD.length, end);
     const line = decode(this.buf.subarray(at, lineEnd));
-    return cheapPath(line) ?? parseManifestLine(line, this.file, `near line ${this.lineNo + 1}`).p;
+    return cheapPath(line) ?? parseManifestLine(line, this.file, this.where(at, this.lineNo + 1, 'near ')).p;
+  }
+
+  /** Where the line at buf[at] is, for an error: its number, or its byte offset once a run was skipped uncounted. */
+  private where(at: number, lineNo: number, near = ''): string {
+    return this.skippedRuns ? `the line at byte ${this.pos - (this.end - at)}` : `${near}line ${lineNo}`;
   }
 }
 

@@ -14,6 +14,7 @@ import { readXattrs, xattrDigest, xattrsSupported } from '../core/xattr.js';
 import { comparePaths, isUnder } from '../core/paths.js';
 import { manifestDelta } from './diff-manifests.js';
 import { ioError } from '../core/io-error.js';
+import { readSummary, writeSummary, type ManifestTotals } from './manifest-summary.js';
 
 export interface SnapshotManifestArgs {
   /** The snapshot of the base tree, with the change set applied. */
@@ -61,6 +62,8 @@ export interface SnapshotManifestResult extends PatchResult {
   hashed: number;
   /** `out` is a link to the base's file with an overlay beside it (else written whole). */
   linked: boolean;
+  /** A summary of the linked file was written beside `out` (see manifest-summary.ts). */
+  summarized?: true;
   /**
    * The paths of the delta (changedPaths: written or removed) whose entry in the new
    * manifest is the base manifest's (compareEntry: type, mode, owner, content, target,
@@ -111,16 +114,31 @@ function linkedPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'chec
   const bound = overlayBound(a.link?.entries ?? 0);
   if ((had?.dirty.size ?? 0) + (had?.removed.size ?? 0) + ch.dirty.size > bound) return null;
   const sink = new OverlaySink(a.out, bound);
+  // The base file's summary, when it is this file's: its unchanged runs are passed over uncounted.
+  const key = { sha256: baseSha, size: fileSize(a.base) };
+  const summary = readSummary(a.base, key.sha256, key.size);
   let r: PassResult;
+  let totals: ManifestTotals | null = null;
   try {
-    r = manifestPass(a, h, ch, sink, had);
+    r = manifestPass(a, h, ch, sink, had, { ...(summary === null ? {} : { baseTotals: summary }), onTotals: (t) => (totals = t) });
   } catch (err) {
     if (err instanceof OverlayTooBig) return null;
     throw err;
   }
   const o = composeLinked(baseSha, had, sink, bound);
   if (o === null || !linkWithOverlay(a.base, a.out, o.text, h.faults)) return null;
-  return { ...r, sha256: o.digest, linked: true };
+  // The new manifest is the same file: its summary too (the next stage's pass skips its runs).
+  const t: ManifestTotals | null = totals;
+  if (t !== null) writeSummary(a.out, key, t, h.faults);
+  return { ...r, sha256: o.digest, linked: true, ...(t === null ? {} : { summarized: true as const }) };
+}
+
+function fileSize(file: string): number {
+  try {
+    return fs.statSync(file).size;
+  } catch (err) {
+    throw ioError(err, file, file, 'sysroot');
+  }
 }
 
 type PassResult = Omit<SnapshotManifestResult, 'sha256' | 'linked'>;
@@ -142,7 +160,15 @@ function samePaths(result: PatchResult, ch: TreeChanges, baseAt: ReadonlyMap<str
  * are the same in a second pass: it finds them gone, as the first left the tree.
  * `baseOverlay`: the base's overlay when the caller has read it (not read again).
  */
-function manifestPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'checkAbort' | 'skip'>, ch: TreeChanges, out: ManifestSink, baseOverlay?: ManifestOverlay | null): PassResult {
+function manifestPass(
+  a: SnapshotManifestArgs,
+  h: Pick<TaskHooks, 'faults' | 'checkAbort' | 'skip'>,
+  ch: TreeChanges,
+  out: ManifestSink,
+  baseOverlay?: ManifestOverlay | null,
+  /** `baseTotals`: the base file's summary, checked against it (its runs are then skipped uncounted); `onTotals`: told the base file's totals once it is read. */
+  o: { baseTotals?: ManifestTotals; onTotals?: (t: ManifestTotals | null) => void } = {},
+): PassResult {
   const freshOf = new Map(ch.fresh.map((e) => [e.p, e] as const));
   let bytes = 0;
   let walked = 0;
@@ -185,7 +211,7 @@ function manifestPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'ch
   const dropped = new RemovedLines();
   /** The base's lines at the paths the change set touched and at the topmost ones it dropped (see samePaths). */
   const baseAt = new Map<string, string>();
-  const prev = new ManifestCursor(a.base, undefined, baseOverlay);
+  const prev = new ManifestCursor(a.base, undefined, baseOverlay, o.baseTotals);
   /** A line of the new manifest; `was`: the base's line at its path (null: none). */
   const emit = (p: string, line: string, size: number, was: string | null, e?: ManifestEntry): void => {
     out.put(p, line, was, e);
@@ -220,7 +246,7 @@ function manifestPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'ch
         // up to the next touched path, fresh entry or walked entry.
         const run = out.run(prev, t, earliest(rel, f?.p ?? null, nextDirtyAfter(r!.p)));
         bytes += run.bytes;
-        if (run.lines > 0) continue;
+        if (run.moved) continue;
       }
       prev.nextRaw();
       const changed = ch.dirty.has(r!.p) || ch.underRemoved(r!.p);
@@ -282,6 +308,13 @@ function manifestPass(a: SnapshotManifestArgs, h: Pick<TaskHooks, 'faults' | 'ch
   try {
     walkSnapshot();
     drain(null);
+    // The runs skipped uncounted: what the base file's totals leave of what was read line by line.
+    const rest = prev.uncountedTotals();
+    if (rest !== null) {
+      out.uncounted(rest.lines);
+      bytes += rest.bytes;
+    }
+    o.onTotals?.(prev.fileTotals());
   } finally {
     prev.close();
   }
