@@ -76,6 +76,11 @@ export class ManifestIndex {
     return null;
   }
 
+  /** The manifest's overlay for lookups, its lines parsed as they are looked up (null: none). */
+  get overlayLookup(): OverlayLookup | null {
+    return this.overlay;
+  }
+
   /** The manifest's overlay as lookups apply it (null: none). */
   get overlayView(): OverlayView | null {
     return this.overlay?.view() ?? null;

@@ -7,7 +7,8 @@ import { comparePaths, isUnder } from '../core/paths.js';
  * prefix (usr/, most of a tree) are one stretch of the base file, found by two binary
  * searches (ManifestIndex.firstLineWhere); only the lines outside those stretches are
  * read and parsed, and the overlay's entries outside them added (a base line the
- * overlay replaces or removes is not counted). O(lines outside + log size). It runs
+ * overlay replaces or removes is not counted; the overlay's lines under the prefixes are
+ * not parsed). O(lines outside + log size). It runs
  * before every stage (the free-space preflight).
  */
 export function sumFileSizes(manifest: string, prefixes: readonly string[]): number {
@@ -20,18 +21,24 @@ export function sumFileSizes(manifest: string, prefixes: readonly string[]): num
       .map((q) => ({ from: index.firstLineWhere((p) => comparePaths(p, q) > 0), to: index.firstLineWhere((p) => comparePaths(p, q) > 0 && !isUnder(p, q)) }))
       .filter((r) => r.from < r.to)
       .sort((a, b) => a.from - b.from);
-    const view = index.overlayView;
+    // The overlay's lines are parsed only outside the prefixes (a stage's overlay names
+    // every path its updates wrote under usr/: hundreds to thousands of lines).
+    const overlay = index.overlayLookup;
     let sum = 0;
     let at = 0;
     const count = (from: number, to: number): void => {
-      for (const e of index.entriesBetween(from, to)) if (e.t === 'f' && !under(e.p) && !(view?.drops(e.p) ?? false)) sum += e.s ?? 0;
+      for (const e of index.entriesBetween(from, to)) if (e.t === 'f' && !under(e.p) && !(overlay?.drops(e.p) ?? false)) sum += e.s ?? 0;
     };
     for (const r of skipped) {
       if (r.from > at) count(at, r.from);
       at = Math.max(at, r.to);
     }
     count(at, index.byteSize);
-    for (const e of view?.entries ?? []) if (e.t === 'f' && !under(e.p)) sum += e.s ?? 0;
+    for (const p of overlay?.paths() ?? []) {
+      if (under(p)) continue;
+      const e = overlay!.find(p)!;
+      if (e.t === 'f') sum += e.s ?? 0;
+    }
     return sum;
   } finally {
     index.close();

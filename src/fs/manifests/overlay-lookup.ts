@@ -20,6 +20,8 @@ export interface OverlayLookup {
   find(p: string): ManifestEntry | undefined;
   /** True for a base line the overlay replaces or removes. */
   drops(p: string): boolean;
+  /** The paths of the overlay's entries, in order (each one's entry is find's, parsed when looked up). */
+  paths(): readonly string[];
   /** The whole overlay as the other readers apply it (parsed now if it was not). */
   view(): OverlayView;
 }
@@ -36,7 +38,7 @@ export function overlayLookupOf(manifest: string): OverlayLookup | null {
 function lookupOf(manifest: string, text: string): OverlayLookup {
   const whole = (): OverlayLookup => {
     const v = viewOf(overlayOfText(manifest, text));
-    return { find: (p) => v.byPath.get(p), drops: v.drops, view: () => v };
+    return { find: (p) => v.byPath.get(p), drops: v.drops, paths: () => v.entries.map((e) => e.p), view: () => v };
   };
   if (parsedOverlay(manifest, text) !== null) return whole();
   const file = overlayFile(manifest);
@@ -65,6 +67,7 @@ function lookupOf(manifest: string, text: string): OverlayLookup {
       return e;
     },
     drops: dropsOf(dirty, removed),
+    paths: () => [...at.keys()],
     view: () => viewOf(overlayOfText(manifest, text)),
   };
 }

@@ -166,4 +166,22 @@ describe('manifest overlay', () => {
     fs.rmSync(overlayFile(file));
     expect(readOverlay(file)).toBeNull();
   });
+
+  it('the copy\'s free-space figure parses only the overlay lines outside the hardlinked prefixes', () => {
+    // A stage's overlay names every path its updates wrote under usr/; the preflight (sumFileSizes) reads the
+    // others only: a line under usr/ is not parsed (a damaged one there is the manifest pass's to find), one outside is.
+    const file = path.join(dir, 'sizes.ndjson');
+    writeManifest(file, [entry('etc/a', 10), entry('etc/b', 20), entry('usr/x', 1000), entry('usr/y', 2000)]);
+    const sha = hashFile(file);
+    const good = formatOverlay(sha, ['etc/b', 'etc/c', 'usr/x'], [], [entry('etc/b', 21), entry('etc/c', 30), entry('usr/x', 1001)]);
+    fs.writeFileSync(overlayFile(file), good);
+    expect(sumFileSizes(file, ['usr'])).toBe(10 + 21 + 30);
+    const damaged = (p: string) => good.replace(`{"p":"${p}","t":"f","m":420,"u":0,"g":0,"s":`, `{"p":"${p}","t":"f","m":420,"u":0,"g":0,"s":-`);
+    expect(damaged('usr/x')).not.toBe(good);
+    fs.writeFileSync(overlayFile(file), damaged('usr/x'));
+    expect(sumFileSizes(file, ['usr'])).toBe(10 + 21 + 30);
+    fs.writeFileSync(overlayFile(file), damaged('etc/c'));
+    expect(() => sumFileSizes(file, ['usr'])).toThrow(/line 3/);
+    fs.rmSync(overlayFile(file));
+  });
 });
