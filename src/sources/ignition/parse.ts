@@ -3,6 +3,7 @@ import { zodIssues } from '../document.js';
 import { IssueList } from './issues.js';
 import { ignitionSchema, SUPPORTED_VERSIONS, type IgnitionConfig } from './schema.js';
 import { findUnsupported } from './unsupported.js';
+import { quickParse } from './quick-parse.js';
 
 export interface CheckedIgnition {
   config: IgnitionConfig;
@@ -35,9 +36,13 @@ export function checkIgnition(raw: unknown, describe: string): CheckedIgnition {
   const pruned = findUnsupported(doc, found);
   found.throwIfAny(`${what} uses fields stagedroot does not apply`);
 
-  const r = ignitionSchema.safeParse(pruned);
-  if (!r.success) throw issuesError(zodIssues(r.error), `${what} is invalid`);
-  const cfg = r.data;
+  // The common document without zod (quickParse: the same result, or null and zod decides).
+  let cfg = quickParse(pruned);
+  if (cfg === null) {
+    const r = ignitionSchema.safeParse(pruned);
+    if (!r.success) throw issuesError(zodIssues(r.error), `${what} is invalid`);
+    cfg = r.data;
+  }
   if (cfg.ignition.version === '3.0.0') {
     // sha256 verification arrived with spec 3.1.0; 3.0.0 knows only sha512.
     (cfg.storage?.files ?? []).forEach((f, i) => {
