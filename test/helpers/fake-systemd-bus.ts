@@ -33,6 +33,8 @@ export interface FakeSystemdOptions {
   oversizedOn?: { member: string; bodyBytes: number };
   /** Send a job's JobRemoved before its call's reply. */
   signalFirst?: boolean;
+  /** Signals of other interfaces sent before each JobRemoved (systemd's PropertiesChanged of every unit). */
+  noise?: number;
 }
 
 export interface FakeSystemd {
@@ -94,7 +96,10 @@ export async function fakeSystemd(o: FakeSystemdOptions = {}): Promise<FakeSyste
           const u = o.units?.[unit];
           if (u === undefined) return error(m, 'org.freedesktop.systemd1.NoSuchUnit', `Unit ${unit} not found.`);
           const id = ++job;
-          const removed = (): void => send({ type: MessageType.signal, path: '/org/freedesktop/systemd1', interface: 'org.freedesktop.systemd1.Manager', member: 'JobRemoved', signature: 'uoss', body: [id, `${JOB_PATH}${id}`, unit, u.result ?? 'done'] });
+          const removed = (): void => {
+            for (let i = 0; i < (o.noise ?? 0); i++) send({ type: MessageType.signal, path: `/org/freedesktop/systemd1/unit/u${i}`, interface: 'org.freedesktop.DBus.Properties', member: 'PropertiesChanged', signature: 'ss', body: ['org.freedesktop.systemd1.Unit', 'x'.repeat(2000)] });
+            send({ type: MessageType.signal, path: '/org/freedesktop/systemd1', interface: 'org.freedesktop.systemd1.Manager', member: 'JobRemoved', signature: 'uoss', body: [id, `${JOB_PATH}${id}`, unit, u.result ?? 'done'] });
+          };
           if (o.signalFirst) removed();
           reply(m, 'o', [`${JOB_PATH}${id}`]);
           if (o.dropAfter === m.member) {

@@ -31,6 +31,14 @@ export class BusMethodError extends Error {
   }
 }
 
+/** Which signals a handler gets. */
+export interface SignalMatch {
+  interface: string;
+  member: string;
+}
+
+const matches = (s: SignalMatch, m: BusMessage): boolean => m.interface === s.interface && m.member === s.member;
+
 export interface CallSpec {
   destination?: string;
   path: string;
@@ -49,7 +57,7 @@ export interface OpenOptions {
 export class BusConnection {
   private serial = 0;
   private readonly pending = new Map<number, { resolve: (m: BusMessage) => void; reject: (e: Error) => void }>();
-  private readonly signalHandlers: ((m: BusMessage) => void)[] = [];
+  private readonly signalHandlers: { match: SignalMatch; f: (m: BusMessage) => void }[] = [];
   private readonly closeHandlers: ((e: Error) => void)[] = [];
   private buffered: Buffer[] = [];
   private bufferedBytes = 0;
@@ -123,8 +131,9 @@ export class BusConnection {
     this.socket.write(encodeMessage({ ...m, type: MessageType.signal, serial: this.nextSerial() }));
   }
 
-  onSignal(f: (m: BusMessage) => void): void {
-    this.signalHandlers.push(f);
+  /** Calls `f` with each signal of that interface and member (only theirs are decoded). */
+  onSignal(match: SignalMatch, f: (m: BusMessage) => void): void {
+    this.signalHandlers.push({ match, f });
   }
 
   onClose(f: (e: Error) => void): void {
@@ -163,7 +172,7 @@ export class BusConnection {
         if (this.bufferedBytes < this.wanted) return;
         const bytes = this.take(this.wanted, true);
         this.wanted = 0;
-        this.dispatch(decodeMessage(bytes));
+        this.dispatch(decodeMessage(bytes, (h) => h.type !== MessageType.signal || this.signalHandlers.some((s) => matches(s.match, h))));
         if (this.closedBy) return;
       }
     } catch (e) {
@@ -191,7 +200,7 @@ export class BusConnection {
       if (m.type === MessageType.reply) p.resolve(m);
       else p.reject(new BusMethodError(m.errorName ?? 'an unnamed error', typeof m.body[0] === 'string' ? m.body[0] : ''));
     } else if (m.type === MessageType.signal) {
-      for (const f of this.signalHandlers) f(m);
+      for (const s of this.signalHandlers) if (matches(s.match, m)) s.f(m);
     }
     // A method call to this client (a peer's Peer.Ping or a test server's): not served.
   }

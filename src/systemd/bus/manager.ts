@@ -80,7 +80,7 @@ export class SystemdManager {
   private readonly waiting = new Map<string, (r: { unit: string; result: string }) => void>();
 
   private constructor(readonly bus: BusConnection) {
-    bus.onSignal((m) => this.onSignal(m));
+    bus.onSignal({ interface: MANAGER, member: 'JobRemoved' }, (m) => this.onSignal(m));
   }
 
   /** Connects and subscribes; BusUnavailable when that fails (no action was sent: the caller may use systemctl instead). */

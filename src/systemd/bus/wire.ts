@@ -339,8 +339,14 @@ class Reader {
   }
 }
 
-/** A message from its bytes (exactly one message, as messageLength measured it). */
-export function decodeMessage(buf: Buffer): BusMessage {
+/**
+ * A message from its bytes (exactly one message, as messageLength measured it). Its body
+ * is read only when `wantBody` says so from the header (else it is left empty): systemd
+ * sends every client of its private socket every unit's PropertiesChanged, whose bodies
+ * a client waiting for its job's JobRemoved has no use for (their decoding was ~300 ms of
+ * CPU of an apply-live under TCG).
+ */
+export function decodeMessage(buf: Buffer, wantBody: (header: BusMessage) => boolean = () => true): BusMessage {
   if (buf.length < FIXED_HEADER) throw new BusProtocolError('a message shorter than its header');
   const le = endianOf(buf);
   const type = buf[1]!;
@@ -387,6 +393,7 @@ export function decodeMessage(buf: Buffer): BusMessage {
         break;
     }
   }
+  if (!wantBody(m)) return m;
   const b = new Reader(buf, le, headerEnd, buf.length, headerEnd);
   m.body = splitSignature(m.signature).map((t) => b.value(t));
   if (b.pos !== buf.length) throw new BusProtocolError(`the body is longer than its signature "${m.signature}"`);

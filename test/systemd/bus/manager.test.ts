@@ -54,6 +54,11 @@ describe('SystemdManager', () => {
     expect(await m.unitJob('restart', 'nope.service', 5000)).toEqual({ ok: false, output: 'Failed to restart nope.service: Unit nope.service not found. (org.freedesktop.systemd1.NoSuchUnit)', timedOut: false });
   });
 
+  it("other signals (every unit's PropertiesChanged) before the job's JobRemoved are passed over", async () => {
+    const { m } = await open({ units: { 'a.service': {} }, noise: 200 });
+    await expect(m.unitJob('restart', 'a.service', 5000)).resolves.toMatchObject({ ok: true });
+  });
+
   it("a JobRemoved that comes before its call's reply is not missed", async () => {
     const { m } = await open({ units: { 'a.service': {} }, signalFirst: true });
     await expect(m.unitJob('restart', 'a.service', 5000)).resolves.toMatchObject({ ok: true });
