@@ -1,5 +1,5 @@
 import * as net from 'node:net';
-import { BusProtocolError, FIXED_HEADER, MessageType, decodeMessage, encodeMessage, messageLength, type BusMessage } from './wire.js';
+import { BusProtocolError, FIELD, FIXED_HEADER, MessageType, decodeMessage, encodeMessage, headerFieldIs, messageLength, type BusMessage } from './wire.js';
 
 /*
  * A D-Bus connection on a unix socket, all of it on the event loop: the SASL handshake of
@@ -57,7 +57,7 @@ export interface OpenOptions {
 export class BusConnection {
   private serial = 0;
   private readonly pending = new Map<number, { resolve: (m: BusMessage) => void; reject: (e: Error) => void }>();
-  private readonly signalHandlers: { match: SignalMatch; f: (m: BusMessage) => void }[] = [];
+  private readonly signalHandlers: { match: SignalMatch; member: Buffer; interface: Buffer; f: (m: BusMessage) => void }[] = [];
   private readonly closeHandlers: ((e: Error) => void)[] = [];
   private buffered: Buffer[] = [];
   private bufferedBytes = 0;
@@ -133,7 +133,7 @@ export class BusConnection {
 
   /** Calls `f` with each signal of that interface and member (only theirs are decoded). */
   onSignal(match: SignalMatch, f: (m: BusMessage) => void): void {
-    this.signalHandlers.push({ match, f });
+    this.signalHandlers.push({ match, member: Buffer.from(match.member), interface: Buffer.from(match.interface), f });
   }
 
   onClose(f: (e: Error) => void): void {
@@ -172,6 +172,8 @@ export class BusConnection {
         if (this.bufferedBytes < this.wanted) return;
         const bytes = this.take(this.wanted, true);
         this.wanted = 0;
+        // A signal no handler takes is passed over from its bytes (systemd sends many), unless its header needs the full reader.
+        if (bytes[1] === MessageType.signal && this.signalHandlers.every((s) => headerFieldIs(bytes, FIELD.member, s.member) === false || headerFieldIs(bytes, FIELD.interface, s.interface) === false)) continue;
         this.dispatch(decodeMessage(bytes, (h) => h.type !== MessageType.signal || this.signalHandlers.some((s) => matches(s.match, h))));
         if (this.closedBy) return;
       }

@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BusConnection, BusMethodError, BusUnavailable } from '../../../src/systemd/bus/connection.js';
-import { BusProtocolError, MessageType, decodeMessage, encodeMessage, messageLength, type BusMessage } from '../../../src/systemd/bus/wire.js';
+import { BusProtocolError, FIELD, MessageType, decodeMessage, encodeMessage, headerFieldIs, messageLength, type BusMessage } from '../../../src/systemd/bus/wire.js';
 import { fakeSystemd, type FakeSystemd } from '../../helpers/fake-systemd-bus.js';
 
 const has = (cmd: string): boolean => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
@@ -31,6 +31,17 @@ describe('the wire format', () => {
     const sig = encodeMessage({ type: MessageType.signal, serial: 3, path: '/u', interface: 'org.freedesktop.DBus.Properties', member: 'PropertiesChanged', signature: 'ss', body: ['a', 'b'] });
     expect(decodeMessage(sig, (h) => h.member === 'JobRemoved')).toMatchObject({ member: 'PropertiesChanged', signature: 'ss', body: [] });
     expect(decodeMessage(sig, (h) => h.member === 'PropertiesChanged').body).toEqual(['a', 'b']);
+  });
+
+  it("tells a header field's value from the bytes (true, false; null where the full reader must look)", () => {
+    const sig = encodeMessage({ type: MessageType.signal, serial: 3, path: '/org/freedesktop/systemd1', interface: 'org.freedesktop.systemd1.Manager', member: 'JobRemoved', signature: 'uoss', body: [1, '/j/1', 'a.service', 'done'] });
+    expect(headerFieldIs(sig, FIELD.member, Buffer.from('JobRemoved'))).toBe(true);
+    expect(headerFieldIs(sig, FIELD.member, Buffer.from('JobNew'))).toBe(false);
+    expect(headerFieldIs(sig, FIELD.interface, Buffer.from('org.freedesktop.systemd1.Manager'))).toBe(true);
+    expect(headerFieldIs(sig, FIELD.errorName, Buffer.from('x'))).toBe(false);
+    const cut = Buffer.from(sig);
+    cut.writeUInt32LE(4000, 12); // fields longer than the message
+    expect(headerFieldIs(cut, FIELD.member, Buffer.from('JobRemoved'))).toBeNull();
   });
 
   it('refuses a message over the limit from its fixed header, and a truncated one', () => {
@@ -111,6 +122,8 @@ describe.skipIf(!has('dbus-daemon'))('the client against dbus-daemon (libdbus)',
     const c = await BusConnection.open(socketOf(), { timeoutMs: 5000 });
     const signals: BusMessage[] = [];
     c.onSignal({ interface: 'org.freedesktop.DBus', member: 'NameAcquired' }, (m) => signals.push(m));
+    const others: BusMessage[] = [];
+    c.onSignal({ interface: 'org.freedesktop.DBus', member: 'NameLost' }, (m) => others.push(m));
     try {
       const hello = await c.call({ ...DBUS, member: 'Hello' });
       const name = hello.body[0] as string;
@@ -122,6 +135,7 @@ describe.skipIf(!has('dbus-daemon'))('the client against dbus-daemon (libdbus)',
       expect((err as Error).message).toMatch(/no\.such\.name/);
       // The daemon's NameAcquired signal after Hello (signature s).
       expect(signals.find((s) => s.member === 'NameAcquired')?.body).toEqual([name]);
+      expect(others).toEqual([]);
     } finally {
       c.close();
     }
