@@ -1,5 +1,6 @@
 import * as fs from 'node:fs';
 import { StagedrootError } from '../../errors.js';
+import type { FaultHook } from './faults.js';
 import { ioError } from './io-error.js';
 
 /**
@@ -22,6 +23,30 @@ export function createFile(host: string | Buffer, mode = 0o600): number {
 /** A new file at `dst` sharing `src`'s blocks where the filesystem can (FICLONE), else a copy of its bytes. */
 export function cloneFile(src: string | Buffer, dst: string | Buffer): void {
   fs.copyFileSync(src, dst, fs.constants.COPYFILE_EXCL | fs.constants.COPYFILE_FICLONE);
+}
+
+/**
+ * A new file of the sysroot's own (a manifest's overlay or summary) holding `data`: created
+ * O_EXCL|O_NOFOLLOW, written whole, not fsynced (the caller's sync step makes it durable).
+ */
+export function writeNewFile(file: string, data: Buffer, faults: FaultHook, mode = 0o644): void {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, CREATE, mode);
+  } catch (err) {
+    throw ioError(err, file, file, 'sysroot');
+  }
+  try {
+    faults.afterMutation('create', file);
+    try {
+      for (let off = 0; off < data.length; ) off += fs.writeSync(fd, data, off, data.length - off);
+    } catch (err) {
+      throw ioError(err, file, file, 'sysroot');
+    }
+    faults.afterMutation('write', file);
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 const CHUNK = 1 << 20;

@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import type { FaultHook } from '../core/faults.js';
 import { ioError } from '../core/io-error.js';
+import { writeNewFile } from '../core/new-entry.js';
 import type { ManifestWriter } from './manifest.js';
 import type { ManifestCursor } from './manifest-cursor.js';
 import { parseManifestLine, type ManifestEntry } from './manifest-line.js';
@@ -139,22 +140,6 @@ export function linkWithOverlay(base: string, out: string, text: string, faults:
   faults.afterMutation('link', out);
   const file = overlayFile(out);
   const data = Buffer.from(text, 'utf8');
-  let fd: number;
-  try {
-    fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o644);
-  } catch (err) {
-    throw ioError(err, file, file, 'sysroot');
-  }
-  try {
-    faults.afterMutation('create', file);
-    try {
-      for (let off = 0; off < data.length; ) off += fs.writeSync(fd, data, off, data.length - off);
-    } catch (err) {
-      throw ioError(err, file, file, 'sysroot');
-    }
-    faults.afterMutation('write', file);
-  } finally {
-    fs.closeSync(fd);
-  }
+  writeNewFile(file, data, faults);
   return true;
 }

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import type { FaultHook } from '../core/faults.js';
-import { ioError } from '../core/io-error.js';
+import { writeNewFile } from '../core/new-entry.js';
 
 /** A manifest file's lines (not its overlay's: the file alone) and the sum of the file sizes they record. */
 export interface ManifestTotals {
@@ -51,21 +51,5 @@ export function readSummary(manifest: string, sha256: string, size: number): Man
 export function writeSummary(manifest: string, key: { sha256: string; size: number }, t: ManifestTotals, faults: FaultHook): void {
   const file = summaryFile(manifest);
   const data = Buffer.from(`${JSON.stringify({ summary: 1, sha256: key.sha256, size: key.size, lines: t.lines, bytes: t.bytes })}\n`, 'utf8');
-  let fd: number;
-  try {
-    fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o644);
-  } catch (err) {
-    throw ioError(err, file, file, 'sysroot');
-  }
-  try {
-    faults.afterMutation('create', file);
-    try {
-      for (let off = 0; off < data.length; ) off += fs.writeSync(fd, data, off, data.length - off);
-    } catch (err) {
-      throw ioError(err, file, file, 'sysroot');
-    }
-    faults.afterMutation('write', file);
-  } finally {
-    fs.closeSync(fd);
-  }
+  writeNewFile(file, data, faults);
 }
