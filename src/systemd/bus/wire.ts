@@ -41,7 +41,12 @@ export class BusProtocolError extends Error {}
 /** The bytes before the header fields: endianness, type, flags, version, body length, serial, fields' length. */
 export const FIXED_HEADER = 16;
 export const FIELD = { path: 1, interface: 2, member: 3, errorName: 4, replySerial: 5, destination: 6, sender: 7, signature: 8, unixFds: 9 } as const;
-const FIELD_TYPES: Record<number, string> = { 1: 'o', 2: 's', 3: 's', 4: 's', 5: 'u', 6: 's', 7: 's', 8: 'g', 9: 'u' };
+/** The header fields a message is read and written with: each one's type and BusMessage key (unixFds, never negotiated, is only refused). */
+type FieldKey = 'path' | 'interface' | 'member' | 'errorName' | 'replySerial' | 'destination' | 'sender' | 'signature';
+const HEADER_FIELDS: readonly (readonly [code: number, type: string, key: FieldKey])[] = (['path', 'interface', 'member', 'errorName', 'replySerial', 'destination', 'sender', 'signature'] as const).map(
+  (key) => [FIELD[key], key === 'path' ? 'o' : key === 'replySerial' ? 'u' : key === 'signature' ? 'g' : 's', key] as const,
+);
+const FIELD_BY_CODE = new Map(HEADER_FIELDS.map((f) => [f[0], f] as const));
 /** The specification's limit on nesting (32 arrays and 32 structs). */
 const MAX_DEPTH = 64;
 
@@ -185,17 +190,10 @@ export function encodeMessage(m: Omit<BusMessage, 'flags' | 'signature' | 'body'
   const body = new Writer();
   types.forEach((t, i) => body.value(t, values[i]));
   const fields: [number, string, unknown][] = [];
-  const add = (code: number, v: unknown): void => {
-    if (v !== undefined) fields.push([code, FIELD_TYPES[code]!, v]);
-  };
-  add(FIELD.path, m.path);
-  add(FIELD.interface, m.interface);
-  add(FIELD.member, m.member);
-  add(FIELD.errorName, m.errorName);
-  add(FIELD.replySerial, m.replySerial);
-  add(FIELD.destination, m.destination);
-  add(FIELD.sender, m.sender);
-  if (signature !== '') add(FIELD.signature, signature);
+  for (const [code, type, key] of HEADER_FIELDS) {
+    const v = key === 'signature' ? signature || undefined : m[key];
+    if (v !== undefined) fields.push([code, type, v]);
+  }
   const h = new Writer();
   h.byte('l'.charCodeAt(0));
   h.byte(m.type);
@@ -402,38 +400,15 @@ export function decodeMessage(buf: Buffer, wantBody: (header: BusMessage) => boo
   if (headerEnd + bodyLength !== buf.length) throw new BusProtocolError('the message length does not match its header');
   const m: BusMessage = { type: type as MessageTypeCode, flags: buf[2]!, serial, signature: '', body: [] };
   for (const [code, v] of fields) {
-    const want = FIELD_TYPES[code];
-    if (want === undefined) continue; // unknown fields are ignored, as the specification says
-    if (v.signature !== want) throw new BusProtocolError(`header field ${code} of type "${v.signature}" (not "${want}")`);
-    switch (code) {
-      case FIELD.path:
-        m.path = v.value as string;
-        break;
-      case FIELD.interface:
-        m.interface = v.value as string;
-        break;
-      case FIELD.member:
-        m.member = v.value as string;
-        break;
-      case FIELD.errorName:
-        m.errorName = v.value as string;
-        break;
-      case FIELD.replySerial:
-        m.replySerial = v.value as number;
-        break;
-      case FIELD.destination:
-        m.destination = v.value as string;
-        break;
-      case FIELD.sender:
-        m.sender = v.value as string;
-        break;
-      case FIELD.signature:
-        m.signature = v.value as string;
-        break;
-      case FIELD.unixFds:
-        if ((v.value as number) > 0) throw new BusProtocolError('a message with file descriptors (never negotiated)');
-        break;
+    if (code === FIELD.unixFds) {
+      if (v.signature !== 'u') throw new BusProtocolError(`header field ${code} of type "${v.signature}" (not "u")`);
+      if ((v.value as number) > 0) throw new BusProtocolError('a message with file descriptors (never negotiated)');
+      continue;
     }
+    const f = FIELD_BY_CODE.get(code);
+    if (f === undefined) continue; // unknown fields are ignored, as the specification says
+    if (v.signature !== f[1]) throw new BusProtocolError(`header field ${code} of type "${v.signature}" (not "${f[1]}")`);
+    (m as unknown as Record<FieldKey, unknown>)[f[2]] = v.value;
   }
   if (!wantBody(m)) return m;
   const b = new Reader(buf, le, headerEnd, buf.length, headerEnd);
