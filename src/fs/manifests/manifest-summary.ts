@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import type { FaultHook } from '../core/faults.js';
 import { writeNewFile } from '../core/new-entry.js';
+import { isRecord } from '../../util/is-record.js';
 
 /** A manifest file's lines (not its overlay's: the file alone) and the sum of the file sizes they record. */
 export interface ManifestTotals {
@@ -41,10 +42,9 @@ export function readSummary(manifest: string, sha256: string, size: number): Man
   } catch {
     return null;
   }
-  if (typeof o !== 'object' || o === null || Array.isArray(o) || Object.keys(o).length !== 5) return null;
-  const s = o as Record<string, unknown>;
-  if (s.summary !== 1 || s.sha256 !== sha256 || s.size !== size || !isNat(s.lines) || !isNat(s.bytes)) return null;
-  return { lines: s.lines, bytes: s.bytes };
+  if (!isRecord(o) || Object.keys(o).length !== 5) return null;
+  if (o.summary !== 1 || o.sha256 !== sha256 || o.size !== size || !isNat(o.lines) || !isNat(o.bytes)) return null;
+  return { lines: o.lines, bytes: o.bytes };
 }
 
 /** Writes `manifest`'s summary (a new file, not yet fsynced: the caller's sync step makes it durable). */

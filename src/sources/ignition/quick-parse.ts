@@ -1,4 +1,5 @@
 import { MAX_PATH_DEPTH, splitSourcePath } from '../../fs/core/paths.js';
+import { isRecord } from '../../util/is-record.js';
 import { SUPPORTED_VERSIONS, type IgnitionConfig } from './schema.js';
 
 /**
@@ -12,13 +13,13 @@ import { SUPPORTED_VERSIONS, type IgnitionConfig } from './schema.js';
  * schema (nulls stripped, unsupported fields refused).
  */
 export function quickParse(doc: unknown): IgnitionConfig | null {
-  if (!isObject(doc) || !onlyKeys(doc, ROOT_KEYS)) return null;
+  if (!isRecord(doc) || !onlyKeys(doc, ROOT_KEYS)) return null;
   const ign = doc.ignition;
-  if (!isObject(ign) || !onlyKeys(ign, VERSION_KEYS) || !(SUPPORTED_VERSIONS as readonly unknown[]).includes(ign.version)) return null;
+  if (!isRecord(ign) || !onlyKeys(ign, VERSION_KEYS) || !(SUPPORTED_VERSIONS as readonly unknown[]).includes(ign.version)) return null;
   const out: Record<string, unknown> = { ignition: { version: ign.version } };
   if ('storage' in doc) {
     const storage = doc.storage;
-    if (!isObject(storage) || !onlyKeys(storage, STORAGE_KEYS)) return null;
+    if (!isRecord(storage) || !onlyKeys(storage, STORAGE_KEYS)) return null;
     const s: Record<string, unknown> = {};
     if ('files' in storage) {
       if (!Array.isArray(storage.files)) return null;
@@ -43,10 +44,6 @@ const RESOURCE_KEYS = new Set(['source', 'compression', 'verification']);
 const VERIFICATION_KEYS = new Set(['hash']);
 const HASH_RE = /^(sha512-[0-9a-fA-F]{128}|sha256-[0-9a-fA-F]{64})$/;
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 function onlyKeys(o: Record<string, unknown>, keys: ReadonlySet<string>): boolean {
   for (const k in o) if (!keys.has(k) || o[k] === undefined) return false;
   return Object.getPrototypeOf(o) === Object.prototype;
@@ -54,7 +51,7 @@ function onlyKeys(o: Record<string, unknown>, keys: ReadonlySet<string>): boolea
 
 /** A storage.files entry as fileSchema parses it, or null. */
 function quickFile(f: unknown): Record<string, unknown> | null {
-  if (!isObject(f) || !onlyKeys(f, FILE_KEYS) || !quickPath(f.path)) return null;
+  if (!isRecord(f) || !onlyKeys(f, FILE_KEYS) || !quickPath(f.path)) return null;
   const e: Record<string, unknown> = { path: f.path };
   if ('overwrite' in f) {
     if (typeof f.overwrite !== 'boolean') return null;
@@ -76,7 +73,7 @@ function quickFile(f: unknown): Record<string, unknown> | null {
 }
 
 function quickResource(r: unknown): Record<string, unknown> | null {
-  if (!isObject(r) || !onlyKeys(r, RESOURCE_KEYS)) return null;
+  if (!isRecord(r) || !onlyKeys(r, RESOURCE_KEYS)) return null;
   const o: Record<string, unknown> = {};
   if ('source' in r) {
     if (typeof r.source !== 'string') return null;
@@ -88,7 +85,7 @@ function quickResource(r: unknown): Record<string, unknown> | null {
   }
   if ('verification' in r) {
     const v = r.verification;
-    if (!isObject(v) || !onlyKeys(v, VERIFICATION_KEYS)) return null;
+    if (!isRecord(v) || !onlyKeys(v, VERIFICATION_KEYS)) return null;
     const w: Record<string, unknown> = {};
     if ('hash' in v) {
       if (typeof v.hash !== 'string' || !HASH_RE.test(v.hash)) return null;
