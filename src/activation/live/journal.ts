@@ -161,12 +161,13 @@ const allButProgress = (j: LiveJournal): string => JSON.stringify({ ...j, progre
 /** Writes the journal durably (temp + fsync + rename + fsync of the directory), private to root. */
 export function writeJournal(dfs: DurableFs, dir: string, j: LiveJournal): void {
   liveJournalSchema.parse(j); // never write what could not be read back
-  write(dfs, dir, j);
+  write(dfs, dir, j, allButProgress(j));
 }
 
-function write(dfs: DurableFs, dir: string, j: LiveJournal): void {
+/** Writes `j`, whose all-but-progress the caller has made (kept as what was checked). */
+function write(dfs: DurableFs, dir: string, j: LiveJournal, rest: string): void {
   dfs.writeFileAtomic(journalFile(dir), JSON.stringify(j) + '\n', 0o600);
-  checked.set(j, allButProgress(j));
+  checked.set(j, rest);
 }
 
 /**
@@ -176,15 +177,15 @@ function write(dfs: DurableFs, dir: string, j: LiveJournal): void {
  */
 export function markProgress(dfs: DurableFs, dir: string, j: LiveJournal, p: Partial<Progress>): LiveJournal {
   const next = { ...j, progress: { ...j.progress, ...p } };
-  const rest = checked.get(j);
-  if (rest === undefined || rest !== allButProgress(next)) {
+  const rest = allButProgress(next);
+  if (checked.get(j) !== rest) {
     writeJournal(dfs, dir, next);
     return next;
   }
   progressSchema.parse(next.progress);
   const problems = progressProblems(next);
   if (problems.length > 0) throw new z.ZodError(problems.map((q) => ({ code: z.ZodIssueCode.custom, ...q })));
-  write(dfs, dir, next);
+  write(dfs, dir, next, rest);
   return next;
 }
 
